@@ -1,0 +1,272 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Pinned versions of the modules whose CRDs the tests install. The CRDs are
+// read from the module zips that `go mod download` fetches through the module
+// proxy into the module cache (outside the clone); nothing is compiled.
+const (
+	CAPZModule    = "sigs.k8s.io/cluster-api-provider-azure"
+	CAPZVersion   = "v1.23.0"
+	CAPIModule    = "sigs.k8s.io/cluster-api"
+	CAPIVersion   = "v1.12.4" // the version CAPZ v1.23.0 requires
+	crdBasesDir   = "config/crd/bases"
+	downloadLimit = 5 * time.Minute
+)
+
+// capzCRDFiles are the CAPZ CRDs the operator reads or writes.
+var capzCRDFiles = []string{
+	"infrastructure.cluster.x-k8s.io_azureclusters.yaml",
+	"infrastructure.cluster.x-k8s.io_azureclusteridentities.yaml",
+}
+
+// capiCRDFiles are the Cluster API CRDs the operator reads.
+var capiCRDFiles = []string{
+	"cluster.x-k8s.io_clusters.yaml",
+}
+
+// Schema selects the AzureCluster schema installed in the test API server.
+type Schema string
+
+const (
+	// SchemaUpstream is CAPZ's AzureCluster exactly as published: no
+	// apiServerLB.privateLinks field.
+	SchemaUpstream Schema = "upstream"
+	// SchemaFork adds apiServerLB.privateLinks with the NAT list spelled
+	// natIpConfigurations, as in the CAPZ fork that installations run today.
+	SchemaFork Schema = "fork"
+	// SchemaProposal adds apiServerLB.privateLinks with the NAT list spelled
+	// natIPConfigurations, as in the upstream proposal.
+	SchemaProposal Schema = "proposal"
+)
+
+// NATConfigurationsField returns the field name under which the schema keeps
+// a private link's NAT IP configurations, or "" for SchemaUpstream.
+func (s Schema) NATConfigurationsField() string {
+	switch s {
+	case SchemaFork:
+		return "natIpConfigurations"
+	case SchemaProposal:
+		return "natIPConfigurations"
+	default:
+		return ""
+	}
+}
+
+// CRDs returns the CRDs a test API server needs for the given AzureCluster
+// schema: CAPZ's AzureCluster (with the overlay the schema asks for) and
+// AzureClusterIdentity, and Cluster API's Cluster.
+func CRDs(ctx context.Context, s Schema) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	capzDir, err := moduleDir(ctx, CAPZModule, CAPZVersion)
+	if err != nil {
+		return nil, err
+	}
+	capiDir, err := moduleDir(ctx, CAPIModule, CAPIVersion)
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, src := range []struct {
+		dir   string
+		files []string
+	}{{capzDir, capzCRDFiles}, {capiDir, capiCRDFiles}} {
+		for _, f := range src.files {
+			loaded, err := readCRDs(filepath.Join(src.dir, crdBasesDir, f))
+			if err != nil {
+				return nil, err
+			}
+			crds = append(crds, loaded...)
+		}
+	}
+	if s == SchemaUpstream {
+		return crds, nil
+	}
+	for _, crd := range crds {
+		if crd.Spec.Names.Kind == "AzureCluster" {
+			if err := addPrivateLinks(crd, s.NATConfigurationsField()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return crds, nil
+}
+
+// readCRDs decodes every CustomResourceDefinition in a YAML file.
+func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRD file: %w", err)
+	}
+	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for {
+		doc, err := dec.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		out = append(out, crd)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no CustomResourceDefinition", path)
+	}
+	return out, nil
+}
+
+// addPrivateLinks adds the fork-compatible apiServerLB.privateLinks field to
+// every version of the AzureCluster CRD. natField is the spelling of the NAT
+// IP configuration list.
+func addPrivateLinks(crd *apiextensionsv1.CustomResourceDefinition, natField string) error {
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			return fmt.Errorf("AzureCluster %s has no schema", v.Name)
+		}
+		lb, err := schemaAt(v.Schema.OpenAPIV3Schema, "spec", "networkSpec", "apiServerLB")
+		if err != nil {
+			return fmt.Errorf("AzureCluster %s: %w", v.Name, err)
+		}
+		lb.Properties["privateLinks"] = privateLinksSchema(natField)
+	}
+	return nil
+}
+
+// schemaAt walks nested object properties. A missing step is an error, so a
+// CAPZ schema change fails loudly instead of silently skipping the overlay.
+// The returned value is a copy, but its Properties map is shared with the
+// tree, so adding a property through it changes the CRD.
+func schemaAt(s *apiextensionsv1.JSONSchemaProps, path ...string) (apiextensionsv1.JSONSchemaProps, error) {
+	cur := *s
+	for i, p := range path {
+		next, ok := cur.Properties[p]
+		if !ok {
+			return cur, fmt.Errorf("schema has no property %v", path[:i+1])
+		}
+		cur = next
+	}
+	if cur.Properties == nil {
+		return cur, fmt.Errorf("schema property %v is not an object with properties", path)
+	}
+	return cur, nil
+}
+
+func privateLinksSchema(natField string) apiextensionsv1.JSONSchemaProps {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	strList := apiextensionsv1.JSONSchemaProps{
+		Type:  "array",
+		Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str},
+	}
+	nat := apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"allocationMethod": {
+				Type: "string",
+				Enum: []apiextensionsv1.JSON{{Raw: []byte(`"Static"`)}, {Raw: []byte(`"Dynamic"`)}},
+			},
+			"subnet":           str,
+			"privateIPAddress": str,
+		},
+	}
+	link := apiextensionsv1.JSONSchemaProps{
+		Type:     "object",
+		Required: []string{"name"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name":                      str,
+			"lbFrontendIPConfigNames":   strList,
+			"allowedSubscriptions":      strList,
+			"autoApprovedSubscriptions": strList,
+			"enableProxyProtocol":       {Type: "boolean"},
+			natField: {
+				Type:  "array",
+				Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &nat},
+			},
+		},
+	}
+	return apiextensionsv1.JSONSchemaProps{
+		Type:         "array",
+		Items:        &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &link},
+		XListType:    ptr("map"),
+		XListMapKeys: []string{"name"},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	moduleDirsMu sync.Mutex
+	moduleDirs   = map[string]string{}
+)
+
+// moduleDir returns the directory of a module version in the module cache,
+// downloading it through the module proxy if needed.
+func moduleDir(ctx context.Context, module, version string) (string, error) {
+	key := module + "@" + version
+	moduleDirsMu.Lock()
+	defer moduleDirsMu.Unlock()
+	if dir, ok := moduleDirs[key]; ok {
+		return dir, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, downloadLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBinary(), "mod", "download", "-json", key)
+	// Outside any module, so the download never touches a go.mod or go.sum.
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w: %s%s", key, err, stderr.String(), stdout.String())
+	}
+	var info struct {
+		Dir   string
+		Error string
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil {
+		return "", fmt.Errorf("go mod download %s: decoding output: %w", key, err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %s", key, info.Error)
+	}
+	moduleDirs[key] = info.Dir
+	return info.Dir, nil
+}
+
+// goBinary prefers the go command that built the running test.
+func goBinary() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

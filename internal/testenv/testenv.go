@@ -1,0 +1,205 @@
+// Package testenv starts a real Kubernetes API server (envtest) with the CRDs
+// the operator works with: CAPZ's AzureCluster and AzureClusterIdentity (with
+// or without the fork-compatible privateLinks overlay), Cluster API's Cluster,
+// and the operator's own CRDs from config/crd/bases.
+//
+// The kube-apiserver and etcd binaries are built from Go modules by
+// hack/envtest/build.sh (`make envtest-assets`). They are found through
+// KUBEBUILDER_ASSETS, or else in the directory that script writes to.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// K8sVersion is the Kubernetes version of the envtest binaries; it matches
+// the k8s.io/* libraries in go.mod and hack/envtest/kube-apiserver/go.mod.
+const K8sVersion = "1.37.1"
+
+// Options configures a test environment.
+type Options struct {
+	// Schema selects the AzureCluster schema. Default: SchemaFork.
+	Schema Schema
+	// ExtraCRDs are installed beside the default CRDs.
+	ExtraCRDs []*apiextensionsv1.CustomResourceDefinition
+}
+
+// Env is a running test API server.
+type Env struct {
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is a direct (uncached) client with the client-go and
+	// apiextensions types registered; use unstructured objects for CAPZ kinds.
+	Client client.Client
+	// Scheme is the scheme of Client.
+	Scheme *k8sruntime.Scheme
+	// Schema is the AzureCluster schema installed.
+	Schema Schema
+
+	env *envtest.Environment
+}
+
+// Start starts an API server and installs the CRDs. Call Stop when done.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if opts.Schema == "" {
+		opts.Schema = SchemaFork
+	}
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	crds, err := CRDs(ctx, opts.Schema)
+	if err != nil {
+		return nil, err
+	}
+	crds = append(crds, opts.ExtraCRDs...)
+
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+
+	var paths []string
+	if dir := ownCRDDir(); dir != "" {
+		paths = append(paths, dir)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		Scheme:                scheme,
+		CRDs:                  crds,
+		CRDDirectoryPaths:     paths,
+		ErrorIfCRDPathMissing: false,
+		// A loaded 2-core machine can be slow to start a cold API server.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest (assets %s): %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Schema: opts.Schema, env: env}, nil
+}
+
+// StartT starts an environment for one test and stops it in t.Cleanup. It
+// fails the test, never skips it, when the environment cannot start.
+func StartT(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("test environment: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping test environment: %v", err)
+		}
+	})
+	return e
+}
+
+// Stop stops the API server and etcd and removes their data.
+func (e *Env) Stop() error {
+	return e.env.Stop()
+}
+
+// WriteKubeconfig writes a kubeconfig for the administrator user to path, for
+// processes that the test starts (the operator binary, for instance).
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kc, 0o600)
+}
+
+// ErrNoAssets says that the envtest binaries have not been built.
+var ErrNoAssets = errors.New("envtest binaries not found: run `make envtest-assets` (or `make test`, which runs it first)")
+
+// AssetsDir returns the directory that holds kube-apiserver and etcd:
+// KUBEBUILDER_ASSETS if set, else the setup-envtest layout that
+// hack/envtest/build.sh writes to.
+func AssetsDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		data := os.Getenv("XDG_DATA_HOME")
+		if data == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", err
+			}
+			data = filepath.Join(home, ".local", "share")
+		}
+		dir = filepath.Join(data, "kubebuilder-envtest", "k8s",
+			fmt.Sprintf("%s-%s-%s", K8sVersion, runtime.GOOS, runtime.GOARCH))
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if !fileExists(filepath.Join(dir, bin)) {
+			return "", fmt.Errorf("%w (looked for %s in %s)", ErrNoAssets, bin, dir)
+		}
+	}
+	return dir, nil
+}
+
+// ownCRDDir returns the repository's config/crd/bases if it holds any CRD.
+func ownCRDDir() string {
+	root := repoRoot()
+	if root == "" {
+		return ""
+	}
+	dir := filepath.Join(root, "config", "crd", "bases")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".yaml") {
+			return dir
+		}
+	}
+	return ""
+}
+
+// repoRoot finds the module root above the working directory; go test runs
+// each test binary in its package's directory.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if fileExists(filepath.Join(dir, "go.mod")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
