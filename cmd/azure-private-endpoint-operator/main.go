@@ -1,0 +1,132 @@
+// Command azure-private-endpoint-operator connects private Kubernetes clusters
+// on Azure through Private Link: a management cluster running Cluster API
+// Provider Azure reaches the private API servers of its workload clusters, and
+// the workload clusters reach the management cluster's private ingress.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const userAgent = "azure-private-endpoint-operator"
+
+func main() {
+	os.Exit(run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
+}
+
+// run is main without the process exit, so tests can drive it.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "azure-private-endpoint-operator: %v\nRun with --help for the list of flags.\n", err)
+		return exitUsage
+	}
+	logger := zap.New(zap.UseFlagOptions(&opts.zap), zap.WriteTo(stderr))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	log := logger.WithName("setup")
+
+	mgr, err := newManager(opts)
+	if err != nil {
+		log.Error(err, "Unable to set up the manager")
+		return exitError
+	}
+	log.Info("Starting manager", "metricsAddr", opts.metricsAddr, "probeAddr", opts.probeAddr,
+		"leaderElection", opts.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		return exitError
+	}
+	log.Info("Manager stopped cleanly")
+	return exitOK
+}
+
+func newManager(opts *options) (manager.Manager, error) {
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
+	}
+	cfg.UserAgent = userAgent
+
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionNamespace: opts.leaderElectionNamespace,
+		LeaderElectionID:        opts.leaderElectionID,
+		LeaseDuration:           &opts.leaseDuration,
+		RenewDeadline:           &opts.renewDeadline,
+		RetryPeriod:             &opts.retryPeriod,
+		// The process exits right after the manager stops, so handing the
+		// lease over at once is safe and makes rolling updates fast.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &opts.gracefulShutdownTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("informers-synced", cacheSynced(mgr)); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// cacheSynced reports ready once the manager's informers have synced, so a
+// replica takes no traffic (and a rollout does not proceed) before it can
+// reconcile from a complete view.
+func cacheSynced(mgr manager.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
+	}
+}
+
+// restConfig loads the given kubeconfig, or else follows controller-runtime's
+// usual order: KUBECONFIG, in-cluster, ~/.kube/config.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
