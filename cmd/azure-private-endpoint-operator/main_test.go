@@ -199,7 +199,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
-			<-exited
+			t.Logf("operator killed at cleanup: %v", <-exited)
 		}
 	})
 
@@ -208,7 +208,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-exited:
-			return false, fmt.Errorf("operator exited before becoming ready: %v", err)
+			return false, fmt.Errorf("operator exited before becoming ready: %w", err)
 		default:
 		}
 		return httpOK(ctx, "http://"+probe+"/readyz"), nil

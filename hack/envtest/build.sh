@@ -10,6 +10,7 @@
 # Usage:
 #   hack/envtest/build.sh             build if needed, then print the directory
 #   hack/envtest/build.sh --print-dir print the directory only (no build)
+#   hack/envtest/build.sh --check     exit 0 if up to date, 3 if a build is due
 #
 # Environment:
 #   ENVTEST_K8S_VERSION  Kubernetes version (default: the one pinned in
@@ -33,11 +34,21 @@ fi
 
 log() { printf '[envtest-assets] %s\n' "$*" >&2; }
 
-# The stamp covers everything that decides the binaries' content.
+minor=$(echo "$version" | cut -d. -f2)
+version_pkgs=(k8s.io/component-base/version k8s.io/client-go/pkg/version)
+ldflags="-s -w"
+for p in "${version_pkgs[@]}"; do
+	ldflags+=" -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+done
+
+# The stamp covers everything that decides the binaries' content (not this
+# script's text: editing a comment here must not cost a 12-minute rebuild).
 stamp_of() {
-	cat "$here/build.sh" "$here"/kube-apiserver/go.{mod,sum} "$here"/etcd/go.{mod,sum} "$here"/etcd/main.go |
-		sha256sum | cut -d' ' -f1
-	go env GOVERSION
+	{
+		cat "$here"/kube-apiserver/go.{mod,sum} "$here"/etcd/go.{mod,sum} "$here"/etcd/main.go
+		echo "$ldflags $os $arch"
+		go env GOVERSION
+	} | sha256sum | cut -d' ' -f1
 }
 want=$(stamp_of)
 stamp_file="$dest/.built-by-azure-private-endpoint-operator"
@@ -45,6 +56,10 @@ if [[ -x "$dest/kube-apiserver" && -x "$dest/etcd" && -f "$stamp_file" && "$(cat
 	log "up to date: $dest"
 	echo "$dest"
 	exit 0
+fi
+if [[ "${1:-}" == "--check" ]]; then
+	log "a build is due in $dest (missing binaries or changed pins): run make envtest-assets"
+	exit 3
 fi
 
 mkdir -p "$dest"
@@ -72,13 +87,6 @@ build() {
 	mv -f "$tmp" "$dest/$name"
 	log "built $name in $((SECONDS - start))s"
 }
-
-minor=$(echo "$version" | cut -d. -f2)
-version_pkgs=(k8s.io/component-base/version k8s.io/client-go/pkg/version)
-ldflags="-s -w"
-for p in "${version_pkgs[@]}"; do
-	ldflags+=" -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-done
 
 rm -f "$stamp_file"
 build etcd "$here/etcd" . "2-4 minutes" "-s -w"

@@ -45,11 +45,7 @@ func TestServerSideApplyOwnsOnlyOperatorEntries(t *testing.T) {
 
 			// CAPZ writes subnet IDs back into spec the way it really does:
 			// CAPI's patch helper sends a JSON merge patch, no optimistic lock.
-			capzPatch(t, c, func(spec map[string]any) {
-				for _, s := range subnets(spec) {
-					s["id"] = subnetID(s["name"].(string))
-				}
-			})
+			capzPatch(t, c, setSubnetIDs)
 			afterCAPZ := getSpec(t, c)
 
 			// (a)+(b): the operator adds its entry; everything else stays.
@@ -72,15 +68,7 @@ func TestServerSideApplyOwnsOnlyOperatorEntries(t *testing.T) {
 
 			// The user edits their own endpoint; the operator's next apply
 			// must not revert that.
-			userEdit := getObject(t, c)
-			for _, pe := range privateEndpoints(getSpecOf(userEdit), nodeSubnet) {
-				if pe["name"] == "users-own-privateendpoint" {
-					pe["manualApproval"] = true
-				}
-			}
-			if err := c.Update(ctx, userEdit, client.FieldOwner(userManager)); err != nil {
-				t.Fatalf("user update: %v", err)
-			}
+			userEditsOwnEndpoint(t, c)
 			want = getSpec(t, c)
 
 			// (c): the operator applies without one of its entries; only that
@@ -94,11 +82,7 @@ func TestServerSideApplyOwnsOnlyOperatorEntries(t *testing.T) {
 			operatorApply(t, c)
 			want = withoutPrivateEndpoint(want, "wc2-api-privatelink-privateendpoint")
 			assertSpec(t, c, want, "after the operator applied no entry")
-			for _, mf := range getObject(t, c).GetManagedFields() {
-				if mf.Manager == capz.FieldManager {
-					t.Errorf("operator still owns fields after applying nothing: %s", mf.FieldsV1.String())
-				}
-			}
+			assertOwnsNothing(t, c)
 		})
 	}
 }
@@ -120,11 +104,7 @@ func TestServerSideApplyRecoversFromCAPZListReplacement(t *testing.T) {
 
 	stale := getObject(t, c) // CAPZ reads before the operator applies.
 	operatorApply(t, c, privateEndpoint("wc1-api-privatelink-privateendpoint"))
-	mergePatchFrom(t, c, stale, func(spec map[string]any) {
-		for _, s := range subnets(spec) {
-			s["id"] = subnetID(s["name"].(string))
-		}
-	})
+	mergePatchFrom(t, c, stale, setSubnetIDs)
 	afterCAPZ := getSpec(t, c)
 	for _, pe := range privateEndpoints(afterCAPZ, nodeSubnet) {
 		if pe["name"] == "wc1-api-privatelink-privateendpoint" {
@@ -298,6 +278,37 @@ func privateEndpoints(spec map[string]any, subnet string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// userEditsOwnEndpoint changes the user's own entry with an Update, as
+// kubectl edit would.
+func userEditsOwnEndpoint(t *testing.T, c client.Client) {
+	t.Helper()
+	u := getObject(t, c)
+	for _, pe := range privateEndpoints(getSpecOf(u), nodeSubnet) {
+		if pe["name"] == "users-own-privateendpoint" {
+			pe["manualApproval"] = true
+		}
+	}
+	if err := c.Update(context.Background(), u, client.FieldOwner(userManager)); err != nil {
+		t.Fatalf("user update: %v", err)
+	}
+}
+
+func assertOwnsNothing(t *testing.T, c client.Client) {
+	t.Helper()
+	for _, mf := range getObject(t, c).GetManagedFields() {
+		if mf.Manager == capz.FieldManager {
+			t.Errorf("operator still owns fields after applying nothing: %s", mf.FieldsV1.String())
+		}
+	}
+}
+
+// setSubnetIDs writes subnet IDs into spec, as CAPZ does after creating them.
+func setSubnetIDs(spec map[string]any) {
+	for _, s := range subnets(spec) {
+		s["id"] = subnetID(s["name"].(string))
+	}
 }
 
 func subnetID(name string) string {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -258,11 +257,9 @@ func moduleDir(ctx context.Context, module, version string) (string, error) {
 	return info.Dir, nil
 }
 
-// goBinary prefers the go command that built the running test.
+// goBinary is the go command on PATH; go test puts the go command that runs
+// the tests first on PATH.
 func goBinary() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
 	return "go"
 }
 
