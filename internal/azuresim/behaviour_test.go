@@ -1,0 +1,304 @@
+package azuresim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+)
+
+// fakeClock is a clock tests move by hand, so long-running operations are
+// in progress exactly as long as a test wants, with no sleeping.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// TestLongRunningOperations drives a private endpoint creation through the
+// SDK's resume token while the operation is in progress: the endpoint shows
+// a non-terminal provisioningState and no IP, a second write is refused with
+// AnotherOperationInProgress, and a poller resumed from the token (as a
+// reconciler would after a requeue) finishes it.
+func TestLongRunningOperations(t *testing.T) {
+	clock := newFakeClock()
+	e := newEnv(t, azuresim.Options{Now: clock.Now, MaxPollInterval: 10 * time.Millisecond})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	pls := prov.pls(t, e, "svc", nil, nil)
+	e.srv.SetLatency(time.Minute)
+
+	pes := e.network(t, providerSub).NewPrivateEndpointsClient()
+	p, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if p.Done() {
+		t.Fatal("operation done before its latency passed")
+	}
+	token, err := p.ResumeToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := pes.Get(ctx, "wc-rg", "pe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := *got.Properties.ProvisioningState; s != armnetwork.ProvisioningStateUpdating {
+		t.Errorf("provisioningState in progress: want Updating, got %s", s)
+	}
+	if n := len(got.Properties.NetworkInterfaces); n != 0 {
+		t.Errorf("an endpoint being provisioned has no NIC (and so no IP) yet; got %d", n)
+	}
+	_, err = pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
+	if code, status := errorCode(err); code != "AnotherOperationInProgress" || status != http.StatusConflict {
+		t.Errorf("second write while busy: want 409 AnotherOperationInProgress, got %d %s", status, code)
+	}
+
+	clock.Advance(time.Minute)
+	resumed, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", armnetwork.PrivateEndpoint{},
+		&armnetwork.PrivateEndpointsClientBeginCreateOrUpdateOptions{ResumeToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := resumed.PollUntilDone(ctx, pollOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := *done.Properties.ProvisioningState; s != armnetwork.ProvisioningStateSucceeded {
+		t.Errorf("provisioningState when done: want Succeeded, got %s", s)
+	}
+	if n := len(done.Properties.NetworkInterfaces); n != 1 {
+		t.Errorf("a provisioned endpoint has its NIC; got %d", n)
+	}
+
+	// A delete in progress shows Deleting, then the resource is gone.
+	del, err := pes.BeginDelete(ctx, "wc-rg", "pe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = pes.Get(ctx, "wc-rg", "pe", nil)
+	if err != nil || *got.Properties.ProvisioningState != armnetwork.ProvisioningStateDeleting {
+		t.Errorf("while deleting: want provisioningState Deleting, got %v (%v)", got.Properties, err)
+	}
+	clock.Advance(time.Minute)
+	if _, err := del.PollUntilDone(ctx, pollOpts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pes.Get(ctx, "wc-rg", "pe", nil); err == nil {
+		t.Error("endpoint still exists after its delete completed")
+	}
+}
+
+// TestPaging lists across pages with the SDK's pager and counts the requests.
+func TestPaging(t *testing.T) {
+	e := newEnv(t, azuresim.Options{PageSize: 2})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	pls := prov.pls(t, e, "svc", nil, nil)
+	pes := e.network(t, providerSub).NewPrivateEndpointsClient()
+	for i := 0; i < 5; i++ {
+		mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+			return pes.BeginCreateOrUpdate(ctx, "wc-rg", fmt.Sprintf("pe-%d", i), peBody(prov.nodeSubnetID, *pls.ID, true), nil)
+		})
+	}
+	e.srv.ResetCounters()
+	var names []string
+	pager := pes.NewListPager("wc-rg", nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pe := range page.Value {
+			names = append(names, *pe.Name)
+		}
+	}
+	if len(names) != 5 {
+		t.Errorf("listed %d endpoints, want 5: %v", len(names), names)
+	}
+	if n := e.srv.Counters().Sum(http.MethodGet, "Microsoft.Network/privateEndpoints", 200, 200); n != 3 {
+		t.Errorf("5 items at 2 per page take 3 requests; counted %d", n)
+	}
+}
+
+// TestThrottling exhausts a small read bucket: the SDK's retry policy waits
+// out Retry-After and the call succeeds; the 429s are counted.
+func TestThrottling(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Throttling: azuresim.Throttling{
+		Enabled: true,
+		Reads:   azuresim.Bucket{Burst: 3, PerSecond: 2},
+		Writes:  azuresim.Bucket{Burst: 100, PerSecond: 100},
+		Deletes: azuresim.Bucket{Burst: 100, PerSecond: 100},
+	}})
+	ctx := context.Background()
+	e.seedGroup(t, providerSub, "rg")
+	client := e.networkPatient(t, providerSub, 5*time.Second).NewPrivateEndpointsClient()
+	var remaining []string
+	for i := 0; i < 5; i++ {
+		var raw *http.Response
+		_, err := client.Get(policy.WithCaptureResponse(ctx, &raw), "rg", "pe", nil)
+		if code, _ := errorCode(err); code != "ResourceNotFound" {
+			t.Fatalf("GET %d: want ResourceNotFound after any retries, got %v", i, err)
+		}
+		remaining = append(remaining, raw.Header.Get("x-ms-ratelimit-remaining-subscription-reads"))
+	}
+	c := e.srv.Counters()
+	if c.Throttled == 0 {
+		t.Errorf("no request was throttled; counters: %+v", c)
+	}
+	if remaining[0] != "2" {
+		t.Errorf("x-ms-ratelimit-remaining-subscription-reads after the first read: want 2, got %q", remaining[0])
+	}
+	for _, r := range remaining {
+		if _, err := strconv.Atoi(r); err != nil {
+			t.Errorf("remaining-reads header %q is not a number", r)
+		}
+	}
+}
+
+// TestFaultsAreRetried injects transient failures the SDK retries: a 500
+// twice and a dropped connection once.
+func TestFaultsAreRetried(t *testing.T) {
+	tests := []struct {
+		reason string
+		fault  azuresim.Fault
+	}{
+		{reason: "two 500s", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Status: 500, Count: 2}},
+		{reason: "a dropped connection", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Drop: true, Count: 1}},
+		{reason: "a 429 with Retry-After", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Status: 429, Code: "TooManyRequests", RetryAfter: 1, Count: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			e := newEnv(t, azuresim.Options{})
+			e.seedGroup(t, providerSub, "rg")
+			if _, err := e.srv.AddFault(tc.fault); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.networkPatient(t, providerSub, 5*time.Second).NewPrivateEndpointsClient().Get(context.Background(), "rg", "pe", nil)
+			if code, _ := errorCode(err); code != "ResourceNotFound" {
+				t.Errorf("%s: want the real answer (ResourceNotFound) after retries, got %v", tc.reason, err)
+			}
+		})
+	}
+}
+
+// TestLongRetryAfterIsReturned documents azcore's rule that the operator's
+// error classification relies on: a 429 whose Retry-After is longer than the
+// client's MaxRetryDelay is not retried but returned, with the header, so the
+// caller can requeue instead of blocking.
+func TestLongRetryAfterIsReturned(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	e.seedGroup(t, providerSub, "rg")
+	if _, err := e.srv.AddFault(azuresim.Fault{Method: http.MethodGet, Status: 429, Code: "SubscriptionRequestsThrottled", RetryAfter: 30, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.network(t, providerSub).NewPrivateEndpointsClient().Get(context.Background(), "rg", "pe", nil)
+	code, status := errorCode(err)
+	if status != http.StatusTooManyRequests || code != "SubscriptionRequestsThrottled" {
+		t.Fatalf("want the 429 returned, got %d %s", status, code)
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.RawResponse.Header.Get("Retry-After") != "30" {
+		t.Errorf("Retry-After on the returned 429: want 30, got %q", re.RawResponse.Header.Get("Retry-After"))
+	}
+}
+
+// TestAuthentication covers the token endpoint with azidentity and ARM's
+// answers without a valid token.
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	e.seedGroup(t, providerSub, "rg")
+
+	tok, err := e.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{e.srv.URL() + "/.default"}})
+	if err != nil || tok.Token == "" {
+		t.Fatalf("azidentity token: %v", err)
+	}
+	if e.srv.Counters().Tokens == 0 {
+		t.Error("token request not counted")
+	}
+
+	wrong, err := azidentity.NewClientSecretCredential(tenant, clientID, "wrong", &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: e.armOpts.ClientOptions, DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrong.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{e.srv.URL() + "/.default"}}); err == nil {
+		t.Error("a wrong client secret got a token")
+	}
+
+	for _, tc := range []struct {
+		reason, header, wantCode string
+	}{
+		{"no Authorization header", "", "AuthenticationFailed"},
+		{"a token the server never issued", "Bearer forged", "InvalidAuthenticationToken"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL()+"/subscriptions/"+providerSub+"/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints?api-version=2024-06-01", nil)
+		if tc.header != "" {
+			req.Header.Set("Authorization", tc.header)
+		}
+		resp, err := e.httpc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("x-ms-error-code") != tc.wantCode {
+			t.Errorf("%s: want 401 %s, got %d %s", tc.reason, tc.wantCode, resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+		}
+	}
+}
+
+// TestScopedPrincipal gives the principal one resource group: reading
+// another is AuthorizationFailed, referencing a subnet in another is
+// LinkedAuthorizationFailed.
+func TestScopedPrincipal(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "network-rg", "10.1")
+	pls := prov.pls(t, e, "svc", nil, nil)
+	e.seedGroup(t, providerSub, "app-rg")
+	e.srv.AddPrincipal(azuresim.Principal{TenantID: tenant, ClientID: "scoped", ClientSecret: "pw",
+		Scopes: []string{"/subscriptions/" + providerSub + "/resourceGroups/app-rg"}})
+	cred, err := azidentity.NewClientSecretCredential(tenant, "scoped", "pw", &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: e.armOpts.ClientOptions, DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := armnetwork.NewClientFactory(providerSub, cred, e.armOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = nf.NewPrivateLinkServicesClient().Get(ctx, "network-rg", "svc", nil)
+	if code, status := errorCode(err); code != "AuthorizationFailed" || status != http.StatusForbidden {
+		t.Errorf("reading outside the scope: want 403 AuthorizationFailed, got %d %s", status, code)
+	}
+	_, err = nf.NewPrivateEndpointsClient().BeginCreateOrUpdate(ctx, "app-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, true), nil)
+	if code, status := errorCode(err); code != "LinkedAuthorizationFailed" || status != http.StatusForbidden {
+		t.Errorf("a subnet outside the scope: want 403 LinkedAuthorizationFailed, got %d %s", status, code)
+	}
+}

@@ -1,0 +1,111 @@
+package azuresim
+
+import (
+	"sort"
+	"sync"
+)
+
+// Counters are request counts, for benchmarks and tests.
+type Counters struct {
+	// Requests counts ARM requests by method, resource type and status.
+	Requests []RequestCount `json:"requests"`
+	// ByPrincipal counts ARM requests by client ID ("" without auth).
+	ByPrincipal map[string]int `json:"byPrincipal"`
+	// Tokens counts requests to the token endpoint.
+	Tokens int `json:"tokens"`
+	// Throttled counts 429 answers.
+	Throttled int `json:"throttled"`
+	// Total counts ARM requests.
+	Total int `json:"total"`
+}
+
+// RequestCount is the number of requests of one kind.
+type RequestCount struct {
+	Method       string `json:"method"`
+	ResourceType string `json:"resourceType"`
+	Status       int    `json:"status"`
+	Count        int    `json:"count"`
+}
+
+// Sum adds up the requests that match a method and resource type ("" matches
+// any) and whose status is in [minStatus, maxStatus].
+func (c Counters) Sum(method, resourceType string, minStatus, maxStatus int) int {
+	n := 0
+	for _, r := range c.Requests {
+		if (method == "" || r.Method == method) && (resourceType == "" || r.ResourceType == resourceType) &&
+			r.Status >= minStatus && r.Status <= maxStatus {
+			n += r.Count
+		}
+	}
+	return n
+}
+
+type requestKey struct {
+	method, typ string
+	status      int
+}
+
+type counters struct {
+	mu          sync.Mutex
+	requests    map[requestKey]int
+	byPrincipal map[string]int
+	tokens      int
+}
+
+func newCounters() *counters {
+	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}}
+}
+
+func (c *counters) request(method, typ string, status int, principal string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests[requestKey{method, typ, status}]++
+	c.byPrincipal[principal]++
+}
+
+func (c *counters) token() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tokens++
+}
+
+func (c *counters) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests = map[requestKey]int{}
+	c.byPrincipal = map[string]int{}
+	c.tokens = 0
+}
+
+func (c *counters) snapshot() Counters {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Counters{ByPrincipal: map[string]int{}, Tokens: c.tokens, Requests: []RequestCount{}}
+	for k, n := range c.requests {
+		out.Requests = append(out.Requests, RequestCount{Method: k.method, ResourceType: k.typ, Status: k.status, Count: n})
+		out.Total += n
+		if k.status == 429 {
+			out.Throttled += n
+		}
+	}
+	for p, n := range c.byPrincipal {
+		out.ByPrincipal[p] = n
+	}
+	sort.Slice(out.Requests, func(i, j int) bool {
+		a, b := out.Requests[i], out.Requests[j]
+		if a.ResourceType != b.ResourceType {
+			return a.ResourceType < b.ResourceType
+		}
+		if a.Method != b.Method {
+			return a.Method < b.Method
+		}
+		return a.Status < b.Status
+	})
+	return out
+}
+
+// Counters returns a snapshot of the request counters.
+func (s *Server) Counters() Counters { return s.counters.snapshot() }
+
+// ResetCounters zeroes the request counters.
+func (s *Server) ResetCounters() { s.counters.reset() }

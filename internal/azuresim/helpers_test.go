@@ -1,0 +1,261 @@
+package azuresim_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+)
+
+const (
+	tenant       = "72f988bf-0000-0000-0000-000000000001"
+	clientID     = "operator-client"
+	clientSecret = "s3cret"
+	providerSub  = "11111111-1111-1111-1111-111111111111"
+	consumerSub  = "22222222-2222-2222-2222-222222222222"
+	location     = "westeurope"
+)
+
+// env is an emulator and real SDK clients that reach it over HTTPS with a
+// token from its AAD endpoint.
+type env struct {
+	srv     *azuresim.Server
+	httpc   *http.Client
+	cred    *azidentity.ClientSecretCredential
+	armOpts *arm.ClientOptions
+}
+
+func newEnv(t *testing.T, opts azuresim.Options) *env {
+	t.Helper()
+	opts.TLS = true
+	if opts.Principals == nil {
+		opts.Principals = []azuresim.Principal{{TenantID: tenant, ClientID: clientID, ClientSecret: clientSecret}}
+	}
+	srv := azuresim.New(opts)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	httpc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: srv.CertPool(), MinVersion: tls.VersionTLS12}}}
+	cfg := cloud.Configuration{
+		ActiveDirectoryAuthorityHost: srv.URL() + "/",
+		Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+			cloud.ResourceManager: {Endpoint: srv.URL(), Audience: srv.URL()},
+		},
+	}
+	copts := azcore.ClientOptions{
+		Cloud:     cfg,
+		Transport: httpc,
+		Retry:     policy.RetryOptions{MaxRetries: 3, RetryDelay: 10 * time.Millisecond, MaxRetryDelay: 200 * time.Millisecond},
+	}
+	cred, err := azidentity.NewClientSecretCredential(tenant, clientID, clientSecret, &azidentity.ClientSecretCredentialOptions{
+		ClientOptions:            copts,
+		DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{srv: srv, httpc: httpc, cred: cred, armOpts: &arm.ClientOptions{ClientOptions: copts}}
+}
+
+func (e *env) network(t *testing.T, sub string) *armnetwork.ClientFactory {
+	t.Helper()
+	f, err := armnetwork.NewClientFactory(sub, e.cred, e.armOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// networkPatient is a client whose retry policy waits out Retry-After hints
+// up to maxDelay; azcore gives up on (returns) a 429 whose hint is longer.
+func (e *env) networkPatient(t *testing.T, sub string, maxDelay time.Duration) *armnetwork.ClientFactory {
+	t.Helper()
+	opts := *e.armOpts
+	opts.Retry.MaxRetryDelay = maxDelay
+	f, err := armnetwork.NewClientFactory(sub, e.cred, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (e *env) dns(t *testing.T, sub string) *armprivatedns.ClientFactory {
+	t.Helper()
+	f, err := armprivatedns.NewClientFactory(sub, e.cred, e.armOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// provider is a provider-side network: a VNet with a node subnet and a NAT
+// subnet, and a Standard internal load balancer.
+type provider struct {
+	sub, rg              string
+	vnetID, nodeSubnetID string
+	natSubnetID          string
+	frontendID           string
+}
+
+var pollOpts = &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
+
+type poller[T any] = runtime.Poller[T]
+
+// mustPoll starts a long-running operation and waits for its result.
+func mustPoll[T any](t *testing.T, begin func() (*poller[T], error)) T {
+	t.Helper()
+	p, err := begin()
+	if err != nil {
+		t.Fatalf("starting operation: %v", err)
+	}
+	res, err := p.PollUntilDone(context.Background(), pollOpts)
+	if err != nil {
+		t.Fatalf("operation: %v", err)
+	}
+	return res
+}
+
+// pollErr starts a long-running operation and returns its error, from the
+// first request or from the operation.
+func pollErr[T any](begin func() (*poller[T], error)) error {
+	p, err := begin()
+	if err != nil {
+		return err
+	}
+	_, err = p.PollUntilDone(context.Background(), pollOpts)
+	return err
+}
+
+// newProvider builds the provider side through the SDK.
+func newProvider(t *testing.T, e *env, sub, rg, cidr16 string) provider {
+	t.Helper()
+	ctx := context.Background()
+	e.seedGroup(t, sub, rg)
+	nf := e.network(t, sub)
+	vnet := mustPoll(t, func() (*poller[armnetwork.VirtualNetworksClientCreateOrUpdateResponse], error) {
+		return nf.NewVirtualNetworksClient().BeginCreateOrUpdate(ctx, rg, "vnet", armnetwork.VirtualNetwork{
+			Location: to(location),
+			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to(cidr16 + ".0.0/16")}},
+				Subnets: []*armnetwork.Subnet{
+					{Name: to("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to(cidr16 + ".0.0/24")}},
+					{Name: to("nat"), Properties: &armnetwork.SubnetPropertiesFormat{
+						AddressPrefix:                     to(cidr16 + ".1.0/24"),
+						PrivateLinkServiceNetworkPolicies: to(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled),
+					}},
+				},
+			},
+		}, nil)
+	})
+	p := provider{sub: sub, rg: rg, vnetID: *vnet.ID}
+	p.nodeSubnetID = *vnet.ID + "/subnets/nodes"
+	p.natSubnetID = *vnet.ID + "/subnets/nat"
+	lb := mustPoll(t, func() (*poller[armnetwork.LoadBalancersClientCreateOrUpdateResponse], error) {
+		return nf.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, rg, "api-lb", armnetwork.LoadBalancer{
+			Location: to(location),
+			SKU:      &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
+			Properties: &armnetwork.LoadBalancerPropertiesFormat{
+				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
+					Name: to("api"),
+					Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+						Subnet: &armnetwork.Subnet{ID: to(p.nodeSubnetID)},
+					},
+				}},
+			},
+		}, nil)
+	})
+	p.frontendID = *lb.Properties.FrontendIPConfigurations[0].ID
+	return p
+}
+
+// pls creates a private link service on the provider's load balancer.
+func (p provider) pls(t *testing.T, e *env, name string, visibility, autoApproval []string) armnetwork.PrivateLinkService {
+	t.Helper()
+	nf := e.network(t, p.sub)
+	return mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
+		return nf.NewPrivateLinkServicesClient().BeginCreateOrUpdate(context.Background(), p.rg, name, p.plsBody(visibility, autoApproval), nil)
+	}).PrivateLinkService
+}
+
+func (p provider) plsBody(visibility, autoApproval []string) armnetwork.PrivateLinkService {
+	return armnetwork.PrivateLinkService{
+		Location: to(location),
+		Properties: &armnetwork.PrivateLinkServiceProperties{
+			LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: to(p.frontendID)}},
+			IPConfigurations: []*armnetwork.PrivateLinkServiceIPConfiguration{{
+				Name: to("nat-0"),
+				Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{
+					Primary: to(true),
+					Subnet:  &armnetwork.Subnet{ID: to(p.natSubnetID)},
+				},
+			}},
+			Visibility:   &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: toAll(visibility)},
+			AutoApproval: &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: toAll(autoApproval)},
+		},
+	}
+}
+
+// peBody is a private endpoint in subnetID connecting to target (an ID or
+// alias), manually or automatically.
+func peBody(subnetID, target string, manual bool) armnetwork.PrivateEndpoint {
+	conn := []*armnetwork.PrivateLinkServiceConnection{{
+		Name: to("conn"),
+		Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
+			PrivateLinkServiceID: to(target),
+			RequestMessage:       to("please approve"),
+		},
+	}}
+	pe := armnetwork.PrivateEndpoint{
+		Location:   to(location),
+		Properties: &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: to(subnetID)}},
+	}
+	if manual {
+		pe.Properties.ManualPrivateLinkServiceConnections = conn
+	} else {
+		pe.Properties.PrivateLinkServiceConnections = conn
+	}
+	return pe
+}
+
+func (e *env) seedGroup(t *testing.T, sub, rg string) {
+	t.Helper()
+	if err := e.srv.Seed(azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: sub, Name: rg, Location: location}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errorCode returns the ARM error code and status of an SDK error.
+func errorCode(err error) (string, int) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode, re.StatusCode
+	}
+	if err != nil {
+		return "not a ResponseError: " + err.Error(), 0
+	}
+	return "", 0
+}
+
+func to[T any](v T) *T { return &v }
+
+func toAll(in []string) []*string {
+	out := make([]*string, 0, len(in))
+	for _, s := range in {
+		out = append(out, to(s))
+	}
+	return out
+}

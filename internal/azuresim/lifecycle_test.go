@@ -1,0 +1,108 @@
+package azuresim_test
+
+import (
+	"context"
+	"regexp"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+)
+
+// TestPrivateLinkLifecycle walks the provider and consumer sides through
+// the SDK, the way the operator will: a private link service on an internal
+// load balancer, a private endpoint to it, the endpoint's IP, and deletion
+// in the order Azure requires.
+func TestPrivateLinkLifecycle(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
+
+	pls := prov.pls(t, e, "wc-api-privatelink", []string{consumerSub}, []string{consumerSub})
+	if !regexp.MustCompile(`^wc-api-privatelink\.[0-9a-f-]{36}\.westeurope\.azure\.privatelinkservice$`).MatchString(*pls.Properties.Alias) {
+		t.Errorf("alias %q does not have Azure's shape", *pls.Properties.Alias)
+	}
+	if got := *pls.Properties.IPConfigurations[0].Properties.PrivateIPAddress; got != "10.1.1.4" {
+		t.Errorf("first NAT IP: want 10.1.1.4 (Azure reserves .0-.3), got %s", got)
+	}
+
+	pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
+	pe := mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+		return pes.BeginCreateOrUpdate(ctx, "mc-rg", "wc-api-privatelink-privateendpoint", peBody(cons.nodeSubnetID, *pls.ID, false), nil)
+	})
+	if got := *pe.Properties.PrivateLinkServiceConnections[0].Properties.PrivateLinkServiceConnectionState.Status; got != azuresim.ConnectionApproved {
+		t.Errorf("auto-approved connection: want Approved, got %s", got)
+	}
+
+	got, err := pes.Get(ctx, "mc-rg", "wc-api-privatelink-privateendpoint", &armnetwork.PrivateEndpointsClientGetOptions{Expand: to("networkInterfaces")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic := got.Properties.NetworkInterfaces[0]
+	// The load balancer frontend took .4 in the consumer's node subnet.
+	if ip := *nic.Properties.IPConfigurations[0].Properties.PrivateIPAddress; ip != "10.2.0.5" {
+		t.Errorf("endpoint IP: want 10.2.0.5, got %s", ip)
+	}
+	if diff := cmp.Diff([]*string{to("10.2.0.5")}, got.Properties.CustomDNSConfigs[0].IPAddresses); diff != "" {
+		t.Errorf("customDnsConfigs (-want +got):\n%s", diff)
+	}
+	nicName := regexp.MustCompile(`^wc-api-privatelink-privateendpoint\.nic\.[0-9a-f-]{36}$`)
+	if !nicName.MatchString(*nic.Name) {
+		t.Errorf("NIC name %q is not Azure's default <endpoint>.nic.<guid>", *nic.Name)
+	}
+	nicGot, err := e.network(t, consumerSub).NewInterfacesClient().Get(ctx, "mc-rg", *nic.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *nicGot.Properties.PrivateEndpoint.ID != *pe.ID {
+		t.Errorf("NIC's private endpoint: want %s, got %s", *pe.ID, *nicGot.Properties.PrivateEndpoint.ID)
+	}
+
+	plsClient := e.network(t, providerSub).NewPrivateLinkServicesClient()
+	plsNow, err := plsClient.Get(ctx, "wc-rg", "wc-api-privatelink", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plsNow.Properties.PrivateEndpointConnections); n != 1 {
+		t.Fatalf("private link service connections: want 1, got %d", n)
+	}
+	if id := *plsNow.Properties.PrivateEndpointConnections[0].Properties.PrivateEndpoint.ID; id != *pe.ID {
+		t.Errorf("connection's endpoint: want %s, got %s", *pe.ID, id)
+	}
+
+	// Azure's deletion order: the service refuses while it has connections,
+	// the load balancer while a service uses it.
+	err = pollErr(func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
+		return plsClient.BeginDelete(ctx, "wc-rg", "wc-api-privatelink", nil)
+	})
+	if code, status := errorCode(err); code != "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted" || status != 400 {
+		t.Errorf("deleting a service with connections: want 400 PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted, got %d %s", status, code)
+	}
+	err = pollErr(func() (*poller[armnetwork.LoadBalancersClientDeleteResponse], error) {
+		return e.network(t, providerSub).NewLoadBalancersClient().BeginDelete(ctx, "wc-rg", "api-lb", nil)
+	})
+	if code, _ := errorCode(err); code != "CannotDeleteLoadBalancerWithPrivateLinkService" {
+		t.Errorf("deleting a load balancer under a service: want CannotDeleteLoadBalancerWithPrivateLinkService, got %s", code)
+	}
+	mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientDeleteResponse], error) {
+		return pes.BeginDelete(ctx, "mc-rg", "wc-api-privatelink-privateendpoint", nil)
+	})
+	if _, err := e.network(t, consumerSub).NewInterfacesClient().Get(ctx, "mc-rg", *nic.Name, nil); err == nil {
+		t.Errorf("the endpoint's NIC outlived the endpoint")
+	}
+	mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
+		return plsClient.BeginDelete(ctx, "wc-rg", "wc-api-privatelink", nil)
+	})
+	if _, err := plsClient.Get(ctx, "wc-rg", "wc-api-privatelink", nil); err == nil {
+		t.Errorf("service still exists after delete")
+	} else if code, status := errorCode(err); code != "ResourceNotFound" || status != 404 {
+		t.Errorf("GET after delete: want 404 ResourceNotFound, got %d %s", status, code)
+	}
+	// Deleting what is gone is success, as in ARM.
+	mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
+		return plsClient.BeginDelete(ctx, "wc-rg", "wc-api-privatelink", nil)
+	})
+}

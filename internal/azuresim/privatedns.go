@@ -1,0 +1,149 @@
+package azuresim
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+)
+
+const (
+	typeZone     = "microsoft.network/privatednszones"
+	typeARecord  = "microsoft.network/privatednszones/a"
+	typeVNetLink = "microsoft.network/privatednszones/virtualnetworklinks"
+)
+
+var zoneKind = &kind{
+	newObj:   func() any { return &armprivatedns.PrivateZone{} },
+	lro:      true,
+	location: true,
+	put: func(_ *state, req *putRequest) *armError {
+		z := req.body.(*armprivatedns.PrivateZone)
+		if !strings.EqualFold(deref(z.Location), "global") {
+			return errBadRequest("InvalidResourceLocation",
+				"The resource location '%s' is invalid: private DNS zones must be in location 'global'.", deref(z.Location))
+		}
+		if z.Properties == nil {
+			z.Properties = &armprivatedns.PrivateZoneProperties{}
+		}
+		req.res.obj = z
+		return nil
+	},
+	checkDelete: func(s *state, r *resource) *armError {
+		if links := s.list(typeVNetLink, r.id); len(links) > 0 {
+			return newError(http.StatusConflict, "Conflict",
+				"The private DNS zone %s cannot be deleted because it has %d virtual network link(s). Delete the links first.", r.name, len(links))
+		}
+		return nil
+	},
+	onDelete: func(s *state, r *resource) {
+		for _, t := range []string{typeARecord, typeVNetLink} {
+			for _, c := range s.list(t, r.id) {
+				delete(s.res, key(c.id))
+			}
+		}
+	},
+	render: func(s *state, r *resource) {
+		z := r.obj.(*armprivatedns.PrivateZone)
+		z.ID, z.Name, z.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
+		z.Type = ptr(canonicalType(typeZone))
+		z.Properties.ProvisioningState = ptr(armprivatedns.ProvisioningState(r.state))
+		z.Properties.NumberOfRecordSets = ptr(int64(len(s.list(typeARecord, r.id))))
+		z.Properties.NumberOfVirtualNetworkLinks = ptr(int64(len(s.list(typeVNetLink, r.id))))
+		z.Properties.MaxNumberOfRecordSets = ptr(int64(25000))
+		z.Properties.MaxNumberOfVirtualNetworkLinks = ptr(int64(1000))
+	},
+}
+
+// Record sets are written synchronously, as in Azure.
+var aRecordKind = &kind{
+	newObj: func() any { return &armprivatedns.RecordSet{} },
+	put: func(_ *state, req *putRequest) *armError {
+		rs := req.body.(*armprivatedns.RecordSet)
+		if rs.Properties == nil {
+			rs.Properties = &armprivatedns.RecordSetProperties{}
+		}
+		for _, a := range rs.Properties.ARecords {
+			if a == nil || a.IPv4Address == nil || !isIPv4(*a.IPv4Address) {
+				return errBadRequest("BadRequest", "The A record set %s has an invalid IPv4 address.", req.name())
+			}
+		}
+		req.res.obj = rs
+		return nil
+	},
+	render: func(_ *state, r *resource) {
+		rs := r.obj.(*armprivatedns.RecordSet)
+		rs.ID, rs.Name, rs.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
+		rs.Type = ptr(canonicalType(typeARecord))
+		zone := armPathOf(r.id).names[0]
+		fqdn := r.name + "." + zone + "."
+		if r.name == "@" {
+			fqdn = zone + "."
+		}
+		rs.Properties.Fqdn = ptr(fqdn)
+		rs.Properties.IsAutoRegistered = ptr(false)
+	},
+}
+
+var vnetLinkKind = &kind{
+	newObj:   func() any { return &armprivatedns.VirtualNetworkLink{} },
+	lro:      true,
+	location: true,
+	put: func(s *state, req *putRequest) *armError {
+		l := req.body.(*armprivatedns.VirtualNetworkLink)
+		if l.Properties == nil || l.Properties.VirtualNetwork == nil || l.Properties.VirtualNetwork.ID == nil {
+			return errBadRequest("BadRequest", "Virtual network link %s must reference a virtual network.", req.name())
+		}
+		vnetID := *l.Properties.VirtualNetwork.ID
+		if v := s.lookup(vnetID); v == nil || v.typeKey != typeVNet {
+			return errBadRequest("BadRequest", "Virtual network %s referenced by link %s does not exist.", vnetID, req.name())
+		}
+		zoneID := req.path.parent().id()
+		for _, other := range s.list(typeVNetLink, zoneID) {
+			if key(other.id) == key(req.id) {
+				continue
+			}
+			o := other.obj.(*armprivatedns.VirtualNetworkLink)
+			if strings.EqualFold(deref(o.Properties.VirtualNetwork.ID), vnetID) {
+				return newError(http.StatusConflict, "Conflict",
+					"Private zone '%s' is already linked to the virtual network '%s'.", req.path.names[0], vnetID)
+			}
+		}
+		if l.Properties.RegistrationEnabled == nil {
+			l.Properties.RegistrationEnabled = ptr(false)
+		}
+		req.res.obj = l
+		return nil
+	},
+	render: func(_ *state, r *resource) {
+		l := r.obj.(*armprivatedns.VirtualNetworkLink)
+		l.ID, l.Name, l.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
+		l.Type = ptr(canonicalType(typeVNetLink))
+		l.Properties.ProvisioningState = ptr(armprivatedns.ProvisioningState(r.state))
+		st := armprivatedns.VirtualNetworkLinkStateInProgress
+		if r.state == stateSucceeded {
+			st = armprivatedns.VirtualNetworkLinkStateCompleted
+		}
+		l.Properties.VirtualNetworkLinkState = &st
+	},
+}
+
+func isIPv4(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Is4()
+}
+
+// kinds maps a lower-case resource type to how it is served.
+var kinds = map[string]*kind{
+	typeVNet:     vnetKind,
+	typeSubnet:   subnetKind,
+	typeLB:       lbKind,
+	typeNIC:      nicKind,
+	typePLS:      plsKind,
+	typePLSConn:  plsConnKind,
+	typePE:       peKind,
+	typeZone:     zoneKind,
+	typeARecord:  aRecordKind,
+	typeVNetLink: vnetLinkKind,
+}

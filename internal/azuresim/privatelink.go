@@ -1,0 +1,596 @@
+package azuresim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+)
+
+const (
+	typePLS     = "microsoft.network/privatelinkservices"
+	typePLSConn = "microsoft.network/privatelinkservices/privateendpointconnections"
+	typePE      = "microsoft.network/privateendpoints"
+
+	// maxNATIPConfigurations is Azure's limit of NAT IP configurations per
+	// private link service.
+	maxNATIPConfigurations = 8
+)
+
+// Connection states as both sides of a private endpoint connection report
+// them.
+const (
+	ConnectionPending      = "Pending"
+	ConnectionApproved     = "Approved"
+	ConnectionRejected     = "Rejected"
+	ConnectionDisconnected = "Disconnected"
+)
+
+// --- Private link services ---
+
+var plsKind = &kind{
+	newObj:   func() any { return &armnetwork.PrivateLinkService{} },
+	lro:      true,
+	location: true,
+	put:      putPLS,
+	checkDelete: func(s *state, r *resource) *armError {
+		conns := s.list(typePLSConn, r.id)
+		if len(conns) == 0 {
+			return nil
+		}
+		ids := make([]string, 0, len(conns))
+		for _, c := range conns {
+			ids = append(ids, c.id)
+		}
+		return errBadRequest("PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted",
+			"Private link service %s has existing private endpoint connections %s. Remove the connections before deleting the private link service.",
+			r.id, strings.Join(ids, ", "))
+	},
+	onDelete: func(s *state, r *resource) {
+		releaseEverywhere(s, r.id)
+		pls := r.obj.(*armnetwork.PrivateLinkService)
+		delete(s.aliases, strings.ToLower(deref(pls.Properties.Alias)))
+		for _, c := range s.list(typePLSConn, r.id) {
+			delete(s.res, key(c.id))
+		}
+	},
+	render: func(s *state, r *resource) {
+		pls := r.obj.(*armnetwork.PrivateLinkService)
+		setCommon(&pls.ID, &pls.Name, &pls.Type, &pls.Etag, r)
+		pls.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+		pls.Properties.PrivateEndpointConnections = nil
+		for _, c := range s.list(typePLSConn, r.id) {
+			plsConnKind.render(s, c)
+			pls.Properties.PrivateEndpointConnections = append(pls.Properties.PrivateEndpointConnections,
+				c.obj.(*armnetwork.PrivateEndpointConnection))
+		}
+	},
+}
+
+func putPLS(s *state, req *putRequest) (err *armError) {
+	pls := req.body.(*armnetwork.PrivateLinkService)
+	if pls.Properties == nil {
+		return errBadRequest("InvalidRequestFormat", "Private link service %s has no properties.", req.id)
+	}
+	p := pls.Properties
+	if len(p.LoadBalancerFrontendIPConfigurations) != 1 {
+		return errBadRequest("InvalidNumberOfPrivateLinkServiceLoadBalancerFrontendIpConfigurationsSpecified",
+			"Cannot have more than one load balancer frontend IP configuration on the private link service. Private link service %s has %d load balancer frontend IP configurations specified.",
+			req.name(), len(p.LoadBalancerFrontendIPConfigurations))
+	}
+	feID := deref(p.LoadBalancerFrontendIPConfigurations[0].ID)
+	fe, lb, e := s.frontend(feID, req.id)
+	if e != nil {
+		return e
+	}
+	if e := s.checkLinked(req, feID, "Microsoft.Network/loadBalancers/frontendIPConfigurations/join/action"); e != nil {
+		return e
+	}
+	if lb.SKU == nil || lb.SKU.Name == nil || *lb.SKU.Name != armnetwork.LoadBalancerSKUNameStandard {
+		return errBadRequest("PrivateLinkServiceNotSupportedOnBasicLoadBalancer",
+			"Private link service %s can only reference a Standard SKU load balancer; %s is not Standard.", req.id, deref(lb.ID))
+	}
+	if fe.Properties == nil || fe.Properties.Subnet == nil {
+		return errBadRequest("PrivateLinkServiceFrontendIPConfigurationMustBeInternal",
+			"Frontend IP configuration %s referenced by private link service %s must have a private IP address in a subnet.", feID, req.id)
+	}
+	if req.existing != nil {
+		old := req.existing.obj.(*armnetwork.PrivateLinkService)
+		if !strings.EqualFold(deref(old.Properties.LoadBalancerFrontendIPConfigurations[0].ID), feID) {
+			return errBadRequest("PropertyChangeNotAllowed",
+				"Changing property 'loadBalancerFrontendIpConfigurations' of private link service %s is not allowed.", req.id)
+		}
+	}
+	if e := s.applyNATConfigurations(req, p, fe); e != nil {
+		return e
+	}
+	// Read-only fields come from the stored version, never from the body.
+	p.PrivateEndpointConnections = nil
+	p.NetworkInterfaces = nil
+	if req.existing != nil {
+		p.Alias = req.existing.obj.(*armnetwork.PrivateLinkService).Properties.Alias
+	} else {
+		p.Alias = ptr(fmt.Sprintf("%s.%s.%s.azure.privatelinkservice", strings.ToLower(req.name()), newGUID(), strings.ToLower(deref(pls.Location))))
+		s.aliases[strings.ToLower(*p.Alias)] = key(req.id)
+	}
+	req.res.obj = pls
+	return nil
+}
+
+// applyNATConfigurations validates the NAT IP configurations and gives each
+// its address. On failure the stored version keeps its addresses.
+func (s *state) applyNATConfigurations(req *putRequest, p *armnetwork.PrivateLinkServiceProperties, fe *armnetwork.FrontendIPConfiguration) (err *armError) {
+	if e := checkNATShape(req, p.IPConfigurations); e != nil {
+		return e
+	}
+	previous := map[string]string{} // config ID -> address
+	var oldPrimary string
+	if req.existing != nil {
+		for _, c := range req.existing.obj.(*armnetwork.PrivateLinkService).Properties.IPConfigurations {
+			previous[key(deref(c.ID))] = deref(c.Properties.PrivateIPAddress)
+			if deref(c.Properties.Primary) {
+				oldPrimary = key(deref(c.ID))
+			}
+		}
+	}
+	releaseEverywhere(s, req.id)
+	defer func() {
+		if err != nil {
+			releaseEverywhere(s, req.id)
+			if req.existing != nil {
+				s.reclaimNAT(req.existing.obj.(*armnetwork.PrivateLinkService))
+			}
+		}
+	}()
+	lbVNet := vnetOf(deref(fe.Properties.Subnet.ID))
+	for _, c := range p.IPConfigurations {
+		cid := req.id + "/ipConfigurations/" + *c.Name
+		c.ID = ptr(cid)
+		if deref(c.Properties.Primary) && oldPrimary != "" && oldPrimary != key(cid) {
+			return errBadRequest("PrivateLinkServicePrimaryIpConfigurationCannotBeChanged",
+				"The primary IP configuration of private link service %s cannot be changed.", req.id)
+		}
+		if e := s.applyNATConfiguration(req, c, lbVNet, previous[key(cid)]); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// checkNATShape checks the count, names, subnets and single primary of the
+// NAT IP configurations.
+func checkNATShape(req *putRequest, cfgs []*armnetwork.PrivateLinkServiceIPConfiguration) *armError {
+	if n := len(cfgs); n < 1 || n > maxNATIPConfigurations {
+		return errBadRequest("PrivateLinkServiceIpConfigurationCountOutOfRange",
+			"Private link service %s must have between 1 and %d IP configurations; it has %d.", req.id, maxNATIPConfigurations, n)
+	}
+	primaries := 0
+	for _, c := range cfgs {
+		if c == nil || c.Name == nil || c.Properties == nil || c.Properties.Subnet == nil {
+			return errBadRequest("InvalidRequestFormat", "Every IP configuration of private link service %s needs a name and a subnet.", req.id)
+		}
+		if deref(c.Properties.Primary) {
+			primaries++
+		}
+	}
+	if primaries != 1 {
+		return errBadRequest("PrivateLinkServiceMustHaveOnePrimaryIpConfiguration",
+			"Private link service %s must have exactly one primary IP configuration; it has %d.", req.id, primaries)
+	}
+	return nil
+}
+
+// applyNATConfiguration gives one NAT IP configuration its address in a
+// subnet of the load balancer's VNet whose private link service network
+// policies are disabled.
+func (s *state) applyNATConfiguration(req *putRequest, c *armnetwork.PrivateLinkServiceIPConfiguration, lbVNet, previous string) *armError {
+	subnetID := deref(c.Properties.Subnet.ID)
+	if e := s.checkLinked(req, subnetID, "Microsoft.Network/virtualNetworks/subnets/join/action"); e != nil {
+		return e
+	}
+	sn := s.lookup(subnetID)
+	pool := s.pools[key(subnetID)]
+	if sn == nil || pool == nil {
+		return errInvalidReference(subnetID, req.id)
+	}
+	if !strings.EqualFold(vnetOf(subnetID), lbVNet) {
+		return errBadRequest("PrivateLinkServiceIpConfigurationSubnetMustBeInLoadBalancerVnet",
+			"Subnet %s of private link service %s is not in the virtual network of its load balancer frontend.", subnetID, req.id)
+	}
+	if deref(sn.obj.(*armnetwork.Subnet).Properties.PrivateLinkServiceNetworkPolicies) != armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled {
+		return errBadRequest("PrivateLinkServiceNetworkPoliciesCannotBeEnabledOnPrivateLinkServiceSubnet",
+			"Private link service network policies cannot be enabled on private link service subnet %s.", subnetID)
+	}
+	addr, e := claimOrAllocate(pool, deref(c.ID), c.Properties.PrivateIPAllocationMethod, c.Properties.PrivateIPAddress, previous)
+	if e != nil {
+		return e
+	}
+	c.Properties.PrivateIPAddress = ptr(addr)
+	if c.Properties.PrivateIPAllocationMethod == nil {
+		c.Properties.PrivateIPAllocationMethod = ptr(armnetwork.IPAllocationMethodDynamic)
+	}
+	c.Properties.PrivateIPAddressVersion = ptr(armnetwork.IPVersionIPv4)
+	c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	return nil
+}
+
+func (s *state) reclaimNAT(pls *armnetwork.PrivateLinkService) {
+	for _, c := range pls.Properties.IPConfigurations {
+		if pool := s.pools[key(deref(c.Properties.Subnet.ID))]; pool != nil {
+			_ = pool.claim(deref(c.Properties.PrivateIPAddress), deref(c.ID))
+		}
+	}
+}
+
+// frontend resolves a load balancer frontend IP configuration ID.
+func (s *state) frontend(feID, by string) (*armnetwork.FrontendIPConfiguration, *armnetwork.LoadBalancer, *armError) {
+	i := strings.Index(strings.ToLower(feID), "/frontendipconfigurations/")
+	if i < 0 {
+		return nil, nil, errInvalidReference(feID, by)
+	}
+	lbRes := s.lookup(feID[:i])
+	if lbRes == nil || lbRes.typeKey != typeLB {
+		return nil, nil, errInvalidReference(feID, by)
+	}
+	lb := lbRes.obj.(*armnetwork.LoadBalancer)
+	for _, fe := range lb.Properties.FrontendIPConfigurations {
+		if strings.EqualFold(deref(fe.ID), feID) {
+			return fe, lb, nil
+		}
+	}
+	return nil, nil, errInvalidReference(feID, by)
+}
+
+func plsFrontends(r *resource) []string {
+	var out []string
+	for _, fe := range r.obj.(*armnetwork.PrivateLinkService).Properties.LoadBalancerFrontendIPConfigurations {
+		out = append(out, deref(fe.ID))
+	}
+	return out
+}
+
+func vnetOf(subnetID string) string {
+	if i := strings.Index(strings.ToLower(subnetID), "/subnets/"); i >= 0 {
+		return subnetID[:i]
+	}
+	return subnetID
+}
+
+// --- Private endpoint connections (the provider's side) ---
+
+var plsConnKind = &kind{
+	newObj: func() any { return &armnetwork.PrivateEndpointConnection{} },
+	// Updating a connection is synchronous; deleting it is long-running.
+	lroDelete: true,
+	put: func(_ *state, req *putRequest) *armError {
+		if req.existing == nil {
+			return errNotFoundChild(req.path)
+		}
+		in := req.body.(*armnetwork.PrivateEndpointConnection)
+		if in.Properties == nil || in.Properties.PrivateLinkServiceConnectionState == nil {
+			return errBadRequest("InvalidRequestFormat", "The connection state of %s is required.", req.id)
+		}
+		want := in.Properties.PrivateLinkServiceConnectionState
+		switch deref(want.Status) {
+		case ConnectionApproved, ConnectionRejected, ConnectionPending:
+		default:
+			return errBadRequest("InvalidPrivateEndpointConnectionStatus",
+				"Private endpoint connection status '%s' is not valid; use Approved, Rejected or Pending.", deref(want.Status))
+		}
+		cur := req.existing.obj.(*armnetwork.PrivateEndpointConnection)
+		cur.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{
+			Status:          want.Status,
+			Description:     want.Description,
+			ActionsRequired: ptr("None"),
+		}
+		return nil
+	},
+	render: func(_ *state, r *resource) {
+		c := r.obj.(*armnetwork.PrivateEndpointConnection)
+		c.ID, c.Name, c.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
+		c.Type = ptr(canonicalType(typePLSConn))
+		c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+	},
+}
+
+// --- Private endpoints (the consumer's side) ---
+
+// peLink is what a private endpoint remembers about its connection.
+type peLink struct {
+	subnetID string
+	nicID    string
+	address  string
+	connID   string // the PLS connection resource, "" once removed
+	manual   bool
+	plsID    string
+	fqdns    []*string
+}
+
+var peKind = &kind{
+	newObj:   func() any { return &armnetwork.PrivateEndpoint{} },
+	lro:      true,
+	location: true,
+	put:      putPE,
+	onDelete: func(s *state, r *resource) {
+		l := r.link
+		if l == nil {
+			return
+		}
+		if pool := s.pools[key(l.subnetID)]; pool != nil {
+			pool.release(l.nicID)
+		}
+		delete(s.res, key(l.nicID))
+		if l.connID != "" {
+			delete(s.res, key(l.connID))
+		}
+	},
+	render: renderPE,
+}
+
+func putPE(s *state, req *putRequest) *armError {
+	pe := req.body.(*armnetwork.PrivateEndpoint)
+	conn, isManual, e := peConnection(req, pe)
+	if e != nil {
+		return e
+	}
+	subnetID := *pe.Properties.Subnet.ID
+	if l := req.existing.linkOrNil(); l != nil && !strings.EqualFold(l.subnetID, subnetID) {
+		return errBadRequest("PropertyChangeNotAllowed", "Changing property 'subnet' of private endpoint %s is not allowed.", req.id)
+	}
+	if e := s.checkLinked(req, subnetID, "Microsoft.Network/virtualNetworks/subnets/join/action"); e != nil {
+		return e
+	}
+	pool := s.pools[key(subnetID)]
+	if pool == nil {
+		return errInvalidReference(subnetID, req.id)
+	}
+	target := deref(conn.Properties.PrivateLinkServiceID)
+	plsRes := s.resolvePLS(target)
+	if plsRes == nil || !visibleTo(plsRes, req.path.sub) {
+		return errBadRequest("ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible",
+			"Third-party Private Link Service Id %s provided during private endpoint creation does not exist or is not visible.", target)
+	}
+	status := ConnectionPending
+	if !isManual {
+		if !canAutoApprove(plsRes, req) {
+			return errLinkedAuthorizationFailed(req.principalOrAnonymous(), action(req.path, http.MethodPut), req.id,
+				"Microsoft.Network/privateLinkServices/privateEndpointConnectionsApproval/action", plsRes.id)
+		}
+		status = ConnectionApproved
+	}
+	link := req.existing.linkOrNil()
+	sameTarget := link != nil && link.connID != "" && strings.EqualFold(link.plsID, plsRes.id) && link.manual == isManual
+	if link == nil {
+		if link, e = newPELink(req, pe, pool); e != nil {
+			return e
+		}
+	}
+	link.manual, link.plsID = isManual, plsRes.id
+	link.fqdns = plsRes.obj.(*armnetwork.PrivateLinkService).Properties.Fqdns
+	req.res.link = link
+	pe.Properties.NetworkInterfaces, pe.Properties.CustomDNSConfigs = nil, nil
+	req.res.obj = pe
+
+	// The NIC and the connection appear when the endpoint is provisioned,
+	// as in Azure: until then the endpoint has no IP to read.
+	req.onDone = func() {
+		s.ensurePENIC(req.res, pe)
+		if !sameTarget {
+			s.connectPE(req.res, plsRes, conn, status)
+		}
+	}
+	return nil
+}
+
+// peConnection returns the endpoint's one connection and whether it is
+// manual.
+func peConnection(req *putRequest, pe *armnetwork.PrivateEndpoint) (*armnetwork.PrivateLinkServiceConnection, bool, *armError) {
+	if pe.Properties == nil || pe.Properties.Subnet == nil || pe.Properties.Subnet.ID == nil {
+		return nil, false, errBadRequest("InvalidRequestFormat", "Private endpoint %s must reference a subnet.", req.id)
+	}
+	auto, manual := pe.Properties.PrivateLinkServiceConnections, pe.Properties.ManualPrivateLinkServiceConnections
+	if len(auto)+len(manual) != 1 {
+		return nil, false, errBadRequest("InvalidRequestFormat",
+			"Private endpoint %s must have exactly one private link service connection, automatic or manual; it has %d.", req.id, len(auto)+len(manual))
+	}
+	conn := append(auto, manual...)[0]
+	if conn == nil || conn.Name == nil || conn.Properties == nil || conn.Properties.PrivateLinkServiceID == nil {
+		return nil, false, errBadRequest("InvalidRequestFormat", "The private link service connection of %s needs a name and a privateLinkServiceId.", req.id)
+	}
+	return conn, len(manual) == 1, nil
+}
+
+// canAutoApprove says whether an automatic connection is approved at once:
+// the consumer's subscription is auto-approved, or the caller may approve
+// connections on a service in its own subscription.
+func canAutoApprove(pls *resource, req *putRequest) bool {
+	if autoApproved(pls, req.path.sub) {
+		return true
+	}
+	return strings.EqualFold(pls.sub, req.path.sub) && req.principal.canAccess(pls.id)
+}
+
+// newPELink reserves the endpoint's address and names its NIC.
+func newPELink(req *putRequest, pe *armnetwork.PrivateEndpoint, pool *ipPool) (*peLink, *armError) {
+	p := pe.Properties
+	nicName := deref(p.CustomNetworkInterfaceName)
+	if nicName == "" {
+		nicName = req.name() + ".nic." + newGUID()
+	}
+	link := &peLink{subnetID: *p.Subnet.ID, nicID: resourceID(req.path.sub, req.path.rg, typeNIC, nicName)}
+	if len(p.IPConfigurations) > 0 && p.IPConfigurations[0].Properties != nil && p.IPConfigurations[0].Properties.PrivateIPAddress != nil {
+		link.address = *p.IPConfigurations[0].Properties.PrivateIPAddress
+		return link, pool.claim(link.address, link.nicID)
+	}
+	addr, e := pool.allocate(link.nicID)
+	link.address = addr
+	return link, e
+}
+
+// connectPE replaces the endpoint's connection on the service's side.
+func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLinkServiceConnection, status string) {
+	link := r.link
+	if link.connID != "" {
+		delete(s.res, key(link.connID))
+	}
+	pe := r.obj.(*armnetwork.PrivateEndpoint)
+	name := r.name + "." + newGUID()
+	c := &resource{
+		id:      pls.id + "/privateEndpointConnections/" + name,
+		typeKey: typePLSConn, sub: pls.sub, rg: pls.rg, name: name,
+		state: stateSucceeded, etag: newETag(),
+		obj: &armnetwork.PrivateEndpointConnection{Properties: &armnetwork.PrivateEndpointConnectionProperties{
+			PrivateEndpoint:         &armnetwork.PrivateEndpoint{ID: ptr(r.id)},
+			PrivateEndpointLocation: pe.Location,
+			LinkIdentifier:          ptr(fmt.Sprint(rand.Uint32())),
+			PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{
+				Status:          ptr(status),
+				Description:     conn.Properties.RequestMessage,
+				ActionsRequired: ptr("None"),
+			},
+		}},
+	}
+	s.res[key(c.id)] = c
+	link.connID = c.id
+}
+
+// ensurePENIC creates the endpoint's network interface once.
+func (s *state) ensurePENIC(r *resource, pe *armnetwork.PrivateEndpoint) {
+	l := r.link
+	if s.lookup(l.nicID) != nil {
+		return
+	}
+	p := armPathOf(l.nicID)
+	nic := &resource{id: l.nicID, typeKey: typeNIC, sub: p.sub, rg: p.rg, name: p.names[0], state: stateSucceeded, etag: newETag()}
+	nic.obj = &armnetwork.Interface{
+		Location: pe.Location,
+		Properties: &armnetwork.InterfacePropertiesFormat{
+			PrivateEndpoint:   &armnetwork.PrivateEndpoint{ID: ptr(r.id)},
+			ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded),
+			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
+				ID:   ptr(l.nicID + "/ipConfigurations/privateEndpointIpConfig." + newGUID()),
+				Name: ptr("privateEndpointIpConfig"),
+				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+					Primary:                   ptr(true),
+					PrivateIPAddress:          ptr(l.address),
+					PrivateIPAddressVersion:   ptr(armnetwork.IPVersionIPv4),
+					PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodDynamic),
+					Subnet:                    &armnetwork.Subnet{ID: ptr(l.subnetID)},
+					ProvisioningState:         ptr(armnetwork.ProvisioningStateSucceeded),
+				},
+			}},
+		},
+	}
+	s.res[key(nic.id)] = nic
+}
+
+// renderPE fills in the endpoint's derived state. Its view of the connection
+// always mirrors the provider's side: a connection the provider removed, or
+// whose service was deleted, shows as Disconnected.
+func renderPE(s *state, r *resource) {
+	pe := r.obj.(*armnetwork.PrivateEndpoint)
+	setCommon(&pe.ID, &pe.Name, &pe.Type, &pe.Etag, r)
+	p := pe.Properties
+	p.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+	l := r.link
+	state := &armnetwork.PrivateLinkServiceConnectionState{Status: ptr(ConnectionPending), Description: ptr(""), ActionsRequired: ptr("None")}
+	if c := s.lookup(l.connID); c != nil {
+		cs := c.obj.(*armnetwork.PrivateEndpointConnection).Properties.PrivateLinkServiceConnectionState
+		state = &armnetwork.PrivateLinkServiceConnectionState{Status: cs.Status, Description: cs.Description, ActionsRequired: cs.ActionsRequired}
+	} else if l.connID != "" || s.lookup(l.plsID) == nil {
+		state = &armnetwork.PrivateLinkServiceConnectionState{
+			Status:          ptr(ConnectionDisconnected),
+			Description:     ptr("The private link service connection was removed by the service owner."),
+			ActionsRequired: ptr("None"),
+		}
+	}
+	for _, list := range []struct {
+		conns []*armnetwork.PrivateLinkServiceConnection
+		typ   string
+	}{{p.PrivateLinkServiceConnections, "privateLinkServiceConnections"}, {p.ManualPrivateLinkServiceConnections, "manualPrivateLinkServiceConnections"}} {
+		for _, c := range list.conns {
+			c.ID = ptr(r.id + "/" + list.typ + "/" + deref(c.Name))
+			c.Type = ptr("Microsoft.Network/privateEndpoints/" + list.typ)
+			c.Properties.PrivateLinkServiceConnectionState = state
+			c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		}
+	}
+	p.NetworkInterfaces, p.CustomDNSConfigs = nil, nil
+	nic := s.lookup(l.nicID)
+	if nic == nil {
+		return // not provisioned yet
+	}
+	if strings.Contains(strings.ToLower(s.renderCtx.expand), "networkinterfaces") {
+		nicKind.render(s, nic)
+		p.NetworkInterfaces = []*armnetwork.Interface{nic.obj.(*armnetwork.Interface)}
+	} else {
+		p.NetworkInterfaces = []*armnetwork.Interface{{ID: ptr(nic.id)}}
+	}
+	dns := &armnetwork.CustomDNSConfigPropertiesFormat{IPAddresses: []*string{ptr(l.address)}}
+	if len(l.fqdns) > 0 {
+		dns.Fqdn = l.fqdns[0]
+	}
+	p.CustomDNSConfigs = []*armnetwork.CustomDNSConfigPropertiesFormat{dns}
+}
+
+// resolvePLS finds a private link service by resource ID or alias.
+func (s *state) resolvePLS(target string) *resource {
+	if strings.HasPrefix(strings.ToLower(target), "/subscriptions/") {
+		if r := s.lookup(target); r != nil && r.typeKey == typePLS {
+			return r
+		}
+		return nil
+	}
+	if k, ok := s.aliases[strings.ToLower(target)]; ok {
+		return s.res[k]
+	}
+	return nil
+}
+
+// visibleTo reports whether a subscription may see and connect to a private
+// link service: its own subscription always, others when listed, or "*".
+func visibleTo(r *resource, sub string) bool {
+	if strings.EqualFold(r.sub, sub) {
+		return true
+	}
+	p := r.obj.(*armnetwork.PrivateLinkService).Properties
+	return p.Visibility != nil && containsFold(p.Visibility.Subscriptions, sub)
+}
+
+func autoApproved(r *resource, sub string) bool {
+	p := r.obj.(*armnetwork.PrivateLinkService).Properties
+	return p.AutoApproval != nil && containsFold(p.AutoApproval.Subscriptions, sub)
+}
+
+func containsFold(list []*string, s string) bool {
+	for _, v := range list {
+		if v != nil && (*v == "*" || strings.EqualFold(*v, s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// armPathOf parses a resource ID known to be well formed.
+func armPathOf(id string) armPath {
+	p, _ := parseARMPath(id)
+	return p
+}
+
+func (r *resource) linkOrNil() *peLink {
+	if r == nil {
+		return nil
+	}
+	return r.link
+}
+
+func (req *putRequest) name() string { return req.path.names[len(req.path.names)-1] }
+
+func (req *putRequest) principalOrAnonymous() *principal {
+	if req.principal == nil {
+		return &principal{Principal: Principal{ClientID: "anonymous"}}
+	}
+	return req.principal
+}

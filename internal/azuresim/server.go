@@ -1,0 +1,580 @@
+package azuresim
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configures a Server. The zero value is a fast emulator for tests:
+// operations complete on the first poll, throttling is off, every client
+// secret is accepted.
+type Options struct {
+	// Latency is how long a long-running operation takes to complete.
+	Latency time.Duration
+	// MaxPollInterval caps the retry hint (Retry-After, retry-after-ms) an
+	// operation in progress gives its poller. Default 1s; Azure's is ~10s.
+	MaxPollInterval time.Duration
+	// PageSize is the number of items per page of a list. Default 100.
+	PageSize int
+	// Throttling configures ARM's request limits. Disabled by default.
+	Throttling Throttling
+	// TLS serves HTTPS with a self-signed certificate the server generates.
+	TLS bool
+	// Principals are the service principals the token endpoint knows. With
+	// none, any client ID and secret get a token.
+	Principals []Principal
+	// NoAuth serves ARM requests without a bearer token (for curl).
+	NoAuth bool
+	// Now is the clock; default time.Now. Tests may move it.
+	Now func() time.Time
+}
+
+// Throttling configures ARM's token buckets per subscription and principal.
+type Throttling struct {
+	Enabled bool
+	Reads   Bucket
+	Writes  Bucket
+	Deletes Bucket
+}
+
+// Bucket is one token bucket: Burst requests at once, refilled at PerSecond.
+type Bucket struct {
+	Burst     int
+	PerSecond float64
+}
+
+// DefaultThrottling is ARM's documented default per subscription and
+// principal: reads 250 burst / 25 per s, writes and deletes 200 / 10 per s.
+func DefaultThrottling() Throttling {
+	return Throttling{
+		Enabled: true,
+		Reads:   Bucket{Burst: 250, PerSecond: 25},
+		Writes:  Bucket{Burst: 200, PerSecond: 10},
+		Deletes: Bucket{Burst: 200, PerSecond: 10},
+	}
+}
+
+// Server is a running emulator.
+type Server struct {
+	mu       sync.Mutex
+	opts     Options
+	st       *state
+	auth     *authority
+	throttle *throttler
+	faults   *faultSet
+	counters *counters
+
+	httpSrv *http.Server
+	ln      net.Listener
+	url     string
+	ca      []byte // PEM of the self-signed CA, with TLS
+	certs   *x509.CertPool
+}
+
+// New returns a Server that is not listening yet; see Start.
+func New(opts Options) *Server {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxPollInterval <= 0 {
+		opts.MaxPollInterval = time.Second
+	}
+	s := &Server{opts: opts}
+	s.st = newState(opts.Now)
+	s.st.latency = opts.Latency
+	s.auth = newAuthority(opts.Principals, opts.Now)
+	s.throttle = newThrottler(opts.Throttling, opts.Now)
+	s.faults = &faultSet{}
+	s.st.faults = s.faults
+	s.counters = newCounters()
+	return s
+}
+
+// Start listens on addr (for example "127.0.0.1:0") and serves in the
+// background until Close.
+func (s *Server) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if s.opts.TLS {
+		cert, caPEM, pool, err := selfSigned(ln.Addr().(*net.TCPAddr).IP)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		s.ca, s.certs = caPEM, pool
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
+	s.ln = ln
+	s.url = fmt.Sprintf("%s://%s", scheme, ln.Addr().String())
+	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.httpSrv.Serve(ln) }()
+	return nil
+}
+
+// URL is the base URL of the emulator: ARM, the token endpoint and the admin
+// API all live under it.
+func (s *Server) URL() string { return s.url }
+
+// CACertPEM is the PEM of the CA that signed the server's certificate, with TLS.
+func (s *Server) CACertPEM() []byte { return s.ca }
+
+// CertPool trusts the server's certificate, with TLS.
+func (s *Server) CertPool() *x509.CertPool { return s.certs }
+
+// WriteCAFile writes the CA certificate to path, for clients in other
+// processes.
+func (s *Server) WriteCAFile(path string) error {
+	if s.ca == nil {
+		return errors.New("azuresim: TLS is off; there is no CA certificate")
+	}
+	return os.WriteFile(path, s.ca, 0o644)
+}
+
+// Close stops the server.
+func (s *Server) Close() error {
+	if s.httpSrv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.httpSrv.Shutdown(ctx)
+}
+
+// ServeHTTP routes a request: the admin API, the token endpoint, or ARM.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/_sim/"):
+		s.serveAdmin(w, r)
+	case isAuthorityPath(r.URL.Path):
+		s.counters.token()
+		s.auth.serve(w, r, s.baseURL(r))
+	default:
+		s.serveARMRequest(w, r)
+	}
+}
+
+func (s *Server) baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// serveARMRequest is the ARM pipeline: faults, authentication, throttling,
+// then the resource provider; every answer is counted.
+func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	p, ok := parseARMPath(r.URL.Path)
+	principalID := ""
+	defer func() { s.counters.request(r.Method, counterType(p, ok, r.URL.Path), rec.status, principalID) }()
+
+	if f := s.faults.match(r.Method, r.URL.Path); f != nil {
+		if f.apply(rec, r) {
+			return
+		}
+	}
+	if !ok {
+		writeError(rec, newError(http.StatusNotFound, "InvalidResourceType", "The resource path '%s' is not served by the emulator.", r.URL.Path))
+		return
+	}
+	var pr *principal
+	if !s.opts.NoAuth {
+		var aerr *armError
+		pr, aerr = s.auth.authenticate(r)
+		if aerr != nil {
+			rec.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer authorization_uri="%s/common/oauth2/authorize", error="invalid_token", error_description="%s"`, s.baseURL(r), aerr.Message))
+			writeError(rec, aerr)
+			return
+		}
+		principalID = pr.ClientID
+		if aerr := pr.authorize(r.Method, p); aerr != nil {
+			writeError(rec, aerr)
+			return
+		}
+	}
+	if retry, remaining, class := s.throttle.take(p.sub, principalID, r.Method); retry > 0 {
+		rec.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(retry.Seconds()))))
+		writeError(rec, newError(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",
+			"Number of '%s' requests for subscription '%s' actor '%s' exceeded. Please try again after '%d' seconds after additional tokens are available. Refer to https://aka.ms/arm-throttling",
+			class, p.sub, principalID, int(math.Ceil(retry.Seconds()))))
+		return
+	} else if remaining >= 0 {
+		rec.Header().Set("x-ms-ratelimit-remaining-subscription-"+class, fmt.Sprint(remaining))
+	}
+	if r.URL.Query().Get("api-version") == "" {
+		writeError(rec, errBadRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests."))
+		return
+	}
+	rec.Header().Set("x-ms-request-id", newGUID())
+	s.serveARM(rec, r, p, pr)
+}
+
+// serveARM dispatches a parsed ARM request.
+func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, p armPath, pr *principal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.advance()
+
+	switch {
+	case p.provider == "" && p.rg != "":
+		s.serveResourceGroup(w, r, p)
+	case isOperationPath(p):
+		s.serveOperation(w, r, p)
+	case p.rg == "" && !p.isCollection():
+		writeError(w, newError(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' is not served by the emulator.", p.typeKey()))
+	default:
+		k, ok := kinds[p.typeKey()]
+		if !ok {
+			writeError(w, newError(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' could not be found in the namespace '%s'.", strings.Join(p.types, "/"), p.provider))
+			return
+		}
+		if p.isCollection() {
+			s.serveList(w, r, p, k)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			s.serveGet(w, r, p, k)
+		case http.MethodPut:
+			s.servePut(w, r, p, k, pr)
+		case http.MethodDelete:
+			s.serveDelete(w, r, p, k)
+		default:
+			writeError(w, newError(http.StatusMethodNotAllowed, "MethodNotAllowed", "The method '%s' is not allowed on '%s'.", r.Method, p.typeKey()))
+		}
+	}
+}
+
+// existsCheck returns the error Azure gives for a missing resource or parent.
+func (s *state) existsCheck(p armPath) *armError {
+	if s.rgs[key(rgID(p.sub, p.rg))] == nil {
+		return errResourceGroupNotFound(p.rg)
+	}
+	if len(p.names) > 1 && s.lookup(p.parent().id()) == nil {
+		if len(p.types) > 1 {
+			return errParentNotFound(p)
+		}
+	}
+	return nil
+}
+
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, p armPath, k *kind) {
+	if e := s.st.existsCheck(p); e != nil {
+		writeError(w, e)
+		return
+	}
+	res := s.st.lookup(p.id())
+	if res == nil {
+		writeError(w, notFoundFor(p))
+		return
+	}
+	ctx := renderContext{expand: r.URL.Query().Get("$expand")}
+	s.st.renderCtx = ctx
+	body := s.st.marshal(k, res)
+	s.st.renderCtx = renderContext{}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func notFoundFor(p armPath) *armError {
+	if len(p.types) > 1 {
+		return errNotFoundChild(p)
+	}
+	return errResourceNotFound(p)
+}
+
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, p armPath, k *kind) {
+	var scope string
+	switch {
+	case len(p.names) > 0: // children of a parent resource
+		parent := p
+		parent.types = p.types[:len(p.names)]
+		if s.st.rgs[key(rgID(p.sub, p.rg))] == nil {
+			writeError(w, errResourceGroupNotFound(p.rg))
+			return
+		}
+		if s.st.lookup(parent.id()) == nil {
+			writeError(w, notFoundFor(parent))
+			return
+		}
+		scope = parent.id()
+	case p.rg != "":
+		if s.st.rgs[key(rgID(p.sub, p.rg))] == nil {
+			writeError(w, errResourceGroupNotFound(p.rg))
+			return
+		}
+		scope = rgID(p.sub, p.rg)
+	default:
+		scope = "/subscriptions/" + p.sub
+	}
+	var items []json.RawMessage
+	for _, res := range s.st.list(p.typeKey(), scope) {
+		items = append(items, s.st.marshal(k, res))
+	}
+	pg, e := paginate(r, s.baseURL(r), items, s.opts.PageSize)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, pg)
+}
+
+func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *kind, pr *principal) {
+	if e := s.st.existsCheck(p); e != nil {
+		writeError(w, e)
+		return
+	}
+	id := p.id()
+	existing := s.st.lookup(id)
+	if e := checkPreconditions(r, existing); e != nil {
+		writeError(w, e)
+		return
+	}
+	if existing != nil && existing.busy != "" {
+		writeError(w, errAnotherOperation(existing.busy))
+		return
+	}
+	body, loc, e := decodePut(r, k)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	res := existing
+	if res == nil {
+		res = &resource{id: id, typeKey: p.typeKey(), sub: p.sub, rg: p.rg, name: p.names[len(p.names)-1]}
+		if pr != nil {
+			res.createdBy = pr.ClientID
+		}
+	}
+	req := &putRequest{path: p, id: id, body: body, existing: existing, res: res, principal: pr}
+	if k.location && loc == "" {
+		writeError(w, errBadRequest("LocationRequired", "The location property is required for this definition."))
+		return
+	}
+	if existing != nil && k.location && !strings.EqualFold(existing.location, loc) {
+		writeError(w, errBadRequest("InvalidResourceLocation",
+			"The resource '%s' already exists in location '%s' in resource group '%s'. A resource with the same name cannot be created in location '%s'.",
+			p.names[len(p.names)-1], existing.location, p.rg, loc))
+		return
+	}
+	if e := k.put(s.st, req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if loc != "" {
+		res.location = loc
+	}
+	res.etag = newETag()
+	s.st.res[key(id)] = res
+	status := http.StatusCreated
+	if existing != nil {
+		status = http.StatusOK
+	}
+	if !k.lro {
+		res.state = stateSucceeded
+		if req.onDone != nil {
+			req.onDone()
+		}
+		writeJSON(w, status, s.st.marshal(k, res))
+		return
+	}
+	res.state = stateUpdating
+	op := s.st.startOperation(res, http.MethodPut,
+		func() {
+			res.state = stateSucceeded
+			if req.onDone != nil {
+				req.onDone()
+			}
+		},
+		func() { res.state = stateFailed })
+	s.writeOperationHeaders(w, r, op)
+	writeJSON(w, status, s.st.marshal(k, res))
+}
+
+// decodePut reads a PUT body into the kind's SDK model and returns it with
+// its location.
+func decodePut(r *http.Request, k *kind) (any, string, *armError) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		return nil, "", errBadRequest("InvalidRequestContent", "The request content could not be read: %v", err)
+	}
+	body := k.newObj()
+	if err := json.Unmarshal(raw, body); err != nil {
+		return nil, "", errBadRequest("InvalidRequestFormat", "Cannot parse the request: %v", err)
+	}
+	var meta struct {
+		Location string `json:"location"`
+	}
+	_ = json.Unmarshal(raw, &meta)
+	return body, meta.Location, nil
+}
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, p armPath, k *kind) {
+	if e := s.st.existsCheck(p); e != nil {
+		if e.Code == "ResourceGroupNotFound" {
+			writeError(w, e)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	res := s.st.lookup(p.id())
+	if res == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if e := checkPreconditions(r, res); e != nil {
+		writeError(w, e)
+		return
+	}
+	if res.busy != "" {
+		writeError(w, errAnotherOperation(res.busy))
+		return
+	}
+	if k.checkDelete != nil {
+		if e := k.checkDelete(s.st, res); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+	remove := func() {
+		if k.onDelete != nil {
+			k.onDelete(s.st, res)
+		}
+		delete(s.st.res, key(res.id))
+	}
+	if !k.lro && !k.lroDelete {
+		remove()
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	prev := res.state
+	res.state = stateDeleting
+	op := s.st.startOperation(res, http.MethodDelete, remove, func() { res.state = prev })
+	s.writeOperationHeaders(w, r, op)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func checkPreconditions(r *http.Request, existing *resource) *armError {
+	if m := r.Header.Get("If-Match"); m != "" && m != "*" && (existing == nil || existing.etag != m) {
+		return newError(http.StatusPreconditionFailed, "PreconditionFailed", "The condition specified using HTTP conditional header(s) is not met.")
+	}
+	if m := r.Header.Get("If-None-Match"); m == "*" && existing != nil {
+		return newError(http.StatusPreconditionFailed, "PreconditionFailed", "The resource already exists and If-None-Match: * was given.")
+	}
+	return nil
+}
+
+// writeOperationHeaders points the client at the operation's status.
+func (s *Server) writeOperationHeaders(w http.ResponseWriter, r *http.Request, op *operation) {
+	loc := op.location
+	if loc == "" {
+		loc = "global"
+	}
+	base := fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s", s.baseURL(r), op.sub, loc)
+	v := r.URL.Query().Get("api-version")
+	w.Header().Set("Azure-AsyncOperation", fmt.Sprintf("%s/operations/%s?api-version=%s", base, op.id, v))
+	w.Header().Set("Location", fmt.Sprintf("%s/operationResults/%s?api-version=%s", base, op.id, v))
+	s.setRetryAfter(w, op.doneAt)
+}
+
+// setRetryAfter tells the poller when to come back: when the operation is
+// due, at most MaxPollInterval from now. retry-after-ms (which azcore
+// prefers) keeps tests fast; Retry-After in whole seconds is ARM's.
+func (s *Server) setRetryAfter(w http.ResponseWriter, doneAt time.Time) {
+	d := min(max(doneAt.Sub(s.st.now()), 10*time.Millisecond), s.opts.MaxPollInterval)
+	w.Header().Set("retry-after-ms", fmt.Sprint(d.Milliseconds()))
+	w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(d.Seconds()))))
+}
+
+func isOperationPath(p armPath) bool {
+	return p.rg == "" && len(p.types) == 2 && len(p.names) == 2 &&
+		strings.EqualFold(p.types[0], "locations") &&
+		(strings.EqualFold(p.types[1], "operations") || strings.EqualFold(p.types[1], "operationResults"))
+}
+
+type operationStatus struct {
+	ID        string       `json:"id,omitempty"`
+	Name      string       `json:"name"`
+	Status    string       `json:"status"`
+	StartTime string       `json:"startTime,omitempty"`
+	Error     *errorDetail `json:"error,omitempty"`
+}
+
+func (s *Server) serveOperation(w http.ResponseWriter, r *http.Request, p armPath) {
+	op := s.st.ops[p.names[1]]
+	if op == nil || !strings.EqualFold(op.sub, p.sub) {
+		writeError(w, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", p.names[1]))
+		return
+	}
+	results := strings.EqualFold(p.types[1], "operationResults")
+	if op.status == opInProgress {
+		s.setRetryAfter(w, op.doneAt)
+		if results {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		writeJSON(w, http.StatusOK, operationStatus{Name: op.id, Status: op.status})
+		return
+	}
+	if op.err != nil {
+		if results {
+			writeError(w, op.err)
+			return
+		}
+		writeJSON(w, http.StatusOK, operationStatus{Name: op.id, Status: op.status,
+			Error: &errorDetail{Code: op.err.Code, Message: op.err.Message}})
+		return
+	}
+	if results {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, operationStatus{Name: op.id, Status: op.status})
+}
+
+// statusRecorder remembers the status code for the counters.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// counterType names what a request was about, for the counters.
+func counterType(p armPath, ok bool, path string) string {
+	switch {
+	case !ok:
+		return "unknown"
+	case p.provider == "" && p.rg != "":
+		return "Microsoft.Resources/resourceGroups"
+	case isOperationPath(p):
+		return "Microsoft.Network/locations/operations"
+	case p.provider == "":
+		return "subscription"
+	default:
+		return canonicalType(p.typeKey())
+	}
+}

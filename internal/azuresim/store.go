@@ -1,0 +1,258 @@
+package azuresim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Provisioning states as ARM reports them.
+const (
+	stateUpdating  = "Updating"
+	stateDeleting  = "Deleting"
+	stateSucceeded = "Succeeded"
+	stateFailed    = "Failed"
+)
+
+// Operation statuses of the Azure-AsyncOperation protocol.
+const (
+	opInProgress = "InProgress"
+	opSucceeded  = "Succeeded"
+	opFailed     = "Failed"
+)
+
+// resource is one stored ARM resource. obj is the SDK model the emulator
+// renders as JSON; the kind's render function fills in derived fields.
+type resource struct {
+	id       string // canonical ID, casing as created
+	typeKey  string
+	sub, rg  string
+	name     string
+	obj      any
+	state    string // provisioning state
+	etag     string
+	busy     string // ID of the operation in progress on it, "" when idle
+	location string
+	// createdBy is the client ID of the principal that created it.
+	createdBy string
+	// link is a private endpoint's connection bookkeeping.
+	link *peLink
+}
+
+// operation is a long-running operation. It completes when the clock passes
+// doneAt; completion is applied lazily by advance, under the state lock.
+type operation struct {
+	id       string
+	sub      string
+	location string
+	resource string // key of the resource
+	method   string
+	doneAt   time.Time
+	status   string
+	err      *armError
+	onDone   func() // applied on success
+	onFail   func() // applied on failure
+}
+
+// kind describes how the emulator serves one resource type.
+type kind struct {
+	// newObj returns an empty SDK model to decode a PUT body into.
+	newObj func() any
+	// put validates a PUT and stores the result in r.obj. existing is the
+	// stored resource for an update, nil for a create. It runs under the lock.
+	put func(s *state, req *putRequest) *armError
+	// checkDelete refuses a DELETE the way Azure would (in use, ...).
+	checkDelete func(s *state, r *resource) *armError
+	// onDelete releases what the resource held; it runs when the delete
+	// completes.
+	onDelete func(s *state, r *resource)
+	// render fills derived fields of r.obj (provisioning state, ETag,
+	// references) before it is marshalled.
+	render func(s *state, r *resource)
+	// lro says PUT and DELETE are long-running operations.
+	lro bool
+	// lroDelete says only DELETE is long-running.
+	lroDelete bool
+	// location says a PUT must name a location.
+	location bool
+}
+
+// putRequest is a PUT being applied.
+type putRequest struct {
+	path     armPath
+	id       string
+	body     any       // decoded body (SDK model)
+	existing *resource // nil on create
+	res      *resource // the resource being written (new or existing)
+	// onDone, if set by put, runs when the operation completes successfully.
+	onDone func()
+	// principal is the caller.
+	principal *principal
+}
+
+// state is everything the emulator stores. It is guarded by Server.mu.
+type state struct {
+	now     func() time.Time
+	latency time.Duration
+	rgs     map[string]*resourceGroup
+	res     map[string]*resource
+	ops     map[string]*operation
+	pools   map[string]*ipPool
+	aliases map[string]string // lower alias -> resource key of the PLS
+	// faults can make long-running operations end Failed.
+	faults *faultSet
+	// renderCtx carries request options (such as $expand) to render.
+	renderCtx renderContext
+}
+
+// renderContext is what a GET asked for beyond the resource itself.
+type renderContext struct {
+	expand string
+}
+
+func newState(now func() time.Time) *state {
+	return &state{
+		now:     now,
+		rgs:     map[string]*resourceGroup{},
+		res:     map[string]*resource{},
+		ops:     map[string]*operation{},
+		pools:   map[string]*ipPool{},
+		aliases: map[string]string{},
+	}
+}
+
+// advance completes every operation whose time has come.
+func (s *state) advance() {
+	now := s.now()
+	for _, op := range s.ops {
+		if op.status != opInProgress || now.Before(op.doneAt) {
+			continue
+		}
+		if r := s.res[op.resource]; r != nil && r.busy == op.id {
+			r.busy = ""
+		}
+		if op.err != nil {
+			op.status = opFailed
+			if op.onFail != nil {
+				op.onFail()
+			}
+			continue
+		}
+		op.status = opSucceeded
+		if op.onDone != nil {
+			op.onDone()
+		}
+	}
+	// Forget finished operations after a while so the map stays small; a
+	// poller that comes back later than that gets 404, as from ARM.
+	for id, op := range s.ops {
+		if op.status != opInProgress && now.Sub(op.doneAt) > 10*time.Minute {
+			delete(s.ops, id)
+		}
+	}
+}
+
+// startOperation registers a long-running operation on r.
+func (s *state) startOperation(r *resource, method string, onDone, onFail func()) *operation {
+	op := &operation{
+		id:       newGUID(),
+		sub:      r.sub,
+		location: r.location,
+		resource: key(r.id),
+		method:   method,
+		doneAt:   s.now().Add(s.latency),
+		status:   opInProgress,
+		onDone:   onDone,
+		onFail:   onFail,
+	}
+	if f := s.takeOperationFault(method, r.id); f != nil {
+		op.err = &armError{Status: f.Status, Code: f.Code, Message: f.Message}
+	}
+	s.ops[op.id] = op
+	r.busy = op.id
+	return op
+}
+
+// lookup returns a stored resource by ID.
+func (s *state) lookup(id string) *resource { return s.res[key(id)] }
+
+// list returns the resources of a type under a scope (a subscription,
+// resource group or parent resource ID), sorted by ID.
+func (s *state) list(typeKey, scope string) []*resource {
+	prefix := key(scope) + "/"
+	var out []*resource
+	for k, r := range s.res {
+		if r.typeKey == typeKey && strings.HasPrefix(k, prefix) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i].id) < key(out[j].id) })
+	return out
+}
+
+// marshal renders a resource to JSON under the lock, so that what leaves the
+// lock is a private copy.
+func (s *state) marshal(k *kind, r *resource) json.RawMessage {
+	if k.render != nil {
+		k.render(s, r)
+	}
+	b, err := json.Marshal(r.obj)
+	if err != nil {
+		panic(fmt.Sprintf("azuresim: marshalling %s: %v", r.id, err))
+	}
+	return b
+}
+
+// page is one page of a list response.
+type page struct {
+	Value    []json.RawMessage `json:"value"`
+	NextLink *string           `json:"nextLink,omitempty"`
+}
+
+// paginate cuts items into pages of size n, continuing from $skiptoken.
+func paginate(r *http.Request, base string, items []json.RawMessage, n int) (page, *armError) {
+	start := 0
+	if tok := r.URL.Query().Get("$skiptoken"); tok != "" {
+		if _, err := fmt.Sscanf(tok, "%d", &start); err != nil || start < 0 || start > len(items) {
+			return page{}, errBadRequest("InvalidSkipToken", "The skip token '%s' is not valid.", tok)
+		}
+	}
+	end := min(start+n, len(items))
+	p := page{Value: items[start:end]}
+	if p.Value == nil {
+		p.Value = []json.RawMessage{}
+	}
+	if end < len(items) {
+		q := r.URL.Query()
+		q.Set("$skiptoken", fmt.Sprint(end))
+		next := base + r.URL.Path + "?" + q.Encode()
+		p.NextLink = &next
+	}
+	return p, nil
+}
+
+func newGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func newETag() string { return `W/"` + newGUID() + `"` }
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
