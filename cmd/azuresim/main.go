@@ -87,18 +87,22 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintf(stderr, "azuresim: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "azuresim listening on %s\n", srv.URL())
-	fmt.Fprintf(stdout, "  ARM endpoint:    %s\n", srv.URL())
-	fmt.Fprintf(stdout, "  AAD authority:   %s/ (tenant in the path, e.g. %s/<tenant>/oauth2/v2.0/token)\n", srv.URL(), srv.URL())
-	fmt.Fprintf(stdout, "  admin API:       %s/_sim/ (try: curl -k %s/_sim/resources)\n", srv.URL(), srv.URL())
+	curl := "curl"
 	if *useTLS {
 		if err := srv.WriteCAFile(*caFile); err != nil {
 			fmt.Fprintf(stderr, "azuresim: writing the CA certificate: %v\n", err)
 			_ = srv.Close()
 			return 1
 		}
+		curl = "curl --cacert " + *caFile
+	}
+	fmt.Fprintf(stdout, "azuresim listening on %s\n", srv.URL())
+	fmt.Fprintf(stdout, "  ARM endpoint:    %s\n", srv.URL())
+	fmt.Fprintf(stdout, "  AAD authority:   %s/ (token endpoint %s/<tenant>/oauth2/v2.0/token)\n", srv.URL(), srv.URL())
+	if *useTLS {
 		fmt.Fprintf(stdout, "  CA certificate:  %s\n", *caFile)
 	}
+	fmt.Fprintf(stdout, "  admin API:       %s/_sim/  (try: %s %s/_sim/resources)\n", srv.URL(), curl, srv.URL())
 	<-stop
 	fmt.Fprintln(stdout, "azuresim: shutting down")
 	ctxErr := srv.Close()

@@ -210,7 +210,7 @@ func (a adminClient) checkConfigAndReset() {
 
 // adminSeed is a seed document: a VNet, an internal Standard load balancer,
 // a private link service and a manual private endpoint to it.
-func adminSeed(t *testing.T, rg string) azuresim.Seed {
+func adminSeed(t testing.TB, rg string) azuresim.Seed {
 	t.Helper()
 	vnet := rg + "/providers/Microsoft.Network/virtualNetworks/vnet"
 	prov := provider{sub: providerSub, rg: "rg", natSubnetID: vnet + "/subnets/nat", frontendID: rg + "/providers/Microsoft.Network/loadBalancers/lb/frontendIPConfigurations/fe"}
@@ -238,7 +238,7 @@ func adminSeed(t *testing.T, rg string) azuresim.Seed {
 	}
 }
 
-func mustJSON(t *testing.T, v any) json.RawMessage {
+func mustJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

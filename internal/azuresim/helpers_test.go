@@ -38,7 +38,7 @@ type env struct {
 	armOpts *arm.ClientOptions
 }
 
-func newEnv(t *testing.T, opts azuresim.Options) *env {
+func newEnv(t testing.TB, opts azuresim.Options) *env {
 	t.Helper()
 	opts.TLS = true
 	if opts.Principals == nil {
@@ -71,7 +71,7 @@ func newEnv(t *testing.T, opts azuresim.Options) *env {
 	return &env{srv: srv, httpc: httpc, cred: cred, armOpts: &arm.ClientOptions{ClientOptions: copts}}
 }
 
-func (e *env) network(t *testing.T, sub string) *armnetwork.ClientFactory {
+func (e *env) network(t testing.TB, sub string) *armnetwork.ClientFactory {
 	t.Helper()
 	f, err := armnetwork.NewClientFactory(sub, e.cred, e.armOpts)
 	if err != nil {
@@ -82,7 +82,7 @@ func (e *env) network(t *testing.T, sub string) *armnetwork.ClientFactory {
 
 // networkPatient is a client whose retry policy waits out Retry-After hints
 // up to maxDelay; azcore gives up on (returns) a 429 whose hint is longer.
-func (e *env) networkPatient(t *testing.T, sub string, maxDelay time.Duration) *armnetwork.ClientFactory {
+func (e *env) networkPatient(t testing.TB, sub string, maxDelay time.Duration) *armnetwork.ClientFactory {
 	t.Helper()
 	opts := *e.armOpts
 	opts.Retry.MaxRetryDelay = maxDelay
@@ -93,7 +93,7 @@ func (e *env) networkPatient(t *testing.T, sub string, maxDelay time.Duration) *
 	return f
 }
 
-func (e *env) dns(t *testing.T, sub string) *armprivatedns.ClientFactory {
+func (e *env) dns(t testing.TB, sub string) *armprivatedns.ClientFactory {
 	t.Helper()
 	f, err := armprivatedns.NewClientFactory(sub, e.cred, e.armOpts)
 	if err != nil {
@@ -116,7 +116,7 @@ var pollOpts = &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
 type poller[T any] = runtime.Poller[T]
 
 // mustPoll starts a long-running operation and waits for its result.
-func mustPoll[T any](t *testing.T, begin func() (*poller[T], error)) T {
+func mustPoll[T any](t testing.TB, begin func() (*poller[T], error)) T {
 	t.Helper()
 	p, err := begin()
 	if err != nil {
@@ -141,7 +141,7 @@ func pollErr[T any](begin func() (*poller[T], error)) error {
 }
 
 // newProvider builds the provider side through the SDK.
-func newProvider(t *testing.T, e *env, sub, rg, cidr16 string) provider {
+func newProvider(t testing.TB, e *env, sub, rg, cidr16 string) provider {
 	t.Helper()
 	ctx := context.Background()
 	e.seedGroup(t, sub, rg)
@@ -183,7 +183,7 @@ func newProvider(t *testing.T, e *env, sub, rg, cidr16 string) provider {
 }
 
 // pls creates a private link service on the provider's load balancer.
-func (p provider) pls(t *testing.T, e *env, name string, visibility, autoApproval []string) armnetwork.PrivateLinkService {
+func (p provider) pls(t testing.TB, e *env, name string, visibility, autoApproval []string) armnetwork.PrivateLinkService {
 	t.Helper()
 	nf := e.network(t, p.sub)
 	return mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
@@ -231,7 +231,7 @@ func peBody(subnetID, target string, manual bool) armnetwork.PrivateEndpoint {
 	return pe
 }
 
-func (e *env) seedGroup(t *testing.T, sub, rg string) {
+func (e *env) seedGroup(t testing.TB, sub, rg string) {
 	t.Helper()
 	if err := e.srv.Seed(azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: sub, Name: rg, Location: location}}}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,141 @@
+// Package azuresim is an Azure Resource Manager emulator for networking and
+// Private DNS: the Azure that the operator's tests, the scale benchmark and
+// `make demo` run against, over real HTTP(S) on loopback, so that the real
+// Azure SDK for Go clients (armnetwork/v11, armprivatedns, azidentity) work
+// against it unchanged: their pipelines, retry policy and pollers included.
+//
+// # Using it
+//
+//	srv := azuresim.New(azuresim.Options{TLS: true})
+//	_ = srv.Start("127.0.0.1:0")
+//	defer srv.Close()
+//
+// Point a client at it with a custom cloud: ActiveDirectoryAuthorityHost
+// srv.URL()+"/", resource manager endpoint and audience srv.URL(), a
+// transport that trusts srv.CertPool() (or the CA file WriteCAFile writes),
+// and azidentity's DisableInstanceDiscovery (MSAL would otherwise ask
+// login.microsoftonline.com about the unknown host). The identity library
+// requires HTTPS for its authority; with TLS off, clients need a static token
+// and InsecureAllowCredentialWithHTTP. cmd/azuresim runs it as a program.
+//
+// # What is modelled
+//
+//   - Resource groups: PUT, GET, HEAD, DELETE (deletes what they hold). Other
+//     resources need their group: ResourceGroupNotFound otherwise.
+//   - Virtual networks and subnets: address spaces and prefixes (inside the
+//     VNet, not overlapping), privateLinkServiceNetworkPolicies (default
+//     Enabled) and privateEndpointNetworkPolicies (default Disabled), IP
+//     allocation from the prefix with Azure's five reserved addresses, static
+//     addresses (not in subnet, reserved, in use), SubnetIsFull, subnets in use
+//     cannot be deleted, a VNet PUT replaces its subnets.
+//   - Load balancers, Basic and Standard SKU, with internal frontends (dynamic
+//     or static address in a subnet). A load balancer that a private link
+//     service uses cannot be deleted.
+//   - Network interfaces of private endpoints: GET and list, with the
+//     endpoint reference and IP configuration. They are created and deleted
+//     with their endpoint only.
+//   - Private link services: one internal frontend of a Standard load
+//     balancer, 1 to 8 NAT IP configurations with exactly one primary (which
+//     cannot change) in subnets of the load balancer's VNet whose
+//     private-link-service network policies are disabled, visibility
+//     (subscriptions or "*"), auto-approval, proxy protocol, FQDNs, the alias
+//     <name>.<guid>.<location>.azure.privatelinkservice (kept on update), and
+//     private endpoint connections: get, list, update (approve, reject), delete.
+//     A service that still has connections cannot be deleted.
+//   - Private endpoints: to a service by resource ID or alias; the caller's
+//     subscription must be the service's or in its visibility. Automatic
+//     connections are approved when the subscription is auto-approved, or when
+//     the service is in the same subscription and the caller may act on it;
+//     otherwise Azure's LinkedAuthorizationFailed. Manual connections start
+//     Pending with the request message. The NIC (custom name or
+//     <endpoint>.nic.<guid>), its address (reserved at PUT) and the
+//     connection appear when the endpoint is provisioned, so an endpoint in
+//     progress has no IP. GET with $expand=networkInterfaces embeds the NIC.
+//     The endpoint's view of its connection always mirrors the service's side:
+//     approved, rejected, and Disconnected once the owner removes it or the
+//     service is gone. The subnet of an endpoint cannot change.
+//   - Private DNS: zones (location global; one with VNet links cannot be
+//     deleted), A record sets (synchronous), virtual network links
+//     (long-running; a VNet linked twice to a zone is a 409 Conflict).
+//   - An AAD token endpoint: client credentials with a secret or a federated
+//     assertion, tenant discovery (openid-configuration) and instance
+//     discovery documents. ARM requests without a valid, unexpired token get
+//     401 (AuthenticationFailed, InvalidAuthenticationToken,
+//     ExpiredAuthenticationToken). Principals may be limited to scopes
+//     (resource ID prefixes): outside them, AuthorizationFailed; referencing a
+//     subnet, frontend or service outside them, LinkedAuthorizationFailed.
+//   - Long-running operations: PUT answers 201 (200 on update) and DELETE 202,
+//     with Azure-AsyncOperation and Location headers and a non-terminal
+//     provisioningState (Updating, Deleting); the operation completes after
+//     Options.Latency, lazily against the clock (no goroutine per operation),
+//     and its retry hints are capped by Options.MaxPollInterval. Resume tokens
+//     work. A second write to a resource busy with an operation is 409
+//     AnotherOperationInProgress. An operation fault makes the operation end
+//     Failed and the resource's provisioningState Failed.
+//   - Conditional requests: If-Match and If-None-Match: * (412).
+//   - Paging with nextLink and $skiptoken; Options.PageSize items per page.
+//   - Throttling: token buckets per subscription, principal and class (reads,
+//     writes, deletes), ARM's defaults in DefaultThrottling; 429
+//     SubscriptionRequestsThrottled with Retry-After, and
+//     x-ms-ratelimit-remaining-subscription-<class> headers.
+//   - Fault injection by method and path pattern: a status and error code,
+//     a count or a probability, added latency, dropped connections, failed
+//     operations (see Fault).
+//   - Request counters by method, resource type and status, and by principal,
+//     and token requests (see Counters), for benchmarks.
+//   - The admin API under /_sim/ (see admin.go): reset, seed, resources,
+//     counters, faults, principals, settings, and acting as a private link
+//     service owner on a connection.
+//
+// # What is not modelled
+//
+// Anything not listed above is not served: public IP addresses (a public
+// frontend is accepted but not checked), network security groups, route
+// tables, NAT gateways, PATCH of tags, record types other than A, DNS
+// resolution itself, private link service NICs, regions (locations are
+// stored, not validated, except that private DNS zones must be global),
+// quotas, resource locks, Azure Policy, moves, the
+// checkPrivateLinkServiceVisibility and autoApprovedPrivateLinkServices
+// operations, and managed identity endpoints (IMDS). Rejected connections may
+// be approved again here; whether Azure allows that was not verified. An
+// emulator gap is not Azure behaviour: when in doubt, check Azure.
+//
+// # Error codes
+//
+// Codes are Azure's own where they were verified against Azure's documents
+// or reports of real responses: ResourceNotFound, ResourceGroupNotFound,
+// NotFound, ParentResourceNotFound, LocationRequired, InvalidResourceReference,
+// AnotherOperationInProgress, SubnetIsFull, PrivateIPAddressInUse,
+// PrivateIPAddressNotInSubnet, PrivateIPAddressInReservedRange,
+// InUseSubnetCannotBeDeleted, NetcfgSubnetRangesOverlap,
+// NetcfgSubnetRangeOutsideVnet, FrontendIPConfigHasBothSubnetAndPublicIP,
+// PropertyChangeNotAllowed, InvalidResourceLocation,
+// PrivateLinkServiceNetworkPoliciesCannotBeEnabledOnPrivateLinkServiceSubnet,
+// PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted,
+// CannotDeleteLoadBalancerWithPrivateLinkService,
+// InvalidNumberOfPrivateLinkServiceLoadBalancerFrontendIpConfigurationsSpecified,
+// ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible,
+// AuthorizationFailed, LinkedAuthorizationFailed, AuthenticationFailed,
+// InvalidAuthenticationToken, ExpiredAuthenticationToken,
+// SubscriptionRequestsThrottled, MissingApiVersionParameter, Conflict (private
+// DNS), and InvalidRequestFormat for malformed bodies.
+//
+// These codes are the emulator's own, for rules Azure enforces with codes
+// that could not be verified: PrivateLinkServiceNotSupportedOnBasicLoadBalancer,
+// PrivateLinkServiceFrontendIPConfigurationMustBeInternal,
+// PrivateLinkServiceIpConfigurationCountOutOfRange,
+// PrivateLinkServiceMustHaveOnePrimaryIpConfiguration,
+// PrivateLinkServicePrimaryIpConfigurationCannotBeChanged,
+// PrivateLinkServiceIpConfigurationSubnetMustBeInLoadBalancerVnet,
+// InUseSubnetCannotBeUpdated, InUseNetworkInterfaceCannotBeDeleted,
+// InvalidPrivateEndpointConnectionStatus. Classify errors by status first.
+//
+// # Performance
+//
+// Measured with `go test -run '^$' -bench . -benchtime 3s ./internal/azuresim/`
+// on the project's 2-core machine, client and server sharing both cores:
+// 3,900 GETs per second through the real SDK client (HTTPS, bearer token,
+// $expand=networkInterfaces), 11,000 per second over plain HTTP, and 110
+// list pages of 100 private endpoints per second. State is guarded by one
+// mutex; requests are answered from memory.
+package azuresim
