@@ -188,6 +188,7 @@ func TestFaultsAreRetried(t *testing.T) {
 	}{
 		{reason: "two 500s", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Status: 500, Count: 2}},
 		{reason: "a dropped connection", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Drop: true, Count: 1}},
+		{reason: "added latency only", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Latency: 20 * time.Millisecond}},
 		{reason: "a 429 with Retry-After", fault: azuresim.Fault{Method: http.MethodGet, PathRegex: "/resourceGroups/rg/", Status: 429, Code: "TooManyRequests", RetryAfter: 1, Count: 1}},
 	}
 	for _, tc := range tests {
@@ -202,6 +203,54 @@ func TestFaultsAreRetried(t *testing.T) {
 				t.Errorf("%s: want the real answer (ResourceNotFound) after retries, got %v", tc.reason, err)
 			}
 		})
+	}
+}
+
+// TestConcurrentWrites creates endpoints in one subnet from many goroutines:
+// every request must succeed and every endpoint get its own address.
+func TestConcurrentWrites(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "rg", "10.1")
+	pls := prov.pls(t, e, "svc", nil, nil)
+	pes := e.network(t, providerSub).NewPrivateEndpointsClient()
+	const n = 24
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- pollErr(func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+				body := peBody(prov.nodeSubnetID, *pls.ID, true)
+				if i == 0 {
+					body.Properties.CustomNetworkInterfaceName = to("custom-nic")
+				}
+				return pes.BeginCreateOrUpdate(ctx, "rg", fmt.Sprintf("pe-%02d", i), body, nil)
+			})
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	seen := map[string]string{}
+	for pager := pes.NewListPager("rg", nil); pager.More(); {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pe := range page.Value {
+			ip := *pe.Properties.CustomDNSConfigs[0].IPAddresses[0]
+			if other, dup := seen[ip]; dup {
+				t.Errorf("%s and %s share %s", *pe.Name, other, ip)
+			}
+			seen[ip] = *pe.Name
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("want %d endpoints with addresses, got %d", n, len(seen))
+	}
+	if _, err := e.network(t, providerSub).NewInterfacesClient().Get(ctx, "rg", "custom-nic", nil); err != nil {
+		t.Errorf("customNetworkInterfaceName was not used: %v", err)
 	}
 }
 

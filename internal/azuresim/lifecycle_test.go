@@ -61,6 +61,14 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 		t.Errorf("NIC's private endpoint: want %s, got %s", *pe.ID, *nicGot.Properties.PrivateEndpoint.ID)
 	}
 
+	checkProviderView(t, e, *pe.ID)
+	checkDeletionOrder(t, e, *nic.Name)
+}
+
+// checkProviderView checks what the service's owner sees of the endpoint.
+func checkProviderView(t *testing.T, e *env, peID string) {
+	t.Helper()
+	ctx := context.Background()
 	plsClient := e.network(t, providerSub).NewPrivateLinkServicesClient()
 	plsNow, err := plsClient.Get(ctx, "wc-rg", "wc-api-privatelink", nil)
 	if err != nil {
@@ -69,13 +77,41 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 	if n := len(plsNow.Properties.PrivateEndpointConnections); n != 1 {
 		t.Fatalf("private link service connections: want 1, got %d", n)
 	}
-	if id := *plsNow.Properties.PrivateEndpointConnections[0].Properties.PrivateEndpoint.ID; id != *pe.ID {
-		t.Errorf("connection's endpoint: want %s, got %s", *pe.ID, id)
+	if id := *plsNow.Properties.PrivateEndpointConnections[0].Properties.PrivateEndpoint.ID; id != peID {
+		t.Errorf("connection's endpoint: want %s, got %s", peID, id)
 	}
 
+	conn, err := plsClient.GetPrivateEndpointConnection(ctx, "wc-rg", "wc-api-privatelink", *plsNow.Properties.PrivateEndpointConnections[0].Name, nil)
+	if err != nil || *conn.Properties.PrivateLinkServiceConnectionState.Status != azuresim.ConnectionApproved {
+		t.Errorf("GET of the connection: %v %v", conn.Properties, err)
+	}
+	listed := 0
+	for pager := plsClient.NewListBySubscriptionPager(nil); pager.More(); {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed += len(page.Value)
+	}
+	if listed != 1 {
+		t.Errorf("services in the subscription: want 1, got %d", listed)
+	}
+	if c := e.srv.Counters(); c.ByPrincipal[clientID] == 0 || c.ByPrincipal[clientID] != c.Total {
+		t.Errorf("requests by principal: want all %d by %s, got %v", c.Total, clientID, c.ByPrincipal)
+	}
+
+}
+
+// checkDeletionOrder deletes in the order Azure requires and checks the
+// refusals on the way.
+func checkDeletionOrder(t *testing.T, e *env, nicName string) {
+	t.Helper()
+	ctx := context.Background()
+	plsClient := e.network(t, providerSub).NewPrivateLinkServicesClient()
+	pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
 	// Azure's deletion order: the service refuses while it has connections,
 	// the load balancer while a service uses it.
-	err = pollErr(func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
+	err := pollErr(func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
 		return plsClient.BeginDelete(ctx, "wc-rg", "wc-api-privatelink", nil)
 	})
 	if code, status := errorCode(err); code != "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted" || status != 400 {
@@ -90,7 +126,7 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 	mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientDeleteResponse], error) {
 		return pes.BeginDelete(ctx, "mc-rg", "wc-api-privatelink-privateendpoint", nil)
 	})
-	if _, err := e.network(t, consumerSub).NewInterfacesClient().Get(ctx, "mc-rg", *nic.Name, nil); err == nil {
+	if _, err := e.network(t, consumerSub).NewInterfacesClient().Get(ctx, "mc-rg", nicName, nil); err == nil {
 		t.Errorf("the endpoint's NIC outlived the endpoint")
 	}
 	mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
