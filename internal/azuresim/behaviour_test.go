@@ -202,6 +202,9 @@ func TestFaultsAreRetried(t *testing.T) {
 			if code, _ := errorCode(err); code != "ResourceNotFound" {
 				t.Errorf("%s: want the real answer (ResourceNotFound) after retries, got %v", tc.reason, err)
 			}
+			if tc.fault.Drop && e.srv.Counters().Sum(http.MethodGet, "", 0, 0) != 1 {
+				t.Errorf("%s: the dropped request is not counted as status 0: %+v", tc.reason, e.srv.Counters())
+			}
 		})
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 // Counters are request counts, for benchmarks and tests.
 type Counters struct {
-	// Requests counts ARM requests by method, resource type and status.
+	// Requests counts ARM requests by method, resource type and status;
+	// status 0 is a connection dropped by an injected fault.
 	Requests []RequestCount `json:"requests"`
 	// ByPrincipal counts ARM requests by client ID ("" without auth).
 	ByPrincipal map[string]int `json:"byPrincipal"`

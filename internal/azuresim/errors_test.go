@@ -226,19 +226,7 @@ func TestAzureErrors(t *testing.T) {
 func staticFrontend(t *testing.T, e *env, prov provider, ip string) error {
 	t.Helper()
 	return pollErr(func() (*poller[armnetwork.LoadBalancersClientCreateOrUpdateResponse], error) {
-		return e.network(t, providerSub).NewLoadBalancersClient().BeginCreateOrUpdate(context.Background(), prov.rg, "static-lb", armnetwork.LoadBalancer{
-			Location: to(location),
-			SKU:      &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
-			Properties: &armnetwork.LoadBalancerPropertiesFormat{
-				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
-					Name: to("fe"),
-					Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
-						Subnet:                    &armnetwork.Subnet{ID: to(prov.nodeSubnetID)},
-						PrivateIPAllocationMethod: to(armnetwork.IPAllocationMethodStatic),
-						PrivateIPAddress:          to(ip),
-					},
-				}},
-			},
-		}, nil)
+		return e.network(t, providerSub).NewLoadBalancersClient().BeginCreateOrUpdate(context.Background(), prov.rg, "static-lb",
+			internalLB("fe", prov.nodeSubnetID, ip), nil)
 	})
 }

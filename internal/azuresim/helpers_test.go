@@ -165,21 +165,27 @@ func newProvider(t testing.TB, e *env, sub, rg, cidr16 string) provider {
 	p.nodeSubnetID = *vnet.ID + "/subnets/nodes"
 	p.natSubnetID = *vnet.ID + "/subnets/nat"
 	lb := mustPoll(t, func() (*poller[armnetwork.LoadBalancersClientCreateOrUpdateResponse], error) {
-		return nf.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, rg, "api-lb", armnetwork.LoadBalancer{
-			Location: to(location),
-			SKU:      &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
-			Properties: &armnetwork.LoadBalancerPropertiesFormat{
-				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
-					Name: to("api"),
-					Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
-						Subnet: &armnetwork.Subnet{ID: to(p.nodeSubnetID)},
-					},
-				}},
-			},
-		}, nil)
+		return nf.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, rg, "api-lb", internalLB("api", p.nodeSubnetID, ""), nil)
 	})
 	p.frontendID = *lb.Properties.FrontendIPConfigurations[0].ID
 	return p
+}
+
+// internalLB is a Standard load balancer with one internal frontend, with a
+// static address when ip is set.
+func internalLB(frontend, subnetID, ip string) armnetwork.LoadBalancer {
+	fe := &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to(subnetID)}}
+	if ip != "" {
+		fe.PrivateIPAllocationMethod = to(armnetwork.IPAllocationMethodStatic)
+		fe.PrivateIPAddress = to(ip)
+	}
+	return armnetwork.LoadBalancer{
+		Location: to(location),
+		SKU:      &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
+		Properties: &armnetwork.LoadBalancerPropertiesFormat{
+			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to(frontend), Properties: fe}},
+		},
+	}
 }
 
 // pls creates a private link service on the provider's load balancer.

@@ -141,8 +141,7 @@ var subnetKind = &kind{
 	onDelete:    func(s *state, r *resource) { delete(s.pools, key(r.id)) },
 	render: func(s *state, r *resource) {
 		sn := r.obj.(*armnetwork.Subnet)
-		sn.ID, sn.Name, sn.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
-		sn.Type = ptr(canonicalType(typeSubnet))
+		setCommon(&sn.ID, &sn.Name, &sn.Type, &sn.Etag, r)
 		sn.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
 		sn.Properties.PrivateEndpoints = nil
 		sn.Properties.IPConfigurations = nil

@@ -46,8 +46,7 @@ var zoneKind = &kind{
 	},
 	render: func(s *state, r *resource) {
 		z := r.obj.(*armprivatedns.PrivateZone)
-		z.ID, z.Name, z.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
-		z.Type = ptr(canonicalType(typeZone))
+		setCommon(&z.ID, &z.Name, &z.Type, &z.Etag, r)
 		z.Properties.ProvisioningState = ptr(armprivatedns.ProvisioningState(r.state))
 		z.Properties.NumberOfRecordSets = ptr(int64(len(s.list(typeARecord, r.id))))
 		z.Properties.NumberOfVirtualNetworkLinks = ptr(int64(len(s.list(typeVNetLink, r.id))))
@@ -74,8 +73,7 @@ var aRecordKind = &kind{
 	},
 	render: func(_ *state, r *resource) {
 		rs := r.obj.(*armprivatedns.RecordSet)
-		rs.ID, rs.Name, rs.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
-		rs.Type = ptr(canonicalType(typeARecord))
+		setCommon(&rs.ID, &rs.Name, &rs.Type, &rs.Etag, r)
 		zone := armPathOf(r.id).names[0]
 		fqdn := r.name + "." + zone + "."
 		if r.name == "@" {
@@ -118,8 +116,7 @@ var vnetLinkKind = &kind{
 	},
 	render: func(_ *state, r *resource) {
 		l := r.obj.(*armprivatedns.VirtualNetworkLink)
-		l.ID, l.Name, l.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
-		l.Type = ptr(canonicalType(typeVNetLink))
+		setCommon(&l.ID, &l.Name, &l.Type, &l.Etag, r)
 		l.Properties.ProvisioningState = ptr(armprivatedns.ProvisioningState(r.state))
 		st := armprivatedns.VirtualNetworkLinkStateInProgress
 		if r.state == stateSucceeded {

@@ -289,8 +289,7 @@ var plsConnKind = &kind{
 	},
 	render: func(_ *state, r *resource) {
 		c := r.obj.(*armnetwork.PrivateEndpointConnection)
-		c.ID, c.Name, c.Etag = ptr(r.id), ptr(r.name), ptr(r.etag)
-		c.Type = ptr(canonicalType(typePLSConn))
+		setCommon(&c.ID, &c.Name, &c.Type, &c.Etag, r)
 		c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
 	},
 }

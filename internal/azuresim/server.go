@@ -189,6 +189,9 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.counters.request(r.Method, counterType(p, ok, r.URL.Path), rec.status, principalID) }()
 
 	if f := s.faults.match(r.Method, r.URL.Path); f != nil {
+		if f.Drop {
+			rec.status = 0 // counted as "no response"
+		}
 		if f.apply(rec, r) {
 			return
 		}
@@ -562,6 +565,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController and fault injection reach the
+// connection underneath.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // counterType names what a request was about, for the counters.
 func counterType(p armPath, ok bool, path string) string {
