@@ -1,0 +1,310 @@
+package capz
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Values of spec.networkSpec.apiServerLB.type.
+const (
+	LBTypeInternal = "Internal"
+	LBTypePublic   = "Public"
+)
+
+// Subnet roles CAPZ knows.
+const (
+	SubnetRoleNode         = "node"
+	SubnetRoleControlPlane = "control-plane"
+)
+
+// PausedAnnotation pauses reconciliation of a Cluster API object.
+const PausedAnnotation = "cluster.x-k8s.io/paused"
+
+// ConditionPrivateLinksReady is the condition the CAPZ fork sets on an
+// AzureCluster once its private link services exist.
+const ConditionPrivateLinksReady = "PrivateLinksReady"
+
+// AzureCluster is the operator's typed view of an AzureCluster: only what
+// the operator reads. It is built from the unstructured object and never
+// written back; writes go through server-side apply of the operator's own
+// fields.
+type AzureCluster struct {
+	Name, Namespace  string
+	SubscriptionID   string
+	ResourceGroup    string
+	Location         string
+	AzureEnvironment string
+	IdentityRef      *ObjectRef
+	// APIServerLBType is spec.networkSpec.apiServerLB.type ("" when unset;
+	// CAPZ defaults it to Public).
+	APIServerLBType string
+	// PrivateLinks are the fork's apiServerLB.privateLinks, whichever spelling
+	// of the NAT list the schema uses; nil on upstream CAPZ.
+	PrivateLinks []PrivateLink
+	Subnets      []Subnet
+	// PrivateLinksReady is the PrivateLinksReady condition being True.
+	PrivateLinksReady bool
+	Annotations       map[string]string
+	// ClusterName is the owning Cluster API Cluster, from the owner
+	// reference or the cluster-name label; "" when unknown.
+	ClusterName string
+	Deleting    bool
+}
+
+// ObjectRef is a reference to another object.
+type ObjectRef struct {
+	Name, Namespace string
+}
+
+// PrivateLink is one private link declared on the API server load balancer.
+type PrivateLink struct {
+	Name                      string
+	LBFrontendIPConfigNames   []string
+	AllowedSubscriptions      []string
+	AutoApprovedSubscriptions []string
+	EnableProxyProtocol       bool
+	NATIPConfigurations       []NATIPConfiguration
+}
+
+// NATIPConfiguration is a NAT IP configuration of a private link.
+type NATIPConfiguration struct {
+	AllocationMethod string
+	Subnet           string
+	PrivateIPAddress string
+}
+
+// Subnet is an entry of spec.networkSpec.subnets.
+type Subnet struct {
+	Name, Role, ID   string
+	PrivateEndpoints []PrivateEndpoint
+}
+
+// PrivateEndpoint is an entry of a subnet's privateEndpoints.
+type PrivateEndpoint struct {
+	Name           string
+	Location       string
+	ManualApproval bool
+	Connections    []PrivateLinkServiceConnection
+}
+
+// PrivateLinkServiceConnection is a private endpoint's connection.
+type PrivateLinkServiceConnection struct {
+	Name                 string
+	PrivateLinkServiceID string
+	RequestMessage       string
+}
+
+// natFields are the two spellings of a private link's NAT list.
+var natFields = []string{"natIpConfigurations", "natIPConfigurations"}
+
+// FromUnstructured reads the view from an AzureCluster object. Malformed
+// fields are reported together, each naming its path, so a user can fix
+// them all at once; what could be read is returned alongside.
+func FromUnstructured(u *unstructured.Unstructured) (*AzureCluster, field.ErrorList) {
+	r := reader{obj: u.Object}
+	spec := field.NewPath("spec")
+	net := spec.Child("networkSpec")
+	ac := &AzureCluster{
+		Name:             u.GetName(),
+		Namespace:        u.GetNamespace(),
+		SubscriptionID:   r.str(spec.Child("subscriptionID")),
+		ResourceGroup:    r.str(spec.Child("resourceGroup")),
+		Location:         r.str(spec.Child("location")),
+		AzureEnvironment: r.str(spec.Child("azureEnvironment")),
+		APIServerLBType:  r.str(net.Child("apiServerLB", "type")),
+		Annotations:      u.GetAnnotations(),
+		Deleting:         u.GetDeletionTimestamp() != nil,
+		ClusterName:      ownerCluster(u),
+	}
+	if name := r.str(spec.Child("identityRef", "name")); name != "" {
+		ns := r.str(spec.Child("identityRef", "namespace"))
+		if ns == "" {
+			ns = ac.Namespace // CAPZ's default: the cluster's namespace.
+		}
+		ac.IdentityRef = &ObjectRef{Name: name, Namespace: ns}
+	}
+	for i, m := range r.list(net.Child("apiServerLB", "privateLinks")) {
+		ac.PrivateLinks = append(ac.PrivateLinks, r.privateLink(net.Child("apiServerLB", "privateLinks").Index(i), m))
+	}
+	for i, m := range r.list(net.Child("subnets")) {
+		ac.Subnets = append(ac.Subnets, r.subnet(net.Child("subnets").Index(i), m))
+	}
+	ac.PrivateLinksReady = conditionTrue(r, ConditionPrivateLinksReady)
+	return ac, r.errs
+}
+
+func (r *reader) privateLink(p *field.Path, m map[string]any) PrivateLink {
+	sub := reader{obj: m}
+	pl := PrivateLink{
+		Name:                      sub.str(field.NewPath("name")),
+		LBFrontendIPConfigNames:   sub.strs(field.NewPath("lbFrontendIPConfigNames")),
+		AllowedSubscriptions:      sub.strs(field.NewPath("allowedSubscriptions")),
+		AutoApprovedSubscriptions: sub.strs(field.NewPath("autoApprovedSubscriptions")),
+		EnableProxyProtocol:       sub.boolean(field.NewPath("enableProxyProtocol")),
+	}
+	for _, f := range natFields {
+		for i, nm := range sub.list(field.NewPath(f)) {
+			n := reader{obj: nm}
+			pl.NATIPConfigurations = append(pl.NATIPConfigurations, NATIPConfiguration{
+				AllocationMethod: n.str(field.NewPath("allocationMethod")),
+				Subnet:           n.str(field.NewPath("subnet")),
+				PrivateIPAddress: n.str(field.NewPath("privateIPAddress")),
+			})
+			r.absorb(p.Child(f).Index(i), n.errs)
+		}
+	}
+	if pl.Name == "" {
+		sub.errs = append(sub.errs, field.Required(field.NewPath("name"), "a private link needs a name"))
+	}
+	r.absorb(p, sub.errs)
+	return pl
+}
+
+func (r *reader) subnet(p *field.Path, m map[string]any) Subnet {
+	sub := reader{obj: m}
+	s := Subnet{
+		Name: sub.str(field.NewPath("name")),
+		Role: sub.str(field.NewPath("role")),
+		ID:   sub.str(field.NewPath("id")),
+	}
+	for i, pm := range sub.list(field.NewPath("privateEndpoints")) {
+		pe := reader{obj: pm}
+		ep := PrivateEndpoint{
+			Name:           pe.str(field.NewPath("name")),
+			Location:       pe.str(field.NewPath("location")),
+			ManualApproval: pe.boolean(field.NewPath("manualApproval")),
+		}
+		for _, cm := range pe.list(field.NewPath("privateLinkServiceConnections")) {
+			c := reader{obj: cm}
+			ep.Connections = append(ep.Connections, PrivateLinkServiceConnection{
+				Name:                 c.str(field.NewPath("name")),
+				PrivateLinkServiceID: c.str(field.NewPath("privateLinkServiceID")),
+				RequestMessage:       c.str(field.NewPath("requestMessage")),
+			})
+			pe.errs = append(pe.errs, c.errs...)
+		}
+		s.PrivateEndpoints = append(s.PrivateEndpoints, ep)
+		sub.absorb(field.NewPath("privateEndpoints").Index(i), pe.errs)
+	}
+	r.absorb(p, sub.errs)
+	return s
+}
+
+func conditionTrue(r reader, typ string) bool {
+	for _, m := range r.list(field.NewPath("status", "conditions")) {
+		c := reader{obj: m}
+		if c.str(field.NewPath("type")) == typ {
+			return strings.EqualFold(c.str(field.NewPath("status")), "True")
+		}
+	}
+	return false
+}
+
+func ownerCluster(u *unstructured.Unstructured) string {
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == ClusterGVK.Kind && strings.HasPrefix(o.APIVersion, ClusterGVK.Group+"/") {
+			return o.Name
+		}
+	}
+	return u.GetLabels()["cluster.x-k8s.io/cluster-name"]
+}
+
+// reader reads typed values from unstructured data and collects errors for
+// values of the wrong type, each with its field path.
+type reader struct {
+	obj  map[string]any
+	errs field.ErrorList
+}
+
+func (r *reader) lookup(p *field.Path) (any, bool) {
+	var cur any = r.obj
+	for _, part := range strings.Split(p.String(), ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, cur != nil
+}
+
+func (r *reader) str(p *field.Path) string {
+	v, ok := r.lookup(p)
+	if !ok {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		r.errs = append(r.errs, field.Invalid(p, v, "must be a string"))
+	}
+	return s
+}
+
+func (r *reader) boolean(p *field.Path) bool {
+	v, ok := r.lookup(p)
+	if !ok {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		r.errs = append(r.errs, field.Invalid(p, v, "must be a boolean"))
+	}
+	return b
+}
+
+func (r *reader) strs(p *field.Path) []string {
+	v, ok := r.lookup(p)
+	if !ok {
+		return nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		r.errs = append(r.errs, field.Invalid(p, fmt.Sprintf("%T", v), "must be a list of strings"))
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		s, ok := it.(string)
+		if !ok {
+			r.errs = append(r.errs, field.Invalid(p.Index(i), it, "must be a string"))
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *reader) list(p *field.Path) []map[string]any {
+	v, ok := r.lookup(p)
+	if !ok {
+		return nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		r.errs = append(r.errs, field.Invalid(p, fmt.Sprintf("%T", v), "must be a list"))
+		return nil
+	}
+	out := make([]map[string]any, 0, len(items))
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			r.errs = append(r.errs, field.Invalid(p.Index(i), fmt.Sprintf("%T", it), "must be an object"))
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// absorb adds errors found under a sub-path, prefixing their paths.
+func (r *reader) absorb(prefix *field.Path, errs field.ErrorList) {
+	for _, e := range errs {
+		e.Field = prefix.String() + "." + e.Field
+		r.errs = append(r.errs, e)
+	}
+}

@@ -1,0 +1,170 @@
+package capz_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+func TestFromUnstructured(t *testing.T) {
+	base := func() map[string]any {
+		return map[string]any{
+			"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+			"kind":       "AzureCluster",
+			"metadata": map[string]any{
+				"name": "wc1", "namespace": "org-a",
+				"labels": map[string]any{"cluster.x-k8s.io/cluster-name": "wc1-from-label"},
+			},
+			"spec": map[string]any{
+				"subscriptionID": "sub-wc", "resourceGroup": "wc1-rg", "location": "westeurope",
+				"identityRef": map[string]any{"name": "id"},
+				"networkSpec": map[string]any{
+					"apiServerLB": map[string]any{"type": "Internal"},
+					"subnets": []any{
+						map[string]any{"name": "cp", "role": "control-plane"},
+						map[string]any{"name": "nodes", "role": "node", "id": "/subscriptions/sub-wc/x",
+							"privateEndpoints": []any{map[string]any{
+								"name": "pe", "location": "westeurope", "manualApproval": true,
+								"privateLinkServiceConnections": []any{map[string]any{
+									"name": "pe-connection", "privateLinkServiceID": "/pls", "requestMessage": "hi",
+								}},
+							}}},
+					},
+				},
+			},
+			"status": map[string]any{"conditions": []any{
+				map[string]any{"type": "Ready", "status": "False"},
+				map[string]any{"type": "PrivateLinksReady", "status": "True"},
+			}},
+		}
+	}
+	wantBase := func() *capz.AzureCluster {
+		return &capz.AzureCluster{
+			Name: "wc1", Namespace: "org-a", SubscriptionID: "sub-wc", ResourceGroup: "wc1-rg", Location: "westeurope",
+			IdentityRef:     &capz.ObjectRef{Name: "id", Namespace: "org-a"},
+			APIServerLBType: capz.LBTypeInternal,
+			Subnets: []capz.Subnet{
+				{Name: "cp", Role: "control-plane"},
+				{Name: "nodes", Role: "node", ID: "/subscriptions/sub-wc/x", PrivateEndpoints: []capz.PrivateEndpoint{{
+					Name: "pe", Location: "westeurope", ManualApproval: true,
+					Connections: []capz.PrivateLinkServiceConnection{{Name: "pe-connection", PrivateLinkServiceID: "/pls", RequestMessage: "hi"}},
+				}}},
+			},
+			PrivateLinksReady: true,
+			ClusterName:       "wc1-from-label",
+		}
+	}
+	link := func(nat string) map[string]any {
+		return map[string]any{
+			"name": "wc1-api-privatelink", "lbFrontendIPConfigNames": []any{"fe"},
+			"allowedSubscriptions": []any{"sub-mc"}, "autoApprovedSubscriptions": []any{"sub-mc"},
+			"enableProxyProtocol": true,
+			nat:                   []any{map[string]any{"allocationMethod": "Dynamic", "subnet": "cp"}},
+		}
+	}
+	wantLink := capz.PrivateLink{
+		Name: "wc1-api-privatelink", LBFrontendIPConfigNames: []string{"fe"},
+		AllowedSubscriptions: []string{"sub-mc"}, AutoApprovedSubscriptions: []string{"sub-mc"}, EnableProxyProtocol: true,
+		NATIPConfigurations: []capz.NATIPConfiguration{{AllocationMethod: "Dynamic", Subnet: "cp"}},
+	}
+	setLinks := func(o map[string]any, links ...any) {
+		o["spec"].(map[string]any)["networkSpec"].(map[string]any)["apiServerLB"].(map[string]any)["privateLinks"] = links
+	}
+
+	tests := []struct {
+		reason     string
+		mutate     func(o map[string]any)
+		owner      *metav1.OwnerReference
+		want       func() *capz.AzureCluster
+		wantErrors []string
+	}{
+		{
+			reason: "upstream CAPZ: no privateLinks, identity namespace defaults to the cluster's",
+			want:   wantBase,
+		},
+		{
+			reason: "fork spelling natIpConfigurations",
+			mutate: func(o map[string]any) { setLinks(o, link("natIpConfigurations")) },
+			want:   func() *capz.AzureCluster { w := wantBase(); w.PrivateLinks = []capz.PrivateLink{wantLink}; return w },
+		},
+		{
+			reason: "proposal spelling natIPConfigurations",
+			mutate: func(o map[string]any) { setLinks(o, link("natIPConfigurations")) },
+			want:   func() *capz.AzureCluster { w := wantBase(); w.PrivateLinks = []capz.PrivateLink{wantLink}; return w },
+		},
+		{
+			reason: "the owner reference names the Cluster before the label",
+			owner:  &metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "wc1-owner", UID: "u"},
+			want:   func() *capz.AzureCluster { w := wantBase(); w.ClusterName = "wc1-owner"; return w },
+		},
+		{
+			reason: "PrivateLinksReady False",
+			mutate: func(o map[string]any) {
+				o["status"] = map[string]any{"conditions": []any{map[string]any{"type": "PrivateLinksReady", "status": "False"}}}
+			},
+			want: func() *capz.AzureCluster { w := wantBase(); w.PrivateLinksReady = false; return w },
+		},
+		{
+			reason: "malformed fields are all reported with their paths; the rest is read",
+			mutate: func(o map[string]any) {
+				bad := link("natIpConfigurations")
+				delete(bad, "name")
+				bad["allowedSubscriptions"] = []any{"sub-mc", 42}
+				bad["enableProxyProtocol"] = "yes"
+				setLinks(o, bad)
+				o["spec"].(map[string]any)["location"] = 7
+			},
+			want: func() *capz.AzureCluster {
+				w := wantBase()
+				w.Location = ""
+				l := wantLink
+				l.Name, l.EnableProxyProtocol = "", false
+				w.PrivateLinks = []capz.PrivateLink{l}
+				return w
+			},
+			wantErrors: []string{
+				"spec.location",
+				"spec.networkSpec.apiServerLB.privateLinks[0].allowedSubscriptions[1]",
+				"spec.networkSpec.apiServerLB.privateLinks[0].enableProxyProtocol",
+				"spec.networkSpec.apiServerLB.privateLinks[0].name",
+			},
+		},
+		{
+			reason: "subnets that are not a list",
+			mutate: func(o map[string]any) {
+				o["spec"].(map[string]any)["networkSpec"].(map[string]any)["subnets"] = "nodes"
+			},
+			want:       func() *capz.AzureCluster { w := wantBase(); w.Subnets = nil; return w },
+			wantErrors: []string{"spec.networkSpec.subnets"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			o := base()
+			if tc.mutate != nil {
+				tc.mutate(o)
+			}
+			u := &unstructured.Unstructured{Object: o}
+			if tc.owner != nil {
+				u.SetOwnerReferences([]metav1.OwnerReference{*tc.owner})
+			}
+			got, errs := capz.FromUnstructured(u)
+			want := tc.want()
+			want.Annotations = got.Annotations
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: view (-want +got):\n%s", tc.reason, diff)
+			}
+			var gotErrors []string
+			for _, e := range errs {
+				gotErrors = append(gotErrors, e.Field)
+			}
+			if diff := cmp.Diff(tc.wantErrors, gotErrors); diff != "" {
+				t.Errorf("%s: error fields (-want +got):\n%s\n%v", tc.reason, diff, errs)
+			}
+		})
+	}
+}

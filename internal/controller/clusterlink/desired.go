@@ -1,0 +1,322 @@
+// Package clusterlink wires management and workload clusters together
+// through Azure Private Link (DESIGN.md section 1). This file is the pure
+// decision of what private endpoints should exist; it reads typed views of
+// AzureCluster objects and touches no server.
+package clusterlink
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Names and limits existing consumers depend on (DESIGN.md section 1).
+const (
+	// DefaultAnnotationPrefix prefixes the IP annotations on workload clusters.
+	DefaultAnnotationPrefix = "azure-private-endpoint-operator.giantswarm.io"
+	// AnnotationAPIServerIP holds the MC-side private endpoint IP of a WC's API server.
+	AnnotationAPIServerIP = "private-link-apiserver-ip"
+	// AnnotationMCIngressIP holds the WC-side private endpoint IP of the MC's ingress.
+	AnnotationMCIngressIP = "private-link-mc-ingress-ip"
+	// Finalizer is the finalizer existing installations already carry.
+	Finalizer = "azure-private-endpoint-operator.giantswarm.io/azurecluster"
+	// MaxRequestMessage is CAPZ's limit on a connection's request message.
+	MaxRequestMessage = 140
+	// MaxPrivateEndpointName is Azure's limit on a private endpoint's name.
+	MaxPrivateEndpointName = 64
+)
+
+// Event reasons for what the desired state cannot honour. They are constant
+// so that users can filter on them.
+const (
+	ReasonSubscriptionNotAllowed = "SubscriptionNotAllowed"
+	ReasonWaitingForPrivateLinks = "WaitingForPrivateLinks"
+	ReasonInvalidSpec            = "InvalidSpec"
+	ReasonNameConflict           = "PrivateEndpointNameConflict"
+)
+
+// Direction says which way an endpoint connects.
+type Direction string
+
+const (
+	// DirectionMCToWC endpoints live in the management cluster and reach a workload
+	// cluster's API server.
+	DirectionMCToWC Direction = "mc-to-wc-api"
+	// DirectionWCToMC endpoints live in a workload cluster and reach the management
+	// cluster's ingress.
+	DirectionWCToMC Direction = "wc-to-mc-ingress"
+)
+
+// Config is the operator configuration the wiring depends on.
+type Config struct {
+	// MCLinkNames are the MC-side private link services WCs connect to; the
+	// first one's IP goes to the ingress annotation. Default:
+	// ["<mc-name>-ingress-privatelink"].
+	MCLinkNames []string
+	// MCSubnet and WCSubnet name the subnet that receives private endpoints
+	// on each side. Default: the first subnet with role node, else the first.
+	MCSubnet, WCSubnet string
+}
+
+// LinkNames returns the configured MC link names or the default.
+func (c Config) LinkNames(mcName string) []string {
+	if len(c.MCLinkNames) > 0 {
+		return c.MCLinkNames
+	}
+	return []string{mcName + "-ingress-privatelink"}
+}
+
+// Endpoint is a private endpoint the operator wants in one AzureCluster.
+type Endpoint struct {
+	// Subnet is the subnet entry whose privateEndpoints list holds it.
+	Subnet string
+	capz.PrivateEndpoint
+	// Direction, Cluster (the WC, "namespace/name") and Link say what it is
+	// for, for status and events.
+	Direction Direction
+	Cluster   string
+	Link      string
+}
+
+// Problem is something a user must fix or wait for, reported as an Event on
+// Cluster ("namespace/name").
+type Problem struct {
+	Cluster string
+	Reason  string
+	Message string
+}
+
+// MCToWC returns the endpoints the management cluster needs to reach a
+// workload cluster's API server: one per private link of the WC that allows
+// the MC's subscription, once the WC's private links are ready.
+func MCToWC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
+	id := key(wc)
+	switch wc.APIServerLBType {
+	case capz.LBTypeInternal:
+	case capz.LBTypePublic, "":
+		return nil, nil // a public API server needs no private endpoint
+	default:
+		return nil, []Problem{{id, ReasonInvalidSpec, fmt.Sprintf(
+			"spec.networkSpec.apiServerLB.type %q is neither Internal nor Public", wc.APIServerLBType)}}
+	}
+	if len(wc.PrivateLinks) == 0 {
+		return nil, nil // no private links declared (upstream CAPZ): nothing to reach
+	}
+	if p := missingIDs(wc, "the private link service ID"); p != nil {
+		return nil, []Problem{*p}
+	}
+	subnet, p := endpointSubnet(mc, cfg.MCSubnet)
+	if p != nil {
+		return nil, []Problem{*p}
+	}
+	var allowed []capz.PrivateLink
+	var problems []Problem
+	for _, pl := range wc.PrivateLinks {
+		if slices.ContainsFunc(pl.AllowedSubscriptions, equalFold(mc.SubscriptionID)) {
+			allowed = append(allowed, pl)
+			continue
+		}
+		problems = append(problems, Problem{id, ReasonSubscriptionNotAllowed, fmt.Sprintf(
+			"private link %s does not list the management cluster's subscription %s in allowedSubscriptions", pl.Name, mc.SubscriptionID)})
+	}
+	if len(allowed) == 0 {
+		return nil, problems
+	}
+	if !wc.PrivateLinksReady {
+		return nil, append(problems, Problem{id, ReasonWaitingForPrivateLinks,
+			"waiting for CAPZ to create the private link services (condition PrivateLinksReady)"})
+	}
+	var out []Endpoint
+	for _, pl := range allowed {
+		name := pl.Name + "-privateendpoint"
+		if p := checkName(id, name); p != nil {
+			problems = append(problems, *p)
+			continue
+		}
+		manual := !slices.ContainsFunc(pl.AutoApprovedSubscriptions, equalFold(mc.SubscriptionID))
+		ep := Endpoint{
+			Subnet: subnet, Direction: DirectionMCToWC, Cluster: id, Link: pl.Name,
+			PrivateEndpoint: capz.PrivateEndpoint{
+				Name: name, Location: mc.Location, ManualApproval: manual,
+				Connections: []capz.PrivateLinkServiceConnection{{
+					Name:                 pl.Name + "-connection",
+					PrivateLinkServiceID: PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, pl.Name),
+				}},
+			},
+		}
+		if manual {
+			ep.Connections[0].RequestMessage = requestMessage(fmt.Sprintf(
+				"Management cluster %s requests access to the API server of workload cluster %s.", mc.Name, id))
+		}
+		out = append(out, ep)
+	}
+	return out, problems
+}
+
+// WCToMC returns the endpoints a workload cluster needs to reach the
+// management cluster's ingress: one per configured MC link, when the MC's
+// API server load balancer is internal (a private MC).
+func WCToMC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
+	if mc.APIServerLBType != capz.LBTypeInternal {
+		return nil, nil
+	}
+	id := key(wc)
+	if p := missingIDs(mc, "the management cluster's private link service ID"); p != nil {
+		p.Cluster = id
+		return nil, []Problem{*p}
+	}
+	subnet, p := endpointSubnet(wc, cfg.WCSubnet)
+	if p != nil {
+		return nil, []Problem{*p}
+	}
+	var out []Endpoint
+	var problems []Problem
+	for i, link := range cfg.LinkNames(mc.Name) {
+		base := wc.Name + "-to-" + link
+		if i == 0 {
+			base = wc.Name + "-to-" + mc.Name + "-privatelink" // the name existing installations carry
+		}
+		name := base + "-privateendpoint"
+		if p := checkName(id, name); p != nil {
+			problems = append(problems, *p)
+			continue
+		}
+		// The MC may declare its link (fork schema) with the subscriptions
+		// it auto-approves; otherwise the connection is automatic.
+		manual := false
+		if pl, ok := findLink(mc, link); ok {
+			manual = !slices.ContainsFunc(pl.AutoApprovedSubscriptions, equalFold(wc.SubscriptionID))
+		}
+		ep := Endpoint{
+			Subnet: subnet, Direction: DirectionWCToMC, Cluster: id, Link: link,
+			PrivateEndpoint: capz.PrivateEndpoint{
+				Name: name, Location: wc.Location, ManualApproval: manual,
+				Connections: []capz.PrivateLinkServiceConnection{{
+					Name:                 base + "-connection",
+					PrivateLinkServiceID: PrivateLinkServiceID(mc.SubscriptionID, mc.ResourceGroup, link),
+				}},
+			},
+		}
+		if manual {
+			ep.Connections[0].RequestMessage = requestMessage(fmt.Sprintf(
+				"Workload cluster %s requests access to the ingress of management cluster %s.", id, mc.Name))
+		}
+		out = append(out, ep)
+	}
+	return out, problems
+}
+
+// DesiredMC computes the management cluster's complete set of operator
+// endpoints for all workload clusters at once, so that it can be applied in
+// one write however many WC events arrived (DESIGN.md principle 3). Deleting
+// clusters get none. Endpoints are sorted by name; when two WCs would need
+// the same endpoint name, the first by namespace/name keeps it and the other
+// gets a Problem.
+func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
+	sorted := slices.Clone(wcs)
+	sort.Slice(sorted, func(i, j int) bool { return key(sorted[i]) < key(sorted[j]) })
+	var out []Endpoint
+	var problems []Problem
+	owner := map[string]string{} // endpoint name -> cluster
+	for _, wc := range sorted {
+		if wc.Deleting || key(wc) == key(mc) {
+			continue
+		}
+		eps, ps := MCToWC(mc, wc, cfg)
+		problems = append(problems, ps...)
+		for _, ep := range eps {
+			if other, taken := owner[ep.Name]; taken {
+				problems = append(problems, Problem{key(wc), ReasonNameConflict, fmt.Sprintf(
+					"private endpoint %s is already used for workload cluster %s; rename private link %s", ep.Name, other, ep.Link)})
+				continue
+			}
+			owner[ep.Name] = key(wc)
+			out = append(out, ep)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, problems
+}
+
+// PrivateLinkServiceID is the resource ID of a private link service.
+func PrivateLinkServiceID(subscription, resourceGroup, name string) string {
+	return "/subscriptions/" + subscription + "/resourceGroups/" + resourceGroup +
+		"/providers/Microsoft.Network/privateLinkServices/" + name
+}
+
+// endpointSubnet picks the subnet that receives endpoints: the named one,
+// else the first with role node, else the first.
+func endpointSubnet(ac *capz.AzureCluster, name string) (string, *Problem) {
+	if name != "" {
+		for _, s := range ac.Subnets {
+			if s.Name == name {
+				return name, nil
+			}
+		}
+		return "", &Problem{key(ac), ReasonInvalidSpec, fmt.Sprintf(
+			"spec.networkSpec.subnets has no subnet %q, which the operator is configured to put private endpoints in", name)}
+	}
+	for _, s := range ac.Subnets {
+		if s.Role == capz.SubnetRoleNode {
+			return s.Name, nil
+		}
+	}
+	if len(ac.Subnets) > 0 && ac.Subnets[0].Name != "" {
+		return ac.Subnets[0].Name, nil
+	}
+	return "", &Problem{key(ac), ReasonInvalidSpec, "spec.networkSpec.subnets is empty: there is no subnet for private endpoints"}
+}
+
+func missingIDs(ac *capz.AzureCluster, what string) *Problem {
+	var missing []string
+	if ac.SubscriptionID == "" {
+		missing = append(missing, "spec.subscriptionID")
+	}
+	if ac.ResourceGroup == "" {
+		missing = append(missing, "spec.resourceGroup")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &Problem{key(ac), ReasonInvalidSpec, fmt.Sprintf(
+		"%s of %s is empty, so %s cannot be built", strings.Join(missing, " and "), key(ac), what)}
+}
+
+func checkName(cluster, name string) *Problem {
+	if len(name) <= MaxPrivateEndpointName {
+		return nil
+	}
+	return &Problem{cluster, ReasonInvalidSpec, fmt.Sprintf(
+		"private endpoint name %s is %d characters; Azure allows %d: shorten the private link or cluster name", name, len(name), MaxPrivateEndpointName)}
+}
+
+func findLink(ac *capz.AzureCluster, name string) (capz.PrivateLink, bool) {
+	for _, pl := range ac.PrivateLinks {
+		if pl.Name == name {
+			return pl, true
+		}
+	}
+	return capz.PrivateLink{}, false
+}
+
+// requestMessage cuts a message to CAPZ's limit, on a rune boundary.
+func requestMessage(s string) string {
+	if len(s) <= MaxRequestMessage {
+		return s
+	}
+	cut := s[:MaxRequestMessage-len("...")]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + "..."
+}
+
+func equalFold(a string) func(string) bool {
+	return func(b string) bool { return strings.EqualFold(a, b) }
+}
+
+func key(ac *capz.AzureCluster) string { return ac.Namespace + "/" + ac.Name }

@@ -1,0 +1,318 @@
+package clusterlink
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+const (
+	mcSub = "11111111-1111-1111-1111-111111111111"
+	wcSub = "22222222-2222-2222-2222-222222222222"
+)
+
+func mc(mutate ...func(*capz.AzureCluster)) *capz.AzureCluster {
+	ac := &capz.AzureCluster{
+		Name: "mc", Namespace: "org-giantswarm", SubscriptionID: mcSub, ResourceGroup: "mc-rg", Location: "westeurope",
+		APIServerLBType: capz.LBTypeInternal,
+		Subnets: []capz.Subnet{
+			{Name: "mc-control-plane", Role: capz.SubnetRoleControlPlane},
+			{Name: "mc-nodes", Role: capz.SubnetRoleNode},
+		},
+	}
+	for _, m := range mutate {
+		m(ac)
+	}
+	return ac
+}
+
+// wc is a private workload cluster whose resource group is not its name, so
+// tests prove the PLS ID is built from spec.resourceGroup.
+func wc(name string, mutate ...func(*capz.AzureCluster)) *capz.AzureCluster {
+	ac := &capz.AzureCluster{
+		Name: name, Namespace: "org-a", SubscriptionID: wcSub, ResourceGroup: name + "-resources", Location: "northeurope",
+		APIServerLBType: capz.LBTypeInternal,
+		Subnets:         []capz.Subnet{{Name: "cp", Role: capz.SubnetRoleControlPlane}, {Name: "nodes", Role: capz.SubnetRoleNode}},
+		PrivateLinks: []capz.PrivateLink{{
+			Name: name + "-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub},
+		}},
+		PrivateLinksReady: true,
+	}
+	for _, m := range mutate {
+		m(ac)
+	}
+	return ac
+}
+
+func mcEndpoint(wcName string, manual bool) Endpoint {
+	ep := Endpoint{
+		Subnet: "mc-nodes", Direction: DirectionMCToWC, Cluster: "org-a/" + wcName, Link: wcName + "-api-privatelink",
+		PrivateEndpoint: capz.PrivateEndpoint{
+			Name: wcName + "-api-privatelink-privateendpoint", Location: "westeurope", ManualApproval: manual,
+			Connections: []capz.PrivateLinkServiceConnection{{
+				Name:                 wcName + "-api-privatelink-connection",
+				PrivateLinkServiceID: "/subscriptions/" + wcSub + "/resourceGroups/" + wcName + "-resources/providers/Microsoft.Network/privateLinkServices/" + wcName + "-api-privatelink",
+			}},
+		},
+	}
+	if manual {
+		ep.Connections[0].RequestMessage = "Management cluster mc requests access to the API server of workload cluster org-a/" + wcName + "."
+	}
+	return ep
+}
+
+func TestMCToWC(t *testing.T) {
+	tests := []struct {
+		reason       string
+		mc, wc       *capz.AzureCluster
+		cfg          Config
+		want         []Endpoint
+		wantProblems []Problem
+	}{
+		{
+			reason: "a public workload cluster needs no endpoint",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.APIServerLBType = capz.LBTypePublic }),
+		},
+		{
+			reason: "an unset load balancer type is CAPZ's default, Public",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.APIServerLBType = "" }),
+		},
+		{
+			reason: "an unknown load balancer type is reported with its field",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.APIServerLBType = "Intrnal" }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonInvalidSpec, `spec.networkSpec.apiServerLB.type "Intrnal" is neither Internal nor Public`}},
+		},
+		{
+			reason: "upstream CAPZ without private links: nothing to reach",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks = nil }),
+		},
+		{
+			reason: "an auto-approved link gets an automatic connection to the PLS in the WC's resource group",
+			mc:     mc(), wc: wc("wc1"),
+			want: []Endpoint{mcEndpoint("wc1", false)},
+		},
+		{
+			reason: "subscriptions match case-insensitively",
+			mc:     mc(func(a *capz.AzureCluster) { a.SubscriptionID = strings.ToUpper(mcSub) }), wc: wc("wc1"),
+			want: []Endpoint{mcEndpoint("wc1", false)},
+		},
+		{
+			reason: "a link that does not auto-approve the MC gets a manual connection with a request message",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].AutoApprovedSubscriptions = nil }),
+			want: []Endpoint{mcEndpoint("wc1", true)},
+		},
+		{
+			reason: "a link that does not allow the MC's subscription is reported, nothing written",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].AllowedSubscriptions = []string{"other"} }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonSubscriptionNotAllowed,
+				"private link wc1-api-privatelink does not list the management cluster's subscription " + mcSub + " in allowedSubscriptions"}},
+		},
+		{
+			reason: "of two links only the allowed one gets an endpoint; the other is reported",
+			mc:     mc(),
+			wc: wc("wc1", func(a *capz.AzureCluster) {
+				a.PrivateLinks = append(a.PrivateLinks, capz.PrivateLink{Name: "wc1-other", AllowedSubscriptions: []string{"other"}})
+			}),
+			want: []Endpoint{mcEndpoint("wc1", false)},
+			wantProblems: []Problem{{"org-a/wc1", ReasonSubscriptionNotAllowed,
+				"private link wc1-other does not list the management cluster's subscription " + mcSub + " in allowedSubscriptions"}},
+		},
+		{
+			reason: "links not ready yet: wait",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for CAPZ to create the private link services (condition PrivateLinksReady)"}},
+		},
+		{
+			reason: "a WC without resource group: the PLS ID cannot be built",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.ResourceGroup = "" }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonInvalidSpec, "spec.resourceGroup of org-a/wc1 is empty, so the private link service ID cannot be built"}},
+		},
+		{
+			reason: "the first subnet is used when none has role node",
+			mc: mc(func(a *capz.AzureCluster) {
+				a.Subnets = []capz.Subnet{{Name: "only", Role: capz.SubnetRoleControlPlane}}
+			}),
+			wc: wc("wc1"),
+			want: func() []Endpoint {
+				ep := mcEndpoint("wc1", false)
+				ep.Subnet = "only"
+				return []Endpoint{ep}
+			}(),
+		},
+		{
+			reason: "a configured subnet is used",
+			mc:     mc(), wc: wc("wc1"), cfg: Config{MCSubnet: "mc-control-plane"},
+			want: func() []Endpoint {
+				ep := mcEndpoint("wc1", false)
+				ep.Subnet = "mc-control-plane"
+				return []Endpoint{ep}
+			}(),
+		},
+		{
+			reason: "a configured subnet that does not exist is reported on the MC",
+			mc:     mc(), wc: wc("wc1"), cfg: Config{MCSubnet: "missing"},
+			wantProblems: []Problem{{"org-giantswarm/mc", ReasonInvalidSpec,
+				`spec.networkSpec.subnets has no subnet "missing", which the operator is configured to put private endpoints in`}},
+		},
+		{
+			reason: "an MC without subnets is reported",
+			mc:     mc(func(a *capz.AzureCluster) { a.Subnets = nil }), wc: wc("wc1"),
+			wantProblems: []Problem{{"org-giantswarm/mc", ReasonInvalidSpec, "spec.networkSpec.subnets is empty: there is no subnet for private endpoints"}},
+		},
+		{
+			reason: "a name longer than Azure allows is reported",
+			mc:     mc(), wc: wc(strings.Repeat("w", 50)),
+			wantProblems: []Problem{{"org-a/" + strings.Repeat("w", 50), ReasonInvalidSpec, "private endpoint name " + strings.Repeat("w", 50) +
+				"-api-privatelink-privateendpoint is 82 characters; Azure allows 64: shorten the private link or cluster name"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			got, problems := MCToWC(tc.mc, tc.wc, tc.cfg)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: endpoints (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantProblems, problems); diff != "" {
+				t.Errorf("%s: problems (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestWCToMC(t *testing.T) {
+	wcEndpoint := func(name, base, link string, manual bool) Endpoint {
+		ep := Endpoint{
+			Subnet: "nodes", Direction: DirectionWCToMC, Cluster: "org-a/wc1", Link: link,
+			PrivateEndpoint: capz.PrivateEndpoint{
+				Name: name, Location: "northeurope", ManualApproval: manual,
+				Connections: []capz.PrivateLinkServiceConnection{{
+					Name:                 base + "-connection",
+					PrivateLinkServiceID: "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateLinkServices/" + link,
+				}},
+			},
+		}
+		if manual {
+			ep.Connections[0].RequestMessage = "Workload cluster org-a/wc1 requests access to the ingress of management cluster mc."
+		}
+		return ep
+	}
+	tests := []struct {
+		reason       string
+		mc           *capz.AzureCluster
+		cfg          Config
+		want         []Endpoint
+		wantProblems []Problem
+	}{
+		{
+			reason: "a public MC needs no endpoint in its WCs",
+			mc:     mc(func(a *capz.AzureCluster) { a.APIServerLBType = capz.LBTypePublic }),
+		},
+		{
+			reason: "a private MC: the WC gets the endpoint existing installations carry, to <mc>-ingress-privatelink",
+			mc:     mc(),
+			want:   []Endpoint{wcEndpoint("wc1-to-mc-privatelink-privateendpoint", "wc1-to-mc-privatelink", "mc-ingress-privatelink", false)},
+		},
+		{
+			reason: "an extra MC link gets its own endpoint; the first keeps the contract name",
+			mc:     mc(), cfg: Config{MCLinkNames: []string{"mc-ingress-privatelink", "mc-gateway-privatelink"}},
+			want: []Endpoint{
+				wcEndpoint("wc1-to-mc-privatelink-privateendpoint", "wc1-to-mc-privatelink", "mc-ingress-privatelink", false),
+				wcEndpoint("wc1-to-mc-gateway-privatelink-privateendpoint", "wc1-to-mc-gateway-privatelink", "mc-gateway-privatelink", false),
+			},
+		},
+		{
+			reason: "an MC link declared without the WC's subscription auto-approved gets a manual connection",
+			mc: mc(func(a *capz.AzureCluster) {
+				a.PrivateLinks = []capz.PrivateLink{{Name: "mc-ingress-privatelink", AllowedSubscriptions: []string{wcSub}}}
+			}),
+			want: []Endpoint{wcEndpoint("wc1-to-mc-privatelink-privateendpoint", "wc1-to-mc-privatelink", "mc-ingress-privatelink", true)},
+		},
+		{
+			reason: "an MC without resource group is reported on the WC",
+			mc:     mc(func(a *capz.AzureCluster) { a.ResourceGroup = "" }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonInvalidSpec,
+				"spec.resourceGroup of org-giantswarm/mc is empty, so the management cluster's private link service ID cannot be built"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			got, problems := WCToMC(tc.mc, wc("wc1"), tc.cfg)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: endpoints (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantProblems, problems); diff != "" {
+				t.Errorf("%s: problems (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDesiredMC(t *testing.T) {
+	tests := []struct {
+		reason       string
+		wcs          []*capz.AzureCluster
+		want         []string
+		wantProblems []Problem
+	}{
+		{
+			reason: "every WC's endpoints in one set, sorted by name; the MC itself and deleting WCs are left out",
+			wcs: []*capz.AzureCluster{
+				wc("wc3"), wc("wc1"),
+				wc("wc2", func(a *capz.AzureCluster) { a.Deleting = true }),
+				mc(),
+			},
+			want: []string{"wc1-api-privatelink-privateendpoint", "wc3-api-privatelink-privateendpoint"},
+		},
+		{
+			reason: "two WCs needing one endpoint name: the first by namespace/name keeps it",
+			wcs: []*capz.AzureCluster{
+				wc("wc2", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
+				wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
+			},
+			want: []string{"shared-api-privateendpoint"},
+			wantProblems: []Problem{{"org-a/wc2", ReasonNameConflict,
+				"private endpoint shared-api-privateendpoint is already used for workload cluster org-a/wc1; rename private link shared-api"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			got, problems := DesiredMC(mc(), tc.wcs, Config{})
+			var names []string
+			for _, ep := range got {
+				names = append(names, ep.Name)
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("%s: endpoint names (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantProblems, problems); diff != "" {
+				t.Errorf("%s: problems (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRequestMessage(t *testing.T) {
+	tests := []struct {
+		reason string
+		in     string
+	}{
+		{"a short message is kept", "hello"},
+		{"a long ASCII message is cut to 140", strings.Repeat("a", 300)},
+		{"a cut never splits a multi-byte character", strings.Repeat("a", 136) + "ééééé"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			got := requestMessage(tc.in)
+			if len(got) > MaxRequestMessage || !utf8.ValidString(got) {
+				t.Errorf("%s: %q (%d bytes) is not a valid message of at most %d bytes", tc.reason, got, len(got), MaxRequestMessage)
+			}
+			if len(tc.in) <= MaxRequestMessage && got != tc.in {
+				t.Errorf("%s: a short message changed: %q", tc.reason, got)
+			}
+		})
+	}
+}
