@@ -107,7 +107,10 @@ func Classify(err error) Classification {
 		NonRetriable()
 	}
 	var netErr net.Error
+	var idErr *IdentityError
 	switch {
+	case errors.As(err, &idErr):
+		return Classification{Class: ClassTerminal, Reason: idErr.Reason, Message: sanitize(idErr.Message)}
 	case errors.As(err, &authErr):
 		return Classification{Class: ClassTerminal, Reason: ReasonAuthenticationFailed,
 			Message: sanitize("authentication with Azure AD failed: " + aadCode(authErr.Error()))}

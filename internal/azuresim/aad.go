@@ -18,6 +18,12 @@ type Principal struct {
 	// FederatedToken, if set, is the client assertion accepted in place of a
 	// secret (workload identity federation).
 	FederatedToken string `json:"federatedToken,omitempty"`
+	// Certificate, if set, is the PEM certificate whose key must sign the
+	// client assertion (certificate credentials).
+	Certificate string `json:"certificate,omitempty"`
+	// ManagedIdentity lets the managed identity endpoint issue tokens for
+	// this client ID (user-assigned managed identity).
+	ManagedIdentity bool `json:"managedIdentity,omitempty"`
 	// Scopes limit what the principal may touch, as resource ID prefixes
 	// (a subscription or a resource group ID). Empty means everything.
 	Scopes []string `json:"scopes,omitempty"`
@@ -68,7 +74,7 @@ func isAuthorityPath(path string) bool {
 	if strings.HasPrefix(strings.ToLower(path), "/subscriptions/") {
 		return false
 	}
-	return strings.Contains(path, "/oauth2/") ||
+	return path == managedIdentityPath || strings.Contains(path, "/oauth2/") ||
 		strings.HasSuffix(path, "/.well-known/openid-configuration") ||
 		strings.HasSuffix(path, "/discovery/instance")
 }
@@ -77,6 +83,8 @@ func (a *authority) serve(w http.ResponseWriter, r *http.Request, base string) {
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	tenant := segs[0]
 	switch {
+	case r.URL.Path == managedIdentityPath:
+		a.managedIdentity(w, r)
 	case strings.HasSuffix(r.URL.Path, "/discovery/instance"):
 		host := strings.TrimPrefix(strings.TrimPrefix(base, "https://"), "http://")
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -129,6 +137,11 @@ func (a *authority) token(w http.ResponseWriter, r *http.Request, tenant string)
 		aadError(w, http.StatusBadRequest, "unauthorized_client", 700016,
 			"Application with identifier '%s' was not found in the directory '%s'.", clientID, tenant)
 		return
+	case assertion != "" && p.Certificate != "":
+		if err := verifyCertAssertion(assertion, p.Certificate, clientID, a.now()); err != nil {
+			aadError(w, http.StatusUnauthorized, "invalid_client", 700027, "Client assertion failed signature validation: %v", err)
+			return
+		}
 	case assertion != "":
 		if p.FederatedToken == "" || assertion != p.FederatedToken {
 			aadError(w, http.StatusUnauthorized, "invalid_client", 700213, "No matching federated identity record found for presented assertion.")
@@ -139,15 +152,49 @@ func (a *authority) token(w http.ResponseWriter, r *http.Request, tenant string)
 			"Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '%s'.", clientID)
 		return
 	}
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	tok := "azuresim." + hex.EncodeToString(b[:])
-	a.tokens[tok] = issuedToken{principal: p, expires: a.now().Add(tokenLifetime)}
+	tok := a.issue(p)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_type":     "Bearer",
 		"expires_in":     int(tokenLifetime.Seconds()) - 1,
 		"ext_expires_in": int(tokenLifetime.Seconds()) - 1,
 		"access_token":   tok,
+	})
+}
+
+// issue records a new token for p; the caller holds a.mu.
+func (a *authority) issue(p *principal) string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	tok := "azuresim." + hex.EncodeToString(b[:])
+	a.tokens[tok] = issuedToken{principal: p, expires: a.now().Add(tokenLifetime)}
+	return tok
+}
+
+// managedIdentityPath serves the App Service managed identity protocol
+// (IDENTITY_ENDPOINT and IDENTITY_HEADER), the one way the Azure identity
+// library can be pointed at a managed identity endpoint other than IMDS.
+const managedIdentityPath = "/msi/token"
+
+func (a *authority) managedIdentity(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-IDENTITY-HEADER") == "" {
+		aadError(w, http.StatusUnauthorized, "invalid_request", 0, "The X-IDENTITY-HEADER header is required.")
+		return
+	}
+	q := r.URL.Query()
+	clientID := q.Get("client_id")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.principals[strings.ToLower(clientID)]
+	if p == nil || !p.ManagedIdentity {
+		aadError(w, http.StatusBadRequest, "invalid_request", 0, "No managed identity with client ID '%s' is assigned to this resource.", clientID)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"access_token": a.issue(p),
+		"expires_on":   fmt.Sprint(a.now().Add(tokenLifetime).Unix()),
+		"resource":     q.Get("resource"),
+		"token_type":   "Bearer",
+		"client_id":    p.ClientID,
 	})
 }
 
@@ -232,11 +279,12 @@ func action(ap armPath, method string) string {
 	return typ + "/" + verb
 }
 
+// aadError answers in AAD's error shape; aadsts 0 means no AADSTS code.
 func aadError(w http.ResponseWriter, status int, code string, aadsts int, format string, args ...any) {
-	msg := fmt.Sprintf("AADSTS%d: %s", aadsts, fmt.Sprintf(format, args...))
-	writeJSON(w, status, map[string]any{
-		"error":             code,
-		"error_description": msg,
-		"error_codes":       []int{aadsts},
-	})
+	body := map[string]any{"error": code, "error_description": fmt.Sprintf(format, args...)}
+	if aadsts != 0 {
+		body["error_description"] = fmt.Sprintf("AADSTS%d: %s", aadsts, body["error_description"])
+		body["error_codes"] = []int{aadsts}
+	}
+	writeJSON(w, status, body)
 }

@@ -1,0 +1,343 @@
+package azure
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/msi-dataplane/pkg/dataplane"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Reasons for identity problems, for conditions and events. They are all
+// terminal: a person must fix the identity, its Secret or the cluster.
+const (
+	ReasonNoIdentity          = "IdentityRefMissing"
+	ReasonIdentityNotFound    = "IdentityNotFound"
+	ReasonIdentityInvalid     = "IdentityInvalid"
+	ReasonIdentityNotAllowed  = "IdentityNotAllowedInNamespace"
+	ReasonIdentitySecret      = "IdentitySecretUnavailable"
+	ReasonUnknownCloud        = "UnknownAzureEnvironment"
+	defaultSecretRecheckAfter = 5 * time.Minute
+	defaultTokenFile          = "/var/run/secrets/azure/tokens/azure-identity-token"
+	federatedTokenFileEnv     = "AZURE_FEDERATED_TOKEN_FILE"
+)
+
+// IdentityError says why a cluster's identity cannot be used.
+type IdentityError struct {
+	Reason  string
+	Message string
+}
+
+func (e *IdentityError) Error() string { return e.Message }
+
+func identityErr(reason, format string, args ...any) error {
+	return &IdentityError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Credentials builds token credentials from AzureClusterIdentity objects and
+// caches them: one per identity and cloud, rebuilt when the identity or its
+// Secret changes. Nothing is built per reconcile.
+type Credentials struct {
+	// Reader reads AzureClusterIdentity and Namespace objects, normally the
+	// manager's cache.
+	Reader client.Reader
+	// SecretReader reads Secrets, normally uncached: the operator gets the
+	// few Secrets identities reference instead of watching all of them.
+	SecretReader client.Reader
+	Clouds       Clouds
+	// Context bounds background work of credentials that refresh themselves
+	// (UserAssignedIdentityCredential); cancel it on shutdown.
+	Context context.Context
+	// SecretRecheckAfter is how long a cached credential is used before its
+	// Secret is read again to notice a rotation. Default 5 minutes.
+	SecretRecheckAfter time.Duration
+	Log                logr.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]*credEntry // identity UID + cloud name
+}
+
+type credEntry struct {
+	cred            azcore.TokenCredential
+	identityVersion string
+	secretVersion   string
+	checked         time.Time
+	cloud           cloud.Configuration
+	transport       policy.Transporter
+}
+
+// Credential is a usable credential for one cluster.
+type Credential struct {
+	azcore.TokenCredential
+	// Cloud has the endpoints the credential and ARM clients must use.
+	Cloud cloud.Configuration
+	// Transport trusts a custom cloud's CA; nil means the default.
+	Transport policy.Transporter
+	// Key identifies the credential for client caches.
+	Key string
+}
+
+// For returns the credential of the cluster's AzureClusterIdentity.
+func (c *Credentials) For(ctx context.Context, ac *capz.AzureCluster) (*Credential, error) {
+	if ac.IdentityRef == nil {
+		return nil, identityErr(ReasonNoIdentity, "spec.identityRef is not set, so the operator has no Azure credential for %s/%s", ac.Namespace, ac.Name)
+	}
+	cfg, caFile, err := c.Clouds.Resolve(ac.AzureEnvironment)
+	if err != nil {
+		return nil, identityErr(ReasonUnknownCloud, "%s", err.Error())
+	}
+	id, err := c.identity(ctx, ac)
+	if err != nil {
+		return nil, err
+	}
+	cacheKey := id.UID + "|" + ac.AzureEnvironment
+	c.mu.Lock()
+	entry := c.cache[cacheKey]
+	c.mu.Unlock()
+	now := c.now()
+	if entry != nil && entry.identityVersion == id.ResourceVersion && (!id.NeedsSecret() || now.Sub(entry.checked) < c.recheckAfter()) {
+		return &Credential{TokenCredential: entry.cred, Cloud: entry.cloud, Transport: entry.transport, Key: cacheKey}, nil
+	}
+	secret, secretVersion, err := c.secret(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if entry != nil && entry.identityVersion == id.ResourceVersion && entry.secretVersion == secretVersion {
+		c.mu.Lock()
+		entry.checked = now
+		c.mu.Unlock()
+		return &Credential{TokenCredential: entry.cred, Cloud: entry.cloud, Transport: entry.transport, Key: cacheKey}, nil
+	}
+	transport, err := transportFor(caFile)
+	if err != nil {
+		return nil, identityErr(ReasonUnknownCloud, "the CA file of cloud %q: %v", ac.AzureEnvironment, err)
+	}
+	// Building is local (no network), so it is done under the lock: two
+	// reconciles never build the same credential twice.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.cache[cacheKey]; e != nil && e.identityVersion == id.ResourceVersion && e.secretVersion == secretVersion && e != entry {
+		return &Credential{TokenCredential: e.cred, Cloud: e.cloud, Transport: e.transport, Key: cacheKey}, nil
+	}
+	cred, err := c.build(id, secret, cfg, transport)
+	if err != nil {
+		return nil, err
+	}
+	entry = &credEntry{cred: cred, identityVersion: id.ResourceVersion, secretVersion: secretVersion, checked: now, cloud: cfg, transport: transport}
+	if c.cache == nil {
+		c.cache = map[string]*credEntry{}
+	}
+	c.cache[cacheKey] = entry
+	c.Log.Info("Built Azure credential", "identity", id.Namespace+"/"+id.Name, "type", id.Spec.Type)
+	return &Credential{TokenCredential: cred, Cloud: cfg, Transport: transport, Key: cacheKey}, nil
+}
+
+// Forget drops a cached credential, for example after Azure rejected it, so
+// that the next use reads the identity and its Secret again.
+func (c *Credentials) Forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.cache, key)
+}
+
+// identity reads the cluster's identity and checks that its namespace may
+// use it.
+func (c *Credentials) identity(ctx context.Context, ac *capz.AzureCluster) (*Identity, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	ref := client.ObjectKey{Namespace: ac.IdentityRef.Namespace, Name: ac.IdentityRef.Name}
+	if err := c.Reader.Get(ctx, ref, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, identityErr(ReasonIdentityNotFound, "AzureClusterIdentity %s referenced by spec.identityRef does not exist", ref)
+		}
+		return nil, err
+	}
+	id, err := ParseIdentity(u)
+	if err != nil {
+		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
+	}
+	var nsLabels map[string]string
+	if id.UsesSelector() {
+		ns := &corev1.Namespace{}
+		if err := c.Reader.Get(ctx, client.ObjectKey{Name: ac.Namespace}, ns); err != nil {
+			return nil, err
+		}
+		nsLabels = ns.Labels
+	}
+	ok, err := id.AllowedIn(ac.Namespace, nsLabels)
+	if err != nil {
+		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
+	}
+	if !ok {
+		return nil, identityErr(ReasonIdentityNotAllowed,
+			"AzureClusterIdentity %s does not allow namespace %s in spec.allowedNamespaces", ref, ac.Namespace)
+	}
+	return id, nil
+}
+
+// secret returns the credential from the identity's Secret and the Secret's
+// resourceVersion; nothing for identities without a Secret.
+func (c *Credentials) secret(ctx context.Context, id *Identity) (string, string, error) {
+	if !id.NeedsSecret() {
+		return "", "", nil
+	}
+	ref := id.SecretRef()
+	if ref.Name == "" {
+		return "", "", identityErr(ReasonIdentityInvalid, "AzureClusterIdentity %s/%s of type %s has no spec.clientSecret", id.Namespace, id.Name, id.Spec.Type)
+	}
+	s := &corev1.Secret{}
+	if err := c.SecretReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", "", identityErr(ReasonIdentitySecret, "Secret %s/%s of AzureClusterIdentity %s/%s does not exist", ref.Namespace, ref.Name, id.Namespace, id.Name)
+		}
+		return "", "", err
+	}
+	v := s.Data[SecretKey]
+	if len(v) == 0 {
+		return "", "", identityErr(ReasonIdentitySecret, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, SecretKey)
+	}
+	return string(v), s.ResourceVersion, nil
+}
+
+// build makes the credential for an identity type, the way CAPZ does.
+func (c *Credentials) build(id *Identity, secret string, cfg cloud.Configuration, transport policy.Transporter) (azcore.TokenCredential, error) {
+	opts := azcore.ClientOptions{Cloud: cfg, Transport: transport}
+	s := id.Spec
+	var cred azcore.TokenCredential
+	var err error
+	switch s.Type {
+	case ServicePrincipal, ManualServicePrincipal:
+		cred, err = azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, secret, &azidentity.ClientSecretCredentialOptions{
+			ClientOptions: opts, DisableInstanceDiscovery: isCustom(cfg),
+		})
+	case ServicePrincipalCertificate:
+		pem := []byte(secret)
+		if s.CertPath != "" {
+			if pem, err = os.ReadFile(s.CertPath); err != nil {
+				return nil, identityErr(ReasonIdentitySecret, "reading spec.certPath of AzureClusterIdentity %s/%s: %v", id.Namespace, id.Name, err)
+			}
+		}
+		certs, key, perr := azidentity.ParseCertificates(pem, nil)
+		if perr != nil {
+			return nil, identityErr(ReasonIdentitySecret, "the certificate of AzureClusterIdentity %s/%s cannot be parsed: %v", id.Namespace, id.Name, perr)
+		}
+		cred, err = azidentity.NewClientCertificateCredential(s.TenantID, s.ClientID, certs, key, &azidentity.ClientCertificateCredentialOptions{
+			ClientOptions: opts, DisableInstanceDiscovery: isCustom(cfg),
+		})
+	case UserAssignedMSI:
+		cred, err = azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{
+			ClientOptions: opts, ID: azidentity.ClientID(s.ClientID),
+		})
+	case WorkloadIdentity:
+		cred, err = azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions: opts, TenantID: s.TenantID, ClientID: s.ClientID, TokenFilePath: tokenFile(),
+			DisableInstanceDiscovery: isCustom(cfg),
+		})
+	case UserAssignedIdentityCredential:
+		// The credentials file names its own authority; CAPZ passes only the
+		// cloud type.
+		uaOpts := azcore.ClientOptions{Cloud: credentialsCloud(s.UserAssignedIdentityCredentialsCloudType, cfg), Transport: transport}
+		log := c.Log.WithName("user-assigned-identity-credential")
+		cred, err = dataplane.NewUserAssignedIdentityCredential(c.ctx(), s.UserAssignedIdentityCredentialsPath,
+			dataplane.WithClientOpts(uaOpts), dataplane.WithLogger(&log))
+	default:
+		return nil, identityErr(ReasonIdentityInvalid, "identity type %q is not supported", s.Type)
+	}
+	if err != nil {
+		return nil, identityErr(ReasonIdentityInvalid, "AzureClusterIdentity %s/%s: %s", id.Namespace, id.Name, firstLine(err.Error()))
+	}
+	return cred, nil
+}
+
+// credentialsCloud is CAPZ's mapping of userAssignedIdentityCredentialsCloudType;
+// an unknown value keeps the cluster's cloud, so custom clouds work.
+func credentialsCloud(cloudType string, clusterCloud cloud.Configuration) cloud.Configuration {
+	switch strings.ToUpper(cloudType) {
+	case "PUBLIC":
+		return cloud.AzurePublic
+	case "CHINA":
+		return cloud.AzureChina
+	case "USGOVERNMENT":
+		return cloud.AzureGovernment
+	}
+	return clusterCloud
+}
+
+// isCustom reports a cloud the identity library does not know, where
+// instance discovery (a call to login.microsoftonline.com) must be off.
+func isCustom(cfg cloud.Configuration) bool {
+	switch cfg.ActiveDirectoryAuthorityHost {
+	case cloud.AzurePublic.ActiveDirectoryAuthorityHost, cloud.AzureChina.ActiveDirectoryAuthorityHost, cloud.AzureGovernment.ActiveDirectoryAuthorityHost:
+		return false
+	}
+	return true
+}
+
+func tokenFile() string {
+	if p := strings.TrimSpace(os.Getenv(federatedTokenFileEnv)); p != "" {
+		return p
+	}
+	return defaultTokenFile
+}
+
+// transportFor trusts a custom cloud's CA beside the system roots.
+func transportFor(caFile string) (policy.Transporter, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("no PEM certificate in it")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr}, nil
+}
+
+func (c *Credentials) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Credentials) recheckAfter() time.Duration {
+	if c.SecretRecheckAfter > 0 {
+		return c.SecretRecheckAfter
+	}
+	return defaultSecretRecheckAfter
+}
+
+func (c *Credentials) ctx() context.Context {
+	if c.Context != nil {
+		return c.Context
+	}
+	return context.Background()
+}

@@ -1,0 +1,351 @@
+package azure_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+)
+
+const (
+	simCloud      = "AzureSim"
+	tenantID      = "tenant-1"
+	identityNS    = "org-giantswarm"
+	clusterNS     = "org-team-a"
+	simSubscribed = "s1"
+)
+
+// credEnv is an API server holding identities, azuresim as the cloud, and a
+// Credentials pointed at both the way the operator's flags will.
+type credEnv struct {
+	c     client.Client
+	sim   *azuresim.Server
+	creds *azure.Credentials
+	clock *atomic.Int64
+}
+
+func newCredEnv(t *testing.T) *credEnv {
+	t.Helper()
+	env := testenv.StartT(t, testenv.Options{})
+	sim := azuresim.New(azuresim.Options{TLS: true, Principals: []azuresim.Principal{{ClientID: "placeholder", ClientSecret: "x"}}})
+	if err := sim.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := sim.WriteCAFile(caFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Seed(azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: simSubscribed, Name: "rg", Location: "westeurope"}}}); err != nil {
+		t.Fatal(err)
+	}
+	clock := &atomic.Int64{}
+	clock.Store(time.Now().UnixNano())
+	ce := &credEnv{c: env.Client, sim: sim, clock: clock, creds: &azure.Credentials{
+		Reader:       env.Client,
+		SecretReader: env.Client,
+		Clouds: azure.Clouds{Default: simCloud, Custom: []azure.CustomCloud{{
+			Name: simCloud, ResourceManagerEndpoint: sim.URL(), ActiveDirectoryAuthorityHost: sim.URL(), CAFile: caFile,
+		}}},
+		Now: func() time.Time { return time.Unix(0, clock.Load()) },
+	}}
+	for _, ns := range []string{identityNS, clusterNS} {
+		if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "a"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ce
+}
+
+func (ce *credEnv) identity(t *testing.T, name string, spec map[string]any) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	u.SetNamespace(identityNS)
+	u.SetName(name)
+	if err := ce.c.Create(context.Background(), u); err != nil {
+		t.Fatalf("identity %s: %v", name, err)
+	}
+}
+
+func (ce *credEnv) secret(t *testing.T, name, value string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: identityNS, Name: name}, Data: map[string][]byte{azure.SecretKey: []byte(value)}}
+	if err := ce.c.Create(context.Background(), s); err != nil {
+		t.Fatalf("secret %s: %v", name, err)
+	}
+}
+
+// armCall proves a credential works: a token from the emulated AAD, then an
+// ARM list that the emulator only answers with a valid token.
+func armCall(t *testing.T, cred *azure.Credential) error {
+	t.Helper()
+	opts := &arm.ClientOptions{ClientOptions: azcore.ClientOptions{Cloud: cred.Cloud, Transport: cred.Transport}}
+	c, err := armnetwork.NewPrivateEndpointsClient(simSubscribed, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.NewListPager("rg", nil).NextPage(context.Background())
+	return err
+}
+
+func cluster(identity string) *capz.AzureCluster {
+	return &capz.AzureCluster{Name: "wc1", Namespace: clusterNS, IdentityRef: &capz.ObjectRef{Name: identity, Namespace: identityNS}}
+}
+
+// TestCredentialsForEveryIdentityType builds each identity type CAPZ
+// supports from its AzureClusterIdentity and uses it against azuresim.
+func TestCredentialsForEveryIdentityType(t *testing.T) {
+	ce := newCredEnv(t)
+	certPEM, keyPEM := selfSignedCert(t)
+	allowAll := map[string]any{}
+	tests := []struct {
+		name      string
+		spec      map[string]any
+		secret    string
+		principal azuresim.Principal
+		setup     func(t *testing.T)
+	}{
+		{
+			name:      "ServicePrincipal",
+			spec:      map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": allowAll},
+			secret:    "sp-password",
+			principal: azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "sp-password"},
+		},
+		{
+			name:      "ManualServicePrincipal",
+			spec:      map[string]any{"type": "ManualServicePrincipal", "tenantID": tenantID, "clientID": "manual", "clientSecret": map[string]any{"name": "manual-secret", "namespace": identityNS}, "allowedNamespaces": allowAll},
+			secret:    "manual-password",
+			principal: azuresim.Principal{TenantID: tenantID, ClientID: "manual", ClientSecret: "manual-password"},
+		},
+		{
+			name:      "ServicePrincipalCertificate",
+			spec:      map[string]any{"type": "ServicePrincipalCertificate", "tenantID": tenantID, "clientID": "cert", "clientSecret": map[string]any{"name": "cert-secret"}, "allowedNamespaces": allowAll},
+			secret:    certPEM + keyPEM,
+			principal: azuresim.Principal{TenantID: tenantID, ClientID: "cert", Certificate: certPEM},
+		},
+		{
+			name:      "WorkloadIdentity",
+			spec:      map[string]any{"type": "WorkloadIdentity", "tenantID": tenantID, "clientID": "wi", "allowedNamespaces": allowAll},
+			principal: azuresim.Principal{TenantID: tenantID, ClientID: "wi", FederatedToken: "projected-service-account-token"},
+			setup: func(t *testing.T) {
+				f := filepath.Join(t.TempDir(), "token")
+				if err := os.WriteFile(f, []byte("projected-service-account-token"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", f)
+			},
+		},
+		{
+			name:      "UserAssignedMSI",
+			spec:      map[string]any{"type": "UserAssignedMSI", "tenantID": tenantID, "clientID": "msi", "allowedNamespaces": allowAll},
+			principal: azuresim.Principal{ClientID: "msi", ManagedIdentity: true},
+			setup: func(t *testing.T) {
+				t.Setenv("IDENTITY_ENDPOINT", ce.sim.URL()+"/msi/token")
+				t.Setenv("IDENTITY_HEADER", "header-from-the-platform")
+			},
+		},
+		{
+			name:      "UserAssignedIdentityCredential",
+			principal: azuresim.Principal{TenantID: tenantID, ClientID: "uaic", Certificate: certPEM},
+			setup: func(t *testing.T) {
+				f := filepath.Join(t.TempDir(), "credentials.json")
+				raw, _ := json.Marshal(map[string]string{
+					"authentication_endpoint": ce.sim.URL() + "/",
+					"client_id":               "uaic",
+					"tenant_id":               tenantID,
+					"client_secret":           base64.StdEncoding.EncodeToString([]byte(certPEM + keyPEM)),
+					"not_before":              time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+					"not_after":               time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+				})
+				if err := os.WriteFile(f, raw, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				ce.identity(t, "uaic", map[string]any{"type": "UserAssignedIdentityCredential", "tenantID": tenantID, "clientID": "uaic",
+					"userAssignedIdentityCredentialsPath": f, "allowedNamespaces": allowAll})
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ce.sim.AddPrincipal(tc.principal)
+			if tc.setup != nil {
+				tc.setup(t)
+			}
+			if tc.spec != nil {
+				ce.identity(t, tc.principal.ClientID, tc.spec)
+			}
+			if tc.secret != "" {
+				ref, _ := tc.spec["clientSecret"].(map[string]any)
+				ce.secret(t, ref["name"].(string), tc.secret)
+			}
+			cred, err := ce.creds.For(context.Background(), cluster(tc.principal.ClientID))
+			if err != nil {
+				t.Fatalf("%s: credential: %v", tc.name, err)
+			}
+			if err := armCall(t, cred); err != nil {
+				t.Errorf("%s: ARM call with the credential: %v", tc.name, err)
+			}
+		})
+	}
+}
+
+// TestCredentialRefusals covers what stops a cluster from using an identity.
+func TestCredentialRefusals(t *testing.T) {
+	ce := newCredEnv(t)
+	sp := func(allowed any) map[string]any {
+		spec := map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}}
+		if allowed != nil {
+			spec["allowedNamespaces"] = allowed
+		}
+		return spec
+	}
+	ce.secret(t, "sp-secret", "pw")
+	ce.identity(t, "no-allowed-namespaces", sp(nil))
+	ce.identity(t, "listed", sp(map[string]any{"list": []any{clusterNS}}))
+	ce.identity(t, "listed-elsewhere", sp(map[string]any{"list": []any{"other"}}))
+	ce.identity(t, "selected", sp(map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"team": "a"}}}))
+	ce.identity(t, "not-selected", sp(map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"team": "b"}}}))
+	ce.identity(t, "missing-secret", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "x",
+		"clientSecret": map[string]any{"name": "nope"}, "allowedNamespaces": map[string]any{}})
+
+	tests := []struct {
+		reason     string
+		cluster    *capz.AzureCluster
+		wantReason string // "" means allowed
+	}{
+		{"no identityRef", &capz.AzureCluster{Name: "wc1", Namespace: clusterNS}, azure.ReasonNoIdentity},
+		{"unset allowedNamespaces allows no namespace (as in CAPZ)", cluster("no-allowed-namespaces"), azure.ReasonIdentityNotAllowed},
+		{"the namespace is listed", cluster("listed"), ""},
+		{"another namespace is listed", cluster("listed-elsewhere"), azure.ReasonIdentityNotAllowed},
+		{"the namespace matches the selector", cluster("selected"), ""},
+		{"the namespace does not match the selector", cluster("not-selected"), azure.ReasonIdentityNotAllowed},
+		{"the identity does not exist", cluster("ghost"), azure.ReasonIdentityNotFound},
+		{"the identity's Secret does not exist", cluster("missing-secret"), azure.ReasonIdentitySecret},
+		{"an unknown cloud", func() *capz.AzureCluster { c := cluster("listed"); c.AzureEnvironment = "AzureMarsCloud"; return c }(), azure.ReasonUnknownCloud},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			_, err := ce.creds.For(context.Background(), tc.cluster)
+			got := azure.Classify(err)
+			if tc.wantReason == "" {
+				if err != nil {
+					t.Errorf("%s: want allowed, got %v", tc.reason, err)
+				}
+				return
+			}
+			if got.Class != azure.ClassTerminal || got.Reason != tc.wantReason {
+				t.Errorf("%s: want terminal %s, got %+v", tc.reason, tc.wantReason, got)
+			}
+		})
+	}
+}
+
+// TestCredentialCache checks that a credential is built once, reused, and
+// rebuilt when its Secret is rotated (noticed after the recheck interval) or
+// its identity changes (noticed at once).
+func TestCredentialCache(t *testing.T) {
+	ce := newCredEnv(t)
+	ctx := context.Background()
+	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "old"})
+	ce.secret(t, "sp-secret", "old")
+	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+
+	first, err := ce.creds.For(ctx, cluster("sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ce.creds.For(ctx, cluster("sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.TokenCredential != again.TokenCredential {
+		t.Error("a second use built a new credential")
+	}
+
+	s := &corev1.Secret{}
+	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp-secret"}, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data[azure.SecretKey] = []byte("new")
+	if err := ce.c.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "new"})
+	within, _ := ce.creds.For(ctx, cluster("sp"))
+	if within.TokenCredential != first.TokenCredential {
+		t.Error("the Secret was read again before the recheck interval")
+	}
+	ce.clock.Add(int64(6 * time.Minute))
+	rotated, err := ce.creds.For(ctx, cluster("sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.TokenCredential == first.TokenCredential {
+		t.Fatal("a rotated Secret did not rebuild the credential")
+	}
+	if err := armCall(t, rotated); err != nil {
+		t.Errorf("the rebuilt credential does not work: %v", err)
+	}
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp"}, u); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(u.Object, "other-tenant", "spec", "tenantID")
+	if err := ce.c.Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := ce.creds.For(ctx, cluster("sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed.TokenCredential == rotated.TokenCredential {
+		t.Error("a changed identity did not rebuild the credential")
+	}
+}
+
+// selfSignedCert returns a certificate and its RSA key as PEM.
+func selfSignedCert(t *testing.T) (string, string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "operator"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+}
