@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -348,4 +349,59 @@ func selfSignedCert(t *testing.T) (string, string) {
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
 		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+}
+
+// TestClientsAreCachedAndCounted checks that clients are built once per
+// credential and subscription and that every request is counted.
+func TestClientsAreCachedAndCounted(t *testing.T) {
+	ce := newCredEnv(t)
+	ctx := context.Background()
+	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "pw"})
+	ce.secret(t, "sp-secret", "pw")
+	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+	clients := &azure.Clients{Credentials: ce.creds}
+
+	f1, _, err := clients.Network(ctx, cluster("sp"), simSubscribed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, _, err := clients.Network(ctx, cluster("sp"), simSubscribed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f1 != f2 {
+		t.Error("a second use built new clients")
+	}
+	other, _, err := clients.Network(ctx, cluster("sp"), "other-subscription")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == f1 {
+		t.Error("another subscription shares clients")
+	}
+
+	counter := azure.Requests.WithLabelValues("GET", "Microsoft.Network/privateEndpoints", "200")
+	before := testutil.ToFloat64(counter)
+	if _, err := f1.NewPrivateEndpointsClient().NewListPager("rg", nil).NextPage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(counter) - before; got != 1 {
+		t.Errorf("counted %v list requests, want 1", got)
+	}
+}
+
+func TestResourceType(t *testing.T) {
+	tests := map[string]string{
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/pe":                                "Microsoft.Network/privateEndpoints",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints":                                   "Microsoft.Network/privateEndpoints",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/privateLinkServices/p/privateEndpointConnections/c": "Microsoft.Network/privateLinkServices/privateEndpointConnections",
+		"/subscriptions/s/providers/Microsoft.Network/locations/westeurope/operations/id":                                   "Microsoft.Network/locations/operations",
+		"/subscriptions/s/resourceGroups/rg":                                                                                "Microsoft.Resources/resourceGroups",
+		"/tenant/oauth2/v2.0/token":                                                                                         "other",
+	}
+	for path, want := range tests {
+		if got := azure.ResourceType(path); got != want {
+			t.Errorf("ResourceType(%s) = %s, want %s", path, got, want)
+		}
+	}
 }

@@ -1,0 +1,157 @@
+package azure
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Requests counts the operator's Azure Resource Manager requests.
+var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "azure_private_endpoint_operator_azure_requests_total",
+	Help: "Azure Resource Manager requests made by the operator, by HTTP method, resource type and status code (0: no response).",
+}, []string{"method", "resource_type", "code"})
+
+func init() {
+	metrics.Registry.MustRegister(Requests)
+}
+
+// Defaults for every ARM client. Retries are short: a Retry-After longer
+// than MaxRetryDelay comes back as an error, which the controllers turn
+// into a requeue instead of blocking a worker (azcore returns such a 429).
+var defaultRetry = policy.RetryOptions{
+	MaxRetries:    3,
+	TryTimeout:    30 * time.Second,
+	RetryDelay:    time.Second,
+	MaxRetryDelay: 5 * time.Second,
+}
+
+// Clients caches ARM clients per credential and subscription, so no
+// reconcile builds a client (or a credential).
+type Clients struct {
+	Credentials *Credentials
+	// Retry overrides the retry options (tests make them faster).
+	Retry *policy.RetryOptions
+
+	mu      sync.Mutex
+	network map[string]cachedClient[*armnetwork.ClientFactory]
+	dns     map[string]cachedClient[*armprivatedns.ClientFactory]
+}
+
+// cachedClient remembers the credential a factory was built with: a rebuilt
+// credential (a rotated secret) gets new clients.
+type cachedClient[T any] struct {
+	factory T
+	cred    azcore.TokenCredential
+}
+
+// Network returns the network clients for a subscription, authenticated
+// with the identity of the cluster.
+func (c *Clients) Network(ctx context.Context, ac *capz.AzureCluster, subscription string) (*armnetwork.ClientFactory, *Credential, error) {
+	cred, err := c.Credentials.For(ctx, ac)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.network == nil {
+		c.network = map[string]cachedClient[*armnetwork.ClientFactory]{}
+	}
+	f, err := cached(c.network, cred, subscription, func() (*armnetwork.ClientFactory, error) {
+		return armnetwork.NewClientFactory(subscription, cred, c.options(cred))
+	})
+	return f, cred, err
+}
+
+// DNS returns the private DNS clients for a subscription.
+func (c *Clients) DNS(ctx context.Context, ac *capz.AzureCluster, subscription string) (*armprivatedns.ClientFactory, *Credential, error) {
+	cred, err := c.Credentials.For(ctx, ac)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dns == nil {
+		c.dns = map[string]cachedClient[*armprivatedns.ClientFactory]{}
+	}
+	f, err := cached(c.dns, cred, subscription, func() (*armprivatedns.ClientFactory, error) {
+		return armprivatedns.NewClientFactory(subscription, cred, c.options(cred))
+	})
+	return f, cred, err
+}
+
+// cached returns the factory for a credential and subscription, building it
+// when missing or built with another credential. The caller holds c.mu.
+func cached[T any](m map[string]cachedClient[T], cred *Credential, subscription string, build func() (T, error)) (T, error) {
+	k := cred.Key + "|" + strings.ToLower(subscription)
+	if e, ok := m[k]; ok && e.cred == cred.TokenCredential {
+		return e.factory, nil
+	}
+	f, err := build()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	m[k] = cachedClient[T]{factory: f, cred: cred.TokenCredential}
+	return f, nil
+}
+
+func (c *Clients) options(cred *Credential) *arm.ClientOptions {
+	retry := defaultRetry
+	if c.Retry != nil {
+		retry = *c.Retry
+	}
+	return &arm.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Cloud:            cred.Cloud,
+		Transport:        cred.Transport,
+		Retry:            retry,
+		Telemetry:        policy.TelemetryOptions{ApplicationID: "azure-private-endpoint-operator"},
+		PerRetryPolicies: []policy.Policy{countingPolicy{}},
+	}}
+}
+
+// countingPolicy counts every try of every request in Requests.
+type countingPolicy struct{}
+
+func (countingPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	code := "0"
+	if resp != nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	Requests.WithLabelValues(req.Raw().Method, ResourceType(req.Raw().URL.Path), code).Inc()
+	return resp, err
+}
+
+// ResourceType names the resource type of an ARM path, e.g.
+// "Microsoft.Network/privateEndpoints", for metrics.
+func ResourceType(path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range segs {
+		if !strings.EqualFold(s, "providers") || i+2 >= len(segs) {
+			continue
+		}
+		typ := segs[i+1]
+		for j := i + 2; j < len(segs); j += 2 {
+			typ += "/" + segs[j]
+		}
+		return typ
+	}
+	if len(segs) >= 3 && strings.EqualFold(segs[2], "resourceGroups") {
+		return "Microsoft.Resources/resourceGroups"
+	}
+	return "other"
+}

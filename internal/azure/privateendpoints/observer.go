@@ -1,0 +1,277 @@
+// Package privateendpoints observes private endpoints in Azure: their IP,
+// connection state and provisioning state, with as few reads as Azure
+// allows (DESIGN.md principle 4).
+package privateendpoints
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+)
+
+// Connection states as Azure reports them.
+const (
+	StatePending      = "Pending"
+	StateApproved     = "Approved"
+	StateRejected     = "Rejected"
+	StateDisconnected = "Disconnected"
+)
+
+// Observation is what Azure says about one private endpoint.
+type Observation struct {
+	Name                  string
+	ID                    string
+	ProvisioningState     string
+	IP                    string
+	ConnectionState       string
+	ConnectionDescription string
+	PrivateLinkServiceID  string
+	ManualApproval        bool
+	// NICIDs are the endpoint's network interfaces, to find its IP when Azure
+	// does not put it in customDnsConfigs.
+	NICIDs []string
+}
+
+// Ready says the endpoint can carry traffic: provisioned, approved, with an
+// IP. Pointing DNS at anything less fails silently.
+func (o Observation) Ready() bool {
+	return o.ProvisioningState == string(armnetwork.ProvisioningStateSucceeded) && o.ConnectionState == StateApproved && o.IP != ""
+}
+
+// Observe reads an SDK private endpoint. The IP comes from customDnsConfigs
+// when Azure fills it, else from nicIP (a NIC address lookup).
+func Observe(pe *armnetwork.PrivateEndpoint, nicIP func(nicID string) string) Observation {
+	o := Observation{Name: deref(pe.Name), ID: deref(pe.ID)}
+	p := pe.Properties
+	if p == nil {
+		return o
+	}
+	if p.ProvisioningState != nil {
+		o.ProvisioningState = string(*p.ProvisioningState)
+	}
+	conns := p.PrivateLinkServiceConnections
+	if len(p.ManualPrivateLinkServiceConnections) > 0 {
+		conns, o.ManualApproval = p.ManualPrivateLinkServiceConnections, true
+	}
+	if len(conns) > 0 && conns[0] != nil && conns[0].Properties != nil {
+		cp := conns[0].Properties
+		o.PrivateLinkServiceID = deref(cp.PrivateLinkServiceID)
+		if st := cp.PrivateLinkServiceConnectionState; st != nil {
+			o.ConnectionState, o.ConnectionDescription = deref(st.Status), deref(st.Description)
+		}
+	}
+	for _, dns := range p.CustomDNSConfigs {
+		if dns != nil && len(dns.IPAddresses) > 0 && o.IP == "" {
+			o.IP = deref(dns.IPAddresses[0])
+		}
+	}
+	for _, nic := range p.NetworkInterfaces {
+		if nic != nil && nic.ID != nil {
+			o.NICIDs = append(o.NICIDs, *nic.ID)
+		}
+	}
+	if o.IP == "" && nicIP != nil {
+		for _, id := range o.NICIDs {
+			if ip := nicIP(id); ip != "" {
+				o.IP = ip
+				break
+			}
+		}
+	}
+	return o
+}
+
+// API is the part of Azure the observer needs.
+type API interface {
+	// ListPrivateEndpoints lists every private endpoint of a resource group,
+	// following pages.
+	ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]*armnetwork.PrivateEndpoint, error)
+	// InterfaceIP returns the primary private IP of a network interface.
+	InterfaceIP(ctx context.Context, nicID string) (string, error)
+}
+
+// Observer lists private endpoints per resource group and shares each list
+// for TTL among every caller, so that many reconciles of clusters with
+// endpoints in one resource group (the management cluster's) cost one list.
+type Observer struct {
+	// TTL is how long a list answers callers; default 10 seconds.
+	TTL time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	lists  map[string]*listing
+	nicIPs map[string]string // lower NIC ID -> IP; a NIC's IP never changes
+}
+
+type listing struct {
+	at   time.Time
+	obs  map[string]Observation // lower name -> observation
+	err  error
+	done chan struct{}
+}
+
+// ResourceGroup returns the observations of every private endpoint in a
+// resource group, by lower-case name. scope identifies the credential and
+// subscription the API uses, so callers with other credentials never share.
+func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGroup string) (map[string]Observation, error) {
+	k := strings.ToLower(scope + "|" + resourceGroup)
+	o.mu.Lock()
+	if o.lists == nil {
+		o.lists, o.nicIPs = map[string]*listing{}, map[string]string{}
+	}
+	l := o.lists[k]
+	if l != nil {
+		select {
+		case <-l.done:
+			if l.err == nil && o.now().Sub(l.at) < o.ttl() {
+				o.mu.Unlock()
+				return l.obs, nil
+			}
+		default:
+			o.mu.Unlock()
+			return wait(ctx, l)
+		}
+	}
+	l = &listing{done: make(chan struct{})}
+	o.lists[k] = l
+	o.mu.Unlock()
+
+	l.obs, l.err = o.list(ctx, api, resourceGroup)
+	o.mu.Lock()
+	l.at = o.now()
+	o.mu.Unlock()
+	close(l.done)
+	return l.obs, l.err
+}
+
+// Invalidate makes the next ResourceGroup call read Azure again, for
+// example after the caller changed what should exist.
+func (o *Observer) Invalidate(scope, resourceGroup string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.lists, strings.ToLower(scope+"|"+resourceGroup))
+}
+
+func (o *Observer) list(ctx context.Context, api API, resourceGroup string) (map[string]Observation, error) {
+	pes, err := api.ListPrivateEndpoints(ctx, resourceGroup)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Observation, len(pes))
+	for _, pe := range pes {
+		obs := Observe(pe, o.cachedNICIP)
+		if obs.IP == "" && len(obs.NICIDs) > 0 {
+			ip, err := api.InterfaceIP(ctx, obs.NICIDs[0])
+			if err != nil {
+				return nil, err
+			}
+			o.mu.Lock()
+			o.nicIPs[strings.ToLower(obs.NICIDs[0])] = ip
+			o.mu.Unlock()
+			obs.IP = ip
+		}
+		out[strings.ToLower(obs.Name)] = obs
+	}
+	return out, nil
+}
+
+func (o *Observer) cachedNICIP(id string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.nicIPs[strings.ToLower(id)]
+}
+
+func wait(ctx context.Context, l *listing) (map[string]Observation, error) {
+	select {
+	case <-l.done:
+		return l.obs, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (o *Observer) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o *Observer) ttl() time.Duration {
+	if o.TTL > 0 {
+		return o.TTL
+	}
+	return 10 * time.Second
+}
+
+// SDK adapts armnetwork clients to API.
+type SDK struct {
+	Endpoints  *armnetwork.PrivateEndpointsClient
+	Interfaces *armnetwork.InterfacesClient
+}
+
+// NewSDK returns the API of a client factory.
+func NewSDK(f *armnetwork.ClientFactory) SDK {
+	return SDK{Endpoints: f.NewPrivateEndpointsClient(), Interfaces: f.NewInterfacesClient()}
+}
+
+// ListPrivateEndpoints implements API with one paged list.
+func (s SDK) ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]*armnetwork.PrivateEndpoint, error) {
+	var out []*armnetwork.PrivateEndpoint
+	pager := s.Endpoints.NewListPager(resourceGroup, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Value...)
+	}
+	return out, nil
+}
+
+// InterfaceIP implements API with one GET.
+func (s SDK) InterfaceIP(ctx context.Context, nicID string) (string, error) {
+	rg, name, ok := splitID(nicID)
+	if !ok {
+		return "", nil
+	}
+	nic, err := s.Interfaces.Get(ctx, rg, name, nil)
+	if err != nil {
+		return "", err
+	}
+	if nic.Properties == nil {
+		return "", nil
+	}
+	for _, ipc := range nic.Properties.IPConfigurations {
+		if ipc != nil && ipc.Properties != nil && ipc.Properties.PrivateIPAddress != nil {
+			return *ipc.Properties.PrivateIPAddress, nil
+		}
+	}
+	return "", nil
+}
+
+// splitID returns the resource group and name of a resource ID.
+func splitID(id string) (string, string, bool) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	var rg string
+	for i := 0; i+1 < len(segs); i++ {
+		if strings.EqualFold(segs[i], "resourceGroups") {
+			rg = segs[i+1]
+		}
+	}
+	if rg == "" || len(segs) == 0 {
+		return "", "", false
+	}
+	return rg, segs[len(segs)-1], true
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

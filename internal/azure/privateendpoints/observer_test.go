@@ -1,0 +1,242 @@
+package privateendpoints_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+)
+
+func to[T any](v T) *T { return &v }
+
+func endpoint(name string, manual bool, state string, ips []string, nics ...string) *armnetwork.PrivateEndpoint {
+	conn := []*armnetwork.PrivateLinkServiceConnection{{Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
+		PrivateLinkServiceID:              to("/pls/" + name),
+		PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{Status: to(state), Description: to("why")},
+	}}}
+	p := &armnetwork.PrivateEndpointProperties{ProvisioningState: to(armnetwork.ProvisioningStateSucceeded)}
+	if manual {
+		p.ManualPrivateLinkServiceConnections = conn
+	} else {
+		p.PrivateLinkServiceConnections = conn
+	}
+	if len(ips) > 0 {
+		p.CustomDNSConfigs = []*armnetwork.CustomDNSConfigPropertiesFormat{{IPAddresses: []*string{to(ips[0])}}}
+	}
+	for _, n := range nics {
+		p.NetworkInterfaces = append(p.NetworkInterfaces, &armnetwork.Interface{ID: to(n)})
+	}
+	return &armnetwork.PrivateEndpoint{Name: to(name), ID: to("/pe/" + name), Properties: p}
+}
+
+func TestObserve(t *testing.T) {
+	nicIPs := map[string]string{"/nic/a": "10.0.0.9"}
+	tests := []struct {
+		reason    string
+		pe        *armnetwork.PrivateEndpoint
+		want      privateendpoints.Observation
+		wantReady bool
+	}{
+		{
+			reason: "automatic, approved, IP in customDnsConfigs: ready",
+			pe:     endpoint("a", false, "Approved", []string{"10.0.0.5"}, "/nic/a"),
+			want: privateendpoints.Observation{Name: "a", ID: "/pe/a", ProvisioningState: "Succeeded", IP: "10.0.0.5",
+				ConnectionState: "Approved", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/a", NICIDs: []string{"/nic/a"}},
+			wantReady: true,
+		},
+		{
+			reason: "manual, pending: not ready although it has an IP",
+			pe:     endpoint("b", true, "Pending", []string{"10.0.0.6"}),
+			want: privateendpoints.Observation{Name: "b", ID: "/pe/b", ProvisioningState: "Succeeded", IP: "10.0.0.6",
+				ConnectionState: "Pending", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/b", ManualApproval: true},
+		},
+		{
+			reason: "no customDnsConfigs: the IP comes from the NIC",
+			pe:     endpoint("c", false, "Approved", nil, "/nic/a"),
+			want: privateendpoints.Observation{Name: "c", ID: "/pe/c", ProvisioningState: "Succeeded", IP: "10.0.0.9",
+				ConnectionState: "Approved", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/c", NICIDs: []string{"/nic/a"}},
+			wantReady: true,
+		},
+		{
+			reason: "still provisioning: no NIC, no IP, not ready",
+			pe: func() *armnetwork.PrivateEndpoint {
+				pe := endpoint("d", false, "Approved", nil)
+				pe.Properties.ProvisioningState = to(armnetwork.ProvisioningStateUpdating)
+				return pe
+			}(),
+			want: privateendpoints.Observation{Name: "d", ID: "/pe/d", ProvisioningState: "Updating",
+				ConnectionState: "Approved", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/d"},
+		},
+		{
+			reason: "no properties at all",
+			pe:     &armnetwork.PrivateEndpoint{Name: to("e")},
+			want:   privateendpoints.Observation{Name: "e"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			got := privateendpoints.Observe(tc.pe, func(id string) string { return nicIPs[id] })
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: observation (-want +got):\n%s", tc.reason, diff)
+			}
+			if got.Ready() != tc.wantReady {
+				t.Errorf("%s: Ready() = %v, want %v", tc.reason, got.Ready(), tc.wantReady)
+			}
+		})
+	}
+}
+
+// TestObserverSharesOneList observes one resource group from many
+// goroutines at once, as many WC reconciles do for the MC's: one list.
+func TestObserverSharesOneList(t *testing.T) {
+	sim, api := simWithEndpoints(t)
+	obs := &privateendpoints.Observer{TTL: time.Hour}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	results := make([]map[string]privateendpoints.Observation, 10)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg")
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	lists := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/privateEndpoints", 200, 200)
+	if lists != 1 {
+		t.Errorf("10 concurrent observers listed %d times, want 1", lists)
+	}
+	got := results[0]
+	ready := map[string]bool{}
+	for name, o := range got {
+		ready[name] = o.Ready()
+	}
+	if diff := cmp.Diff(map[string]bool{"auto": true, "manual": false}, ready); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+	if got["auto"].IP == "" || got["manual"].ConnectionState != "Pending" {
+		t.Errorf("observations: %+v", got)
+	}
+	if nics := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/networkInterfaces", 0, 999); nics != 0 {
+		t.Errorf("azuresim fills customDnsConfigs; the observer read %d NICs", nics)
+	}
+
+	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg"); err != nil {
+		t.Fatal(err)
+	}
+	obs.Invalidate("cred|s1", "rg")
+	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg"); err != nil {
+		t.Fatal(err)
+	}
+	if n := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/privateEndpoints", 200, 200); n != 2 {
+		t.Errorf("a fresh list answers within TTL and Invalidate forces a new one: want 2 lists, got %d", n)
+	}
+}
+
+// fakeAPI is a narrow stand-in for Azure that serves endpoints without
+// customDnsConfigs, to exercise the NIC fallback.
+type fakeAPI struct {
+	pes     []*armnetwork.PrivateEndpoint
+	nicGets int
+}
+
+func (f *fakeAPI) ListPrivateEndpoints(context.Context, string) ([]*armnetwork.PrivateEndpoint, error) {
+	return f.pes, nil
+}
+
+func (f *fakeAPI) InterfaceIP(_ context.Context, id string) (string, error) {
+	f.nicGets++
+	return "10.1.0." + id[len(id)-1:], nil
+}
+
+func TestObserverReadsEachNICOnce(t *testing.T) {
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
+		endpoint("a", false, "Approved", nil, "/nic/1"),
+		endpoint("b", false, "Approved", nil, "/nic/2"),
+	}}
+	now := time.Now()
+	obs := &privateendpoints.Observer{TTL: time.Second, Now: func() time.Time { return now }}
+	for range 3 {
+		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["a"].IP != "10.1.0.1" || got["b"].IP != "10.1.0.2" {
+			t.Errorf("IPs: %+v", got)
+		}
+		now = now.Add(2 * time.Second) // every round lists again
+	}
+	if api.nicGets != 2 {
+		t.Errorf("3 lists of 2 endpoints read NICs %d times; a NIC's IP never changes, so want 2", api.nicGets)
+	}
+}
+
+// simWithEndpoints seeds a private link service with an automatic and a
+// manual endpoint and returns the SDK API against it.
+func simWithEndpoints(t *testing.T) (*azuresim.Server, privateendpoints.API) {
+	t.Helper()
+	sim := azuresim.New(azuresim.Options{TLS: true})
+	if err := sim.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	rg := "/subscriptions/s1/resourceGroups/rg"
+	vnet := rg + "/providers/Microsoft.Network/virtualNetworks/vnet"
+	pls := rg + "/providers/Microsoft.Network/privateLinkServices/svc"
+	raw := func(v string) json.RawMessage { return json.RawMessage(v) }
+	err := sim.Seed(azuresim.Seed{
+		ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: "s1", Name: "rg", Location: "westeurope"}},
+		Resources: []azuresim.SeedResource{
+			{ID: vnet, Body: raw(`{"location":"westeurope","properties":{"addressSpace":{"addressPrefixes":["10.0.0.0/16"]},"subnets":[
+				{"name":"nodes","properties":{"addressPrefix":"10.0.0.0/24"}},
+				{"name":"nat","properties":{"addressPrefix":"10.0.1.0/24","privateLinkServiceNetworkPolicies":"Disabled"}}]}}`)},
+			{ID: rg + "/providers/Microsoft.Network/loadBalancers/lb", Body: raw(`{"location":"westeurope","sku":{"name":"Standard"},"properties":{
+				"frontendIPConfigurations":[{"name":"fe","properties":{"subnet":{"id":"` + vnet + `/subnets/nodes"}}}]}}`)},
+			{ID: pls, Body: raw(`{"location":"westeurope","properties":{
+				"loadBalancerFrontendIpConfigurations":[{"id":"` + rg + `/providers/Microsoft.Network/loadBalancers/lb/frontendIPConfigurations/fe"}],
+				"ipConfigurations":[{"name":"nat","properties":{"primary":true,"subnet":{"id":"` + vnet + `/subnets/nat"}}}]}}`)},
+			{ID: rg + "/providers/Microsoft.Network/privateEndpoints/auto", Body: raw(`{"location":"westeurope","properties":{
+				"subnet":{"id":"` + vnet + `/subnets/nodes"},
+				"privateLinkServiceConnections":[{"name":"c","properties":{"privateLinkServiceId":"` + pls + `"}}]}}`)},
+			{ID: rg + "/providers/Microsoft.Network/privateEndpoints/manual", Body: raw(`{"location":"westeurope","properties":{
+				"subnet":{"id":"` + vnet + `/subnets/nodes"},
+				"manualPrivateLinkServiceConnections":[{"name":"c","properties":{"privateLinkServiceId":"` + pls + `","requestMessage":"hi"}}]}}`)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := azcore.ClientOptions{
+		Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: sim.URL() + "/", Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+			cloud.ResourceManager: {Endpoint: sim.URL(), Audience: sim.URL()},
+		}},
+		Transport: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: sim.CertPool(), MinVersion: tls.VersionTLS12}}},
+	}
+	cred, err := azidentity.NewClientSecretCredential("t", "c", "s", &azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := armnetwork.NewClientFactory("s1", cred, &arm.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.ResetCounters()
+	return sim, privateendpoints.NewSDK(f)
+}
