@@ -52,36 +52,48 @@ func Observe(pe *armnetwork.PrivateEndpoint, nicIP func(nicID string) string) Ob
 	if p.ProvisioningState != nil {
 		o.ProvisioningState = string(*p.ProvisioningState)
 	}
-	conns := p.PrivateLinkServiceConnections
-	if len(p.ManualPrivateLinkServiceConnections) > 0 {
-		conns, o.ManualApproval = p.ManualPrivateLinkServiceConnections, true
-	}
-	if len(conns) > 0 && conns[0] != nil && conns[0].Properties != nil {
-		cp := conns[0].Properties
-		o.PrivateLinkServiceID = deref(cp.PrivateLinkServiceID)
-		if st := cp.PrivateLinkServiceConnectionState; st != nil {
-			o.ConnectionState, o.ConnectionDescription = deref(st.Status), deref(st.Description)
-		}
-	}
-	for _, dns := range p.CustomDNSConfigs {
-		if dns != nil && len(dns.IPAddresses) > 0 && o.IP == "" {
-			o.IP = deref(dns.IPAddresses[0])
-		}
-	}
+	readConnection(&o, p)
 	for _, nic := range p.NetworkInterfaces {
 		if nic != nil && nic.ID != nil {
 			o.NICIDs = append(o.NICIDs, *nic.ID)
 		}
 	}
-	if o.IP == "" && nicIP != nil {
-		for _, id := range o.NICIDs {
-			if ip := nicIP(id); ip != "" {
-				o.IP = ip
-				break
-			}
+	o.IP = address(p, o.NICIDs, nicIP)
+	return o
+}
+
+// readConnection reads the endpoint's one connection, manual or automatic.
+func readConnection(o *Observation, p *armnetwork.PrivateEndpointProperties) {
+	conns := p.PrivateLinkServiceConnections
+	if len(p.ManualPrivateLinkServiceConnections) > 0 {
+		conns, o.ManualApproval = p.ManualPrivateLinkServiceConnections, true
+	}
+	if len(conns) == 0 || conns[0] == nil || conns[0].Properties == nil {
+		return
+	}
+	cp := conns[0].Properties
+	o.PrivateLinkServiceID = deref(cp.PrivateLinkServiceID)
+	if st := cp.PrivateLinkServiceConnectionState; st != nil {
+		o.ConnectionState, o.ConnectionDescription = deref(st.Status), deref(st.Description)
+	}
+}
+
+// address is the endpoint's IP: from customDnsConfigs, else from a NIC.
+func address(p *armnetwork.PrivateEndpointProperties, nicIDs []string, nicIP func(string) string) string {
+	for _, dns := range p.CustomDNSConfigs {
+		if dns != nil && len(dns.IPAddresses) > 0 && deref(dns.IPAddresses[0]) != "" {
+			return *dns.IPAddresses[0]
 		}
 	}
-	return o
+	if nicIP == nil {
+		return ""
+	}
+	for _, id := range nicIDs {
+		if ip := nicIP(id); ip != "" {
+			return ip
+		}
+	}
+	return ""
 }
 
 // API is the part of Azure the observer needs.
