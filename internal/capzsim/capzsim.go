@@ -1,0 +1,589 @@
+// Package capzsim is a stand-in for Cluster API Provider Azure, for tests
+// and the demo only: it is never linked into the operator. It watches
+// AzureCluster objects and does in Azure (azuresim) what CAPZ would: the
+// resource group, the VNet and its subnets (writing their IDs back into
+// spec, as CAPZ does), the internal API server load balancer, the fork's
+// private link services with the PrivateLinksReady condition, and private
+// endpoints from spec.networkSpec.subnets[].privateEndpoints.
+//
+// In Upstream mode it behaves like upstream CAPZ v1.23: no private links,
+// and private endpoints removed from spec are left in Azure.
+//
+// It also creates "<cluster>-ingress-privatelink" for the clusters it is
+// told to (Options.Ingress): in real life a private management cluster's
+// installation creates that service with its ingress.
+package capzsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Mode selects which CAPZ capzsim mimics.
+type Mode string
+
+const (
+	// Fork creates the private link services of apiServerLB.privateLinks and
+	// deletes private endpoints removed from spec.
+	Fork Mode = "fork"
+	// Upstream mimics upstream CAPZ v1.23: no private link services, and
+	// private endpoints removed from spec stay in Azure.
+	Upstream Mode = "upstream"
+)
+
+// FieldManager is capzsim's field manager, standing for CAPZ's.
+const FieldManager = "capz-manager"
+
+// Ingress configures a management cluster's ingress private link service.
+type Ingress struct {
+	AutoApprovedSubscriptions []string
+}
+
+// Options configures capzsim.
+type Options struct {
+	Mode Mode
+	// Credential and ClientOptions reach azuresim as CAPZ's identity.
+	Credential    azcore.TokenCredential
+	ClientOptions azcore.ClientOptions
+	// Resync is how soon to look again while Azure works. Default 1s.
+	Resync time.Duration
+	// Ingress lists clusters ("namespace/name") that get an ingress private
+	// link service.
+	Ingress map[string]Ingress
+}
+
+// Reconciler is capzsim's controller.
+type Reconciler struct {
+	Client client.Client
+	Opts   Options
+
+	mu      sync.Mutex
+	clients map[string]*azureClients // by subscription
+}
+
+// SetupWithManager registers capzsim with a manager.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Opts.Resync == 0 {
+		r.Opts.Resync = time.Second
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	return ctrl.NewControllerManagedBy(mgr).Named("capzsim").For(u).
+		// Several worlds may run in one test process; names need not be unique.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: to(true)}).Complete(r)
+}
+
+// errWait says Azure is still working; look again after Resync.
+var errWait = errors.New("waiting for Azure")
+
+// Reconcile provisions one AzureCluster's network in Azure.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	spec, err := readSpec(u)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("capzsim: invalid AzureCluster", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	az, err := r.azure(spec.view.SubscriptionID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return r.delete(ctx, u, az, spec)
+	}
+	if controllerutil.AddFinalizer(u, capzFinalizer) {
+		if err := r.Client.Update(ctx, u); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, step := range []func(context.Context, *unstructured.Unstructured, *azureClients, *clusterSpec) error{
+		r.ensureNetwork, r.writeIDs, r.ensureLoadBalancers, r.ensurePrivateLinks, r.ensurePrivateEndpoints,
+	} {
+		if err := step(ctx, u, az, spec); errors.Is(err, errWait) {
+			return ctrl.Result{RequeueAfter: r.Opts.Resync}, nil
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// azureClients are the clients capzsim uses in one subscription.
+type azureClients struct {
+	arm *arm.Client
+	net *armnetwork.ClientFactory
+	sub string
+}
+
+func (r *Reconciler) azure(sub string) (*azureClients, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.clients[sub]; c != nil {
+		return c, nil
+	}
+	opts := &arm.ClientOptions{ClientOptions: r.Opts.ClientOptions}
+	a, err := arm.NewClient("capzsim", "v0.1.0", r.Opts.Credential, opts)
+	if err != nil {
+		return nil, err
+	}
+	n, err := armnetwork.NewClientFactory(sub, r.Opts.Credential, opts)
+	if err != nil {
+		return nil, err
+	}
+	if r.clients == nil {
+		r.clients = map[string]*azureClients{}
+	}
+	r.clients[sub] = &azureClients{arm: a, net: n, sub: sub}
+	return r.clients[sub], nil
+}
+
+// ensureNetwork creates the resource group and the VNet with its subnets.
+func (r *Reconciler) ensureNetwork(ctx context.Context, _ *unstructured.Unstructured, az *azureClients, s *clusterSpec) error {
+	if err := az.putResourceGroup(ctx, s); err != nil {
+		return err
+	}
+	vnets := az.net.NewVirtualNetworksClient()
+	got, err := vnets.Get(ctx, s.view.ResourceGroup, s.vnetName, nil)
+	if err == nil && vnetUpToDate(got.VirtualNetwork, s) {
+		return waitFor(got.Properties.ProvisioningState)
+	}
+	if err != nil && !notFound(err) {
+		return err
+	}
+	natSubnets := s.natSubnets()
+	if _, ok := r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name]; ok {
+		// The ingress private link service puts its NAT IPs in the node subnet.
+		if node, ok := s.subnetByRole(capz.SubnetRoleNode); ok {
+			natSubnets[node.name] = true
+		}
+	}
+	body := armnetwork.VirtualNetwork{
+		Location: to(s.view.Location),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toAll(s.vnetCIDRs)},
+		},
+	}
+	for _, sn := range s.subnets {
+		policies := armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled
+		if natSubnets[sn.name] {
+			policies = armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled
+		}
+		body.Properties.Subnets = append(body.Properties.Subnets, &armnetwork.Subnet{Name: to(sn.name), Properties: &armnetwork.SubnetPropertiesFormat{
+			AddressPrefixes: toAll(sn.cidrs), PrivateLinkServiceNetworkPolicies: to(policies),
+		}})
+	}
+	if _, err := vnets.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, s.vnetName, body, nil); err != nil && !busy(err) {
+		return err
+	}
+	return errWait
+}
+
+func vnetUpToDate(v armnetwork.VirtualNetwork, s *clusterSpec) bool {
+	if v.Properties == nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, sn := range v.Properties.Subnets {
+		have[strings.ToLower(deref(sn.Name))] = true
+	}
+	for _, sn := range s.subnets {
+		if !have[strings.ToLower(sn.name)] {
+			return false
+		}
+	}
+	return true
+}
+
+// writeIDs writes subnet and VNet IDs back into spec the way CAPZ does:
+// CAPI's patch helper, a JSON merge patch without optimistic locking.
+func (r *Reconciler) writeIDs(ctx context.Context, u *unstructured.Unstructured, _ *azureClients, s *clusterSpec) error {
+	before := u.DeepCopy()
+	changed := false
+	if id, _, _ := unstructured.NestedString(u.Object, "spec", "networkSpec", "vnet", "id"); id == "" {
+		_ = unstructured.SetNestedField(u.Object, s.vnetID(), "spec", "networkSpec", "vnet", "id")
+		changed = true
+	}
+	subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
+	for _, raw := range subnets {
+		m := raw.(map[string]any)
+		if id, _ := m["id"].(string); id == "" {
+			m["id"] = s.subnetID(m["name"].(string))
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	_ = unstructured.SetNestedSlice(u.Object, subnets, "spec", "networkSpec", "subnets")
+	return r.Client.Patch(ctx, u, client.MergeFrom(before), client.FieldOwner(FieldManager))
+}
+
+// ensureLoadBalancers creates the internal API server load balancer and,
+// when asked, the ingress load balancer.
+func (r *Reconciler) ensureLoadBalancers(ctx context.Context, _ *unstructured.Unstructured, az *azureClients, s *clusterSpec) error {
+	if s.lbInternal {
+		cp, ok := s.subnetByRole(capz.SubnetRoleControlPlane)
+		if !ok {
+			return nil
+		}
+		if err := az.ensureLB(ctx, s, s.lbName, cp.name, s.frontends); err != nil {
+			return err
+		}
+	}
+	if _, ok := r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name]; ok {
+		node, ok := s.subnetByRole(capz.SubnetRoleNode)
+		if !ok {
+			return nil
+		}
+		name := s.view.Name + ingressLoadBalancerName
+		return az.ensureLB(ctx, s, name, node.name, []frontendSpec{{name: name + "-frontEnd"}})
+	}
+	return nil
+}
+
+func (az *azureClients) ensureLB(ctx context.Context, s *clusterSpec, name, subnet string, fes []frontendSpec) error {
+	lbs := az.net.NewLoadBalancersClient()
+	got, err := lbs.Get(ctx, s.view.ResourceGroup, name, nil)
+	if err == nil {
+		return waitFor(got.Properties.ProvisioningState)
+	}
+	if !notFound(err) {
+		return err
+	}
+	body := armnetwork.LoadBalancer{
+		Location:   to(s.view.Location),
+		SKU:        &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
+		Properties: &armnetwork.LoadBalancerPropertiesFormat{},
+	}
+	for _, fe := range fes {
+		p := &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to(s.subnetID(subnet))}}
+		if fe.privateIP != "" && ipInAny(fe.privateIP, s, subnet) {
+			p.PrivateIPAllocationMethod, p.PrivateIPAddress = to(armnetwork.IPAllocationMethodStatic), to(fe.privateIP)
+		}
+		body.Properties.FrontendIPConfigurations = append(body.Properties.FrontendIPConfigurations,
+			&armnetwork.FrontendIPConfiguration{Name: to(fe.name), Properties: p})
+	}
+	if _, err := lbs.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, name, body, nil); err != nil && !busy(err) {
+		return err
+	}
+	return errWait
+}
+
+// ensurePrivateLinks creates the fork's private link services and the
+// ingress one, then sets PrivateLinksReady.
+func (r *Reconciler) ensurePrivateLinks(ctx context.Context, u *unstructured.Unstructured, az *azureClients, s *clusterSpec) error {
+	if ing, ok := r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name]; ok {
+		node, _ := s.subnetByRole(capz.SubnetRoleNode)
+		lb := s.view.Name + ingressLoadBalancerName
+		if err := az.ensurePLS(ctx, s, s.view.Name+ingressLinkSuffix, s.frontendID(lb, lb+"-frontEnd"),
+			[]string{node.name}, []string{"*"}, ing.AutoApprovedSubscriptions, false); err != nil {
+			return err
+		}
+	}
+	if r.Opts.Mode == Upstream || !s.lbInternal || len(s.view.PrivateLinks) == 0 {
+		return nil
+	}
+	for _, pl := range s.view.PrivateLinks {
+		fe := s.frontends[0].name
+		if len(pl.LBFrontendIPConfigNames) > 0 {
+			fe = pl.LBFrontendIPConfigNames[0]
+		}
+		var nat []string
+		for _, n := range pl.NATIPConfigurations {
+			nat = append(nat, n.Subnet)
+		}
+		if len(nat) == 0 {
+			cp, _ := s.subnetByRole(capz.SubnetRoleControlPlane)
+			nat = []string{cp.name}
+		}
+		if err := az.ensurePLS(ctx, s, pl.Name, s.frontendID(s.lbName, fe), nat, pl.AllowedSubscriptions, pl.AutoApprovedSubscriptions, pl.EnableProxyProtocol); err != nil {
+			return err
+		}
+	}
+	if s.view.PrivateLinksReady {
+		return nil
+	}
+	return r.setPrivateLinksReady(ctx, u)
+}
+
+func (az *azureClients) ensurePLS(ctx context.Context, s *clusterSpec, name, frontendID string, natSubnets, visibility, autoApproval []string, proxy bool) error {
+	plss := az.net.NewPrivateLinkServicesClient()
+	got, err := plss.Get(ctx, s.view.ResourceGroup, name, nil)
+	if err == nil {
+		return waitFor(got.Properties.ProvisioningState)
+	}
+	if !notFound(err) {
+		return err
+	}
+	body := armnetwork.PrivateLinkService{
+		Location: to(s.view.Location),
+		Properties: &armnetwork.PrivateLinkServiceProperties{
+			LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: to(frontendID)}},
+			Visibility:                           &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: toAll(visibility)},
+			AutoApproval:                         &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: toAll(autoApproval)},
+			EnableProxyProtocol:                  to(proxy),
+		},
+	}
+	for i, sn := range natSubnets {
+		body.Properties.IPConfigurations = append(body.Properties.IPConfigurations, &armnetwork.PrivateLinkServiceIPConfiguration{
+			Name:       to(fmt.Sprintf("%s-nat-%d", name, i)),
+			Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Primary: to(i == 0), Subnet: &armnetwork.Subnet{ID: to(s.subnetID(sn))}},
+		})
+	}
+	if _, err := plss.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, name, body, nil); err != nil && !busy(err) {
+		return err
+	}
+	return errWait
+}
+
+// setPrivateLinksReady sets the fork's condition in status.
+func (r *Reconciler) setPrivateLinksReady(ctx context.Context, u *unstructured.Unstructured) error {
+	before := u.DeepCopy()
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var kept []any
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] != capz.ConditionPrivateLinksReady {
+			kept = append(kept, c)
+		}
+	}
+	kept = append(kept, map[string]any{
+		"type": capz.ConditionPrivateLinksReady, "status": "True",
+		"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+	})
+	_ = unstructured.SetNestedSlice(u.Object, kept, "status", "conditions")
+	return r.Client.Status().Patch(ctx, u, client.MergeFrom(before), client.FieldOwner(FieldManager))
+}
+
+// ensurePrivateEndpoints makes Azure's private endpoints match spec: one
+// list of the resource group, a PUT for each missing or changed endpoint,
+// and (in Fork mode) a DELETE for each endpoint capzsim made that left spec.
+func (r *Reconciler) ensurePrivateEndpoints(ctx context.Context, _ *unstructured.Unstructured, az *azureClients, s *clusterSpec) error {
+	pes := az.net.NewPrivateEndpointsClient()
+	existing, err := listEndpoints(ctx, pes, s.view.ResourceGroup)
+	if err != nil {
+		return err
+	}
+	wait := false
+	wanted := map[string]bool{}
+	for _, sn := range s.view.Subnets {
+		for _, spec := range sn.PrivateEndpoints {
+			wanted[strings.ToLower(spec.Name)] = true
+			busyNow, err := ensureEndpoint(ctx, pes, s, sn.Name, spec, existing[strings.ToLower(spec.Name)])
+			if err != nil {
+				return err
+			}
+			wait = wait || busyNow
+		}
+	}
+	if r.Opts.Mode != Upstream {
+		if err := deleteUnwanted(ctx, pes, s, existing, wanted); err != nil {
+			return err
+		}
+	}
+	if wait {
+		return errWait
+	}
+	return nil
+}
+
+func listEndpoints(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, rg string) (map[string]*armnetwork.PrivateEndpoint, error) {
+	existing := map[string]*armnetwork.PrivateEndpoint{}
+	pager := pes.NewListPager(rg, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, pe := range page.Value {
+			existing[strings.ToLower(deref(pe.Name))] = pe
+		}
+	}
+	return existing, nil
+}
+
+// ensureEndpoint starts a PUT when the endpoint is missing or differs and
+// reports whether Azure is still working on it.
+func ensureEndpoint(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, s *clusterSpec, subnet string, spec capz.PrivateEndpoint, got *armnetwork.PrivateEndpoint) (bool, error) {
+	body := peBody(s, subnet, spec)
+	if got != nil && samePE(got, body) {
+		return deref(got.Properties.ProvisioningState) != armnetwork.ProvisioningStateSucceeded, nil
+	}
+	if _, err := pes.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, spec.Name, body, nil); err != nil && !busy(err) {
+		return false, err
+	}
+	return true, nil
+}
+
+// deleteUnwanted deletes the endpoints capzsim made that left spec.
+func deleteUnwanted(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, s *clusterSpec, existing map[string]*armnetwork.PrivateEndpoint, wanted map[string]bool) error {
+	for name, pe := range existing {
+		if wanted[name] || pe.Tags[ownedTag(s.view.Name)] == nil {
+			continue
+		}
+		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, deref(pe.Name), nil); err != nil && !busy(err) && !notFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func peBody(s *clusterSpec, subnet string, spec capz.PrivateEndpoint) armnetwork.PrivateEndpoint {
+	loc := spec.Location
+	if loc == "" {
+		loc = s.view.Location
+	}
+	var conns []*armnetwork.PrivateLinkServiceConnection
+	for _, c := range spec.Connections {
+		conns = append(conns, &armnetwork.PrivateLinkServiceConnection{Name: to(c.Name), Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
+			PrivateLinkServiceID: to(c.PrivateLinkServiceID), RequestMessage: to(c.RequestMessage),
+		}})
+	}
+	p := &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: to(s.subnetID(subnet))}}
+	if spec.ManualApproval {
+		p.ManualPrivateLinkServiceConnections = conns
+	} else {
+		p.PrivateLinkServiceConnections = conns
+	}
+	return armnetwork.PrivateEndpoint{Location: to(loc), Properties: p, Tags: map[string]*string{ownedTag(s.view.Name): to("owned")}}
+}
+
+// samePE compares what capzsim sets: subnet, target and approval mode.
+func samePE(got *armnetwork.PrivateEndpoint, want armnetwork.PrivateEndpoint) bool {
+	g, w := got.Properties, want.Properties
+	if g == nil || g.Subnet == nil || !strings.EqualFold(deref(g.Subnet.ID), deref(w.Subnet.ID)) {
+		return false
+	}
+	if (len(g.ManualPrivateLinkServiceConnections) > 0) != (len(w.ManualPrivateLinkServiceConnections) > 0) {
+		return false
+	}
+	gc := append(g.PrivateLinkServiceConnections, g.ManualPrivateLinkServiceConnections...)
+	wc := append(w.PrivateLinkServiceConnections, w.ManualPrivateLinkServiceConnections...)
+	if len(gc) != len(wc) {
+		return false
+	}
+	for i := range gc {
+		if !strings.EqualFold(deref(gc[i].Properties.PrivateLinkServiceID), deref(wc[i].Properties.PrivateLinkServiceID)) {
+			return false
+		}
+	}
+	return true
+}
+
+// delete removes the cluster's resource group, as CAPZ does, then releases
+// the object.
+func (r *Reconciler) delete(ctx context.Context, u *unstructured.Unstructured, az *azureClients, s *clusterSpec) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(u, capzFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	req, err := azruntime.NewRequest(ctx, http.MethodDelete, az.endpoint()+s.rgID()+"?api-version=2021-04-01")
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	resp, err := az.arm.Pipeline().Do(req)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotFound {
+		return ctrl.Result{}, fmt.Errorf("deleting resource group %s: HTTP %d", s.rgID(), resp.StatusCode)
+	}
+	controllerutil.RemoveFinalizer(u, capzFinalizer)
+	if err := r.Client.Update(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+func (az *azureClients) putResourceGroup(ctx context.Context, s *clusterSpec) error {
+	req, err := azruntime.NewRequest(ctx, http.MethodPut, az.endpoint()+s.rgID()+"?api-version=2021-04-01")
+	if err != nil {
+		return err
+	}
+	if err := azruntime.MarshalAsJSON(req, map[string]string{"location": s.view.Location}); err != nil {
+		return err
+	}
+	resp, err := az.arm.Pipeline().Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("creating resource group %s: HTTP %d", s.rgID(), resp.StatusCode)
+	}
+	return nil
+}
+
+func (az *azureClients) endpoint() string { return az.arm.Endpoint() }
+
+func waitFor(state *armnetwork.ProvisioningState) error {
+	if state != nil && *state == armnetwork.ProvisioningStateSucceeded {
+		return nil
+	}
+	return errWait
+}
+
+func notFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+// busy is Azure saying an operation on the resource is in progress.
+func busy(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.ErrorCode == "AnotherOperationInProgress"
+}
+
+func ipInAny(ip string, s *clusterSpec, subnet string) bool {
+	for _, sn := range s.subnets {
+		if sn.name != subnet {
+			continue
+		}
+		for _, c := range sn.cidrs {
+			if prefixContains(c, ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func to[T any](v T) *T { return &v }
+
+func toAll(in []string) []*string {
+	out := make([]*string, 0, len(in))
+	for _, s := range in {
+		out = append(out, to(s))
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,245 @@
+// Package testworld assembles the test world of DESIGN.md section 3 for
+// controller tests: a real API server (envtest) with the CAPZ CRDs, the
+// azuresim ARM emulator over HTTPS, and capzsim reconciling AzureClusters
+// into it. It also builds AzureCluster objects the way users write them.
+package testworld
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+)
+
+// Identities of the world.
+const (
+	TenantID        = "72f988bf-0000-0000-0000-0000000000aa"
+	CloudName       = "AzureSim"
+	CAPZClientID    = "capz"
+	CAPZSecret      = "capz-secret"
+	OperatorClient  = "operator"
+	OperatorSecret  = "operator-secret"
+	IdentityName    = "cluster-identity"
+	IdentityNS      = "org-giantswarm"
+	IdentitySecret  = "cluster-identity-secret"
+	DefaultLocation = "westeurope"
+)
+
+// Options configures a world.
+type Options struct {
+	Schema   testenv.Schema
+	CAPZMode capzsim.Mode
+	// Ingress lists clusters ("namespace/name") that get an ingress private
+	// link service, auto-approving the given subscriptions.
+	Ingress map[string]capzsim.Ingress
+	// Latency of Azure's long-running operations. Default 0.
+	Latency time.Duration
+}
+
+// World is a running test world.
+type World struct {
+	Env    *testenv.Env
+	Client client.Client
+	Sim    *azuresim.Server
+	// CAFile trusts the emulator, for the operator's custom cloud.
+	CAFile string
+	// Cloud reaches the emulator.
+	Cloud cloud.Configuration
+	// HTTP is a client that trusts the emulator.
+	HTTP *http.Client
+}
+
+var setLogger sync.Once
+
+// Start starts the world and stops it when the test ends. Controller logs go
+// to stderr with APEO_TEST_LOG=1 and nowhere otherwise.
+func Start(t testing.TB, opts Options) *World {
+	t.Helper()
+	setLogger.Do(func() {
+		if os.Getenv("APEO_TEST_LOG") == "1" {
+			ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+			return
+		}
+		ctrl.SetLogger(logr.Discard())
+	})
+	env := testenv.StartT(t, testenv.Options{Schema: opts.Schema})
+	sim := azuresim.New(azuresim.Options{TLS: true, Latency: opts.Latency, Principals: []azuresim.Principal{
+		{TenantID: TenantID, ClientID: CAPZClientID, ClientSecret: CAPZSecret},
+		{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret},
+	}})
+	if err := sim.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	w := &World{Env: env, Client: env.Client, Sim: sim, CAFile: filepath.Join(t.TempDir(), "azuresim-ca.pem")}
+	if err := sim.WriteCAFile(w.CAFile); err != nil {
+		t.Fatal(err)
+	}
+	w.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: sim.URL() + "/", Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+		cloud.ResourceManager: {Endpoint: sim.URL(), Audience: sim.URL()},
+	}}
+	w.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: sim.CertPool(), MinVersion: tls.VersionTLS12}}}
+	w.createIdentity(t)
+	w.startCAPZ(t, opts)
+	return w
+}
+
+// ClientOptions reach the emulator.
+func (w *World) ClientOptions() azcore.ClientOptions {
+	return azcore.ClientOptions{Cloud: w.Cloud, Transport: w.HTTP}
+}
+
+// Network returns network clients for a subscription, as CAPZ's principal.
+func (w *World) Network(t testing.TB, sub string) *armnetwork.ClientFactory {
+	t.Helper()
+	cred, err := azidentity.NewClientSecretCredential(TenantID, CAPZClientID, CAPZSecret, &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: w.ClientOptions(), DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := armnetwork.NewClientFactory(sub, cred, &arm.ClientOptions{ClientOptions: w.ClientOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (w *World) startCAPZ(t testing.TB, opts Options) {
+	t.Helper()
+	cred, err := azidentity.NewClientSecretCredential(TenantID, CAPZClientID, CAPZSecret, &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: w.ClientOptions(), DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := opts.CAPZMode
+	if mode == "" {
+		mode = capzsim.Fork
+	}
+	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
+		Scheme:                 w.Env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &capzsim.Reconciler{Client: mgr.GetClient(), Opts: capzsim.Options{
+		Mode: mode, Credential: cred, ClientOptions: w.ClientOptions(), Resync: 200 * time.Millisecond, Ingress: opts.Ingress,
+	}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("capzsim stopped with an error: %v", err)
+		}
+	})
+}
+
+// createIdentity creates the AzureClusterIdentity every cluster uses, with
+// the operator's principal, allowed in every namespace.
+func (w *World) createIdentity(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	w.Namespace(t, IdentityNS)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: IdentityNS, Name: IdentitySecret},
+		Data: map[string][]byte{"clientSecret": []byte(OperatorSecret)}}
+	if err := w.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	id := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"type": "ServicePrincipal", "tenantID": TenantID, "clientID": OperatorClient,
+		"clientSecret":      map[string]any{"name": IdentitySecret, "namespace": IdentityNS},
+		"allowedNamespaces": map[string]any{},
+	}}}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	id.SetNamespace(IdentityNS)
+	id.SetName(IdentityName)
+	if err := w.Client.Create(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Namespace creates a namespace if it does not exist.
+func (w *World) Namespace(t testing.TB, name string) {
+	t.Helper()
+	err := w.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+}
+
+// Get reads an AzureCluster.
+func (w *World) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	return u, err
+}
+
+// Eventually polls cond until it holds, failing the test after timeout
+// with the last thing cond reported. It never sleeps a fixed time.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, msg := cond(ctx)
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
+	}
+}
+
+// Timeout is the generous wait for anything in the world to happen, so a
+// loaded 2-core machine does not make tests flaky.
+const Timeout = 2 * time.Minute
+
+// Describe summarises a cluster for failure messages.
+func Describe(u *unstructured.Unstructured) string {
+	ann := u.GetAnnotations()
+	subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
+	var pes []string
+	for _, s := range subnets {
+		list, _, _ := unstructured.NestedSlice(s.(map[string]any), "privateEndpoints")
+		for _, pe := range list {
+			pes = append(pes, fmt.Sprint(pe.(map[string]any)["name"]))
+		}
+	}
+	return fmt.Sprintf("%s/%s annotations=%v privateEndpoints=%v finalizers=%v", u.GetNamespace(), u.GetName(), ann, pes, u.GetFinalizers())
+}
