@@ -14,16 +14,22 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 )
 
 // Exit codes.
@@ -54,7 +60,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	klog.SetLogger(logger)
 	log := logger.WithName("setup")
 
-	mgr, err := newManager(opts)
+	mgr, err := newManager(ctx, opts)
 	if err != nil {
 		log.Error(err, "Unable to set up the manager")
 		return exitError
@@ -69,7 +75,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-func newManager(opts *options) (manager.Manager, error) {
+func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
@@ -95,9 +101,24 @@ func newManager(opts *options) (manager.Manager, error) {
 		// lease over at once is safe and makes rolling updates fast.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &opts.gracefulShutdownTimeout,
+		// Read AzureClusters, Clusters and identities from the cache, never
+		// Secrets: the operator gets the few Secrets identities reference.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	if err != nil {
 		return nil, err
+	}
+	creds := &azure.Credentials{
+		Reader:             mgr.GetClient(),
+		SecretReader:       mgr.GetAPIReader(),
+		Clouds:             opts.clouds(),
+		Context:            ctx,
+		SecretRecheckAfter: opts.secretRecheck,
+		Log:                ctrl.Log.WithName("credentials"),
+	}
+	observer := &privateendpoints.Observer{TTL: opts.azureObserveTTL}
+	if err := clusterlink.Setup(mgr, opts.linkOptions(), &azure.Clients{Credentials: creds}, observer); err != nil {
+		return nil, fmt.Errorf("setting up the AzureCluster controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

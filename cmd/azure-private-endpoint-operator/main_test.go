@@ -47,6 +47,18 @@ func TestParseFlags(t *testing.T) {
 			renewDeadline:           10 * time.Second,
 			retryPeriod:             2 * time.Second,
 			gracefulShutdownTimeout: 30 * time.Second,
+			mcName:                  "mc",
+			mcNamespace:             "org-giantswarm",
+			annotationPrefix:        "azure-private-endpoint-operator.giantswarm.io",
+			defaultAzureEnvironment: "AzurePublicCloud",
+			pendingRecheck:          30 * time.Second,
+			driftCheck:              10 * time.Minute,
+			terminalRecheck:         10 * time.Minute,
+			mcWriteDelay:            2 * time.Second,
+			maxConcurrentReconciles: 4,
+			deleteOrphanedEndpoints: true,
+			secretRecheck:           5 * time.Minute,
+			azureObserveTTL:         10 * time.Second,
 		}
 	}
 	tests := []struct {
@@ -67,6 +79,16 @@ func TestParseFlags(t *testing.T) {
 				o.leaderElect, o.leaderElectionNamespace, o.metricsAddr = true, "giantswarm", "0"
 				return o
 			},
+		},
+		{
+			reason:  "the management cluster is required",
+			args:    []string{"--management-cluster-name="},
+			wantErr: "--management-cluster-name and --management-cluster-namespace are required",
+		},
+		{
+			reason:  "a custom cloud file that does not exist is refused",
+			args:    []string{"--azure-custom-cloud=/does/not/exist.json"},
+			wantErr: "--azure-custom-cloud=/does/not/exist.json: reading custom cloud",
 		},
 		{
 			reason:  "a positional argument is refused",
@@ -104,9 +126,10 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--leader-election-renew-deadline (20s) must be shorter than --leader-election-lease-duration (15s)",
 		},
 	}
+	mcFlags := []string{"--management-cluster-name=mc", "--management-cluster-namespace=org-giantswarm"}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
-			got, err := parseFlags(tc.args, io.Discard)
+			got, err := parseFlags(append(append([]string{}, mcFlags...), tc.args...), io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s: want error containing %q, got %v", tc.reason, tc.wantErr, err)
@@ -143,13 +166,13 @@ func TestRunExitCodes(t *testing.T) {
 		},
 		{
 			reason:     "a bad flag fails fast with code 2 and says what to do",
-			args:       []string{"--metrics-bind-address=nonsense"},
+			args:       []string{"--metrics-bind-address=nonsense", "--management-cluster-name=mc", "--management-cluster-namespace=ns"},
 			wantCode:   exitUsage,
 			wantStderr: "Run with --help for the list of flags.",
 		},
 		{
 			reason:     "an unreadable kubeconfig fails with code 1",
-			args:       []string{"--kubeconfig=" + filepath.Join(t.TempDir(), "missing"), "--metrics-bind-address=0", "--health-probe-bind-address=0"},
+			args:       []string{"--kubeconfig=" + filepath.Join(t.TempDir(), "missing"), "--metrics-bind-address=0", "--health-probe-bind-address=0", "--management-cluster-name=mc", "--management-cluster-namespace=ns"},
 			wantCode:   exitError,
 			wantStderr: "Unable to set up the manager",
 		},
@@ -188,6 +211,8 @@ func TestBinaryLifecycle(t *testing.T) {
 		"--leader-elect",
 		"--leader-election-namespace=default",
 		"--leader-election-id="+leaseName,
+		"--management-cluster-name=mc",
+		"--management-cluster-namespace=org-giantswarm",
 	)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

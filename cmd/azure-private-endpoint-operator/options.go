@@ -5,12 +5,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 )
 
 // inClusterNamespaceFile exists in every pod that mounts a service account
@@ -32,6 +40,23 @@ type options struct {
 	gracefulShutdownTimeout time.Duration
 	zap                     zap.Options
 
+	mcName, mcNamespace     string
+	mcLinkNames             string
+	annotationPrefix        string
+	mcSubnet, wcSubnet      string
+	watchFilter             string
+	defaultAzureEnvironment string
+	customCloudFile         string
+	customCloud             *azure.CustomCloud
+	pendingRecheck          time.Duration
+	driftCheck              time.Duration
+	terminalRecheck         time.Duration
+	mcWriteDelay            time.Duration
+	maxConcurrentReconciles int
+	deleteOrphanedEndpoints bool
+	secretRecheck           time.Duration
+	azureObserveTTL         time.Duration
+
 	// inCluster reports whether the process runs in a pod; a field so tests
 	// can set it.
 	inCluster bool
@@ -39,6 +64,37 @@ type options struct {
 
 // errUsage marks errors caused by the command line, which exit with code 2.
 var errUsage = errors.New("invalid command line")
+
+// linkOptions are the AzureCluster controllers' options from the flags.
+func (o *options) linkOptions() clusterlink.Options {
+	var links []string
+	for _, l := range strings.Split(o.mcLinkNames, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			links = append(links, l)
+		}
+	}
+	return clusterlink.Options{
+		Config:                  clusterlink.Config{MCLinkNames: links, MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet},
+		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
+		AnnotationPrefix:        o.annotationPrefix,
+		WatchFilter:             o.watchFilter,
+		PendingRecheck:          o.pendingRecheck,
+		DriftCheck:              o.driftCheck,
+		TerminalRecheck:         o.terminalRecheck,
+		MCWriteDelay:            o.mcWriteDelay,
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		DeleteOrphanedEndpoints: o.deleteOrphanedEndpoints,
+	}
+}
+
+// clouds are the clouds clusters may name, from the flags.
+func (o *options) clouds() azure.Clouds {
+	c := azure.Clouds{Default: o.defaultAzureEnvironment}
+	if o.customCloud != nil {
+		c.Custom = []azure.CustomCloud{*o.customCloud}
+	}
+	return c
+}
 
 // parseFlags parses and validates args. It returns flag.ErrHelp for -h/--help
 // after printing usage to out.
@@ -66,6 +122,40 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 		"How long leader election clients wait between tries.")
 	fs.DurationVar(&o.gracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second,
 		"How long running reconciles may take to finish after SIGTERM before the process exits.")
+	fs.StringVar(&o.mcName, "management-cluster-name", "",
+		"Name of the management cluster's AzureCluster. Required.")
+	fs.StringVar(&o.mcNamespace, "management-cluster-namespace", "",
+		"Namespace of the management cluster's AzureCluster. Required.")
+	fs.StringVar(&o.mcLinkNames, "mc-private-link-names", "",
+		"Comma-separated MC private link services workload clusters connect to; the first one's IP is annotated. Default: <mc-name>-ingress-privatelink.")
+	fs.StringVar(&o.annotationPrefix, "annotation-prefix", clusterlink.DefaultAnnotationPrefix,
+		"Prefix of the IP annotations written on workload clusters.")
+	fs.StringVar(&o.mcSubnet, "mc-private-endpoint-subnet", "",
+		"MC subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
+	fs.StringVar(&o.wcSubnet, "wc-private-endpoint-subnet", "",
+		"Workload cluster subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
+	fs.StringVar(&o.watchFilter, "watch-filter", "",
+		"Only handle objects labelled cluster.x-k8s.io/watch-filter=<value> (Cluster API's convention). Default: all.")
+	fs.StringVar(&o.defaultAzureEnvironment, "default-azure-environment", azure.PublicCloud,
+		"Cloud for clusters whose spec.azureEnvironment is empty: AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud or the custom cloud's name.")
+	fs.StringVar(&o.customCloudFile, "azure-custom-cloud", "",
+		"JSON file describing a custom cloud (name, resourceManagerEndpoint, resourceManagerAudience, activeDirectoryAuthorityHost, caFile); clusters whose spec.azureEnvironment equals its name use it.")
+	fs.DurationVar(&o.pendingRecheck, "pending-recheck-interval", 30*time.Second,
+		"How soon Azure is read again while a private endpoint is not ready.")
+	fs.DurationVar(&o.driftCheck, "drift-check-interval", 10*time.Minute,
+		"How often a converged cluster is read again from Azure (with up to 10% jitter).")
+	fs.DurationVar(&o.terminalRecheck, "terminal-recheck-interval", 10*time.Minute,
+		"How soon a cluster is retried after an Azure error a person must fix (authorization, validation).")
+	fs.DurationVar(&o.mcWriteDelay, "mc-write-delay", 2*time.Second,
+		"Workload cluster events within this window are written to the management cluster's AzureCluster in one write.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
+		"Workload clusters reconciled in parallel.")
+	fs.BoolVar(&o.deleteOrphanedEndpoints, "delete-orphaned-private-endpoints", true,
+		"Delete in Azure the private endpoints the operator removed from spec that CAPZ left behind (upstream CAPZ does).")
+	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
+		"How often an identity's Secret is read again to notice a rotation.")
+	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
+		"How long one list of a resource group's private endpoints answers every reconcile that needs it.")
 	o.zap.BindFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
@@ -84,6 +174,13 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 }
 
 func (o *options) validate() error {
+	errs := o.validateManager()
+	errs = append(errs, o.validateWiring()...)
+	return errors.Join(errs...)
+}
+
+// validateManager checks the manager's flags: addresses, leader election.
+func (o *options) validateManager() []error {
 	var errs []error
 	for _, a := range []struct{ flag, value string }{
 		{"--metrics-bind-address", o.metricsAddr},
@@ -93,36 +190,71 @@ func (o *options) validate() error {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", a.flag, a.value, err))
 		}
 	}
-	for _, d := range []struct {
-		flag  string
-		value time.Duration
-	}{
-		{"--leader-election-lease-duration", o.leaseDuration},
-		{"--leader-election-renew-deadline", o.renewDeadline},
-		{"--leader-election-retry-period", o.retryPeriod},
-		{"--graceful-shutdown-timeout", o.gracefulShutdownTimeout},
-	} {
-		if d.value <= 0 {
-			errs = append(errs, fmt.Errorf("%s=%s: must be positive", d.flag, d.value))
+	errs = append(errs, positive(map[string]time.Duration{
+		"--leader-election-lease-duration": o.leaseDuration,
+		"--leader-election-renew-deadline": o.renewDeadline,
+		"--leader-election-retry-period":   o.retryPeriod,
+		"--graceful-shutdown-timeout":      o.gracefulShutdownTimeout,
+	})...)
+	if !o.leaderElect {
+		return errs
+	}
+	if o.renewDeadline >= o.leaseDuration {
+		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be shorter than --leader-election-lease-duration (%s)",
+			o.renewDeadline, o.leaseDuration))
+	}
+	if o.retryPeriod >= o.renewDeadline {
+		errs = append(errs, fmt.Errorf("--leader-election-retry-period (%s) must be shorter than --leader-election-renew-deadline (%s)",
+			o.retryPeriod, o.renewDeadline))
+	}
+	if o.leaderElectionNamespace == "" && !o.inCluster {
+		errs = append(errs, errors.New("--leader-election-namespace is required with --leader-elect when running outside a cluster"))
+	}
+	if o.leaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id must not be empty with --leader-elect"))
+	}
+	return errs
+}
+
+// validateWiring checks the flags of the AzureCluster controllers.
+func (o *options) validateWiring() []error {
+	var errs []error
+	if o.mcName == "" || o.mcNamespace == "" {
+		errs = append(errs, errors.New("--management-cluster-name and --management-cluster-namespace are required: the operator wires workload clusters to that management cluster"))
+	}
+	errs = append(errs, positive(map[string]time.Duration{
+		"--pending-recheck-interval":         o.pendingRecheck,
+		"--drift-check-interval":             o.driftCheck,
+		"--terminal-recheck-interval":        o.terminalRecheck,
+		"--identity-secret-recheck-interval": o.secretRecheck,
+		"--azure-observe-ttl":                o.azureObserveTTL,
+	})...)
+	if o.mcWriteDelay < 0 {
+		errs = append(errs, fmt.Errorf("--mc-write-delay=%s: must not be negative", o.mcWriteDelay))
+	}
+	if o.maxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.maxConcurrentReconciles))
+	}
+	if o.customCloudFile != "" {
+		cc, err := azure.LoadCustomCloud(o.customCloudFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--azure-custom-cloud=%s: %w", o.customCloudFile, err))
+		} else {
+			o.customCloud = &cc
 		}
 	}
-	if o.leaderElect {
-		if o.renewDeadline >= o.leaseDuration {
-			errs = append(errs, fmt.Errorf("--leader-election-renew-deadline (%s) must be shorter than --leader-election-lease-duration (%s)",
-				o.renewDeadline, o.leaseDuration))
-		}
-		if o.retryPeriod >= o.renewDeadline {
-			errs = append(errs, fmt.Errorf("--leader-election-retry-period (%s) must be shorter than --leader-election-renew-deadline (%s)",
-				o.retryPeriod, o.renewDeadline))
-		}
-		if o.leaderElectionNamespace == "" && !o.inCluster {
-			errs = append(errs, errors.New("--leader-election-namespace is required with --leader-elect when running outside a cluster"))
-		}
-		if o.leaderElectionID == "" {
-			errs = append(errs, errors.New("--leader-election-id must not be empty with --leader-elect"))
+	return errs
+}
+
+// positive reports the durations that are not positive, in flag order.
+func positive(flags map[string]time.Duration) []error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if flags[name] <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%s: must be positive", name, flags[name]))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // validateBindAddress accepts "0" (disabled) or host:port with a numeric port.

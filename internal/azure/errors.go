@@ -91,11 +91,36 @@ var transientCodes = map[string]bool{
 // maxMessage bounds condition and event messages.
 const maxMessage = 256
 
+// ClassifiedError is an error already classified. Share it, not the SDK's
+// error, among goroutines: classifying an SDK error reads its response.
+type ClassifiedError struct {
+	Classification Classification
+}
+
+func (e *ClassifiedError) Error() string { return e.Classification.Message }
+
+// Freeze classifies err once and returns an error that is safe to hand to
+// several callers at once; nil stays nil.
+func Freeze(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *ClassifiedError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &ClassifiedError{Classification: Classify(err)}
+}
+
 // Classify maps any error from the Azure SDK (or the network under it) to
 // what to do about it. It is the only place that knows Azure's codes.
 func Classify(err error) Classification {
 	if err == nil {
 		return Classification{}
+	}
+	var frozen *ClassifiedError
+	if errors.As(err, &frozen) {
+		return frozen.Classification
 	}
 	var re *azcore.ResponseError
 	var authErr *azidentity.AuthenticationFailedError
@@ -166,6 +191,10 @@ func classifyResponse(re *azcore.ResponseError) Classification {
 // IsNotFound reports whether err says the resource does not exist, which a
 // delete treats as success.
 func IsNotFound(err error) bool {
+	var frozen *ClassifiedError
+	if errors.As(err, &frozen) {
+		return frozen.Classification.StatusCode == http.StatusNotFound
+	}
 	var re *azcore.ResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }

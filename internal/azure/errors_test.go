@@ -140,6 +140,16 @@ func TestClassify(t *testing.T) {
 			t.Errorf("message of %d bytes, valid UTF-8 %v: %q", len(got), utf8.ValidString(got), got)
 		}
 	})
+	t.Run("a frozen error keeps its classification", func(t *testing.T) {
+		err := armError(429, "SubscriptionRequestsThrottled", "slow down", "Retry-After", "7")
+		frozen := azure.Freeze(err)
+		if diff := cmp.Diff(azure.Classify(err), azure.Classify(frozen)); diff != "" {
+			t.Errorf("frozen classification (-want +got):\n%s", diff)
+		}
+		if !azure.IsNotFound(azure.Freeze(armError(404, "NotFound", "x"))) || azure.Freeze(nil) != nil {
+			t.Error("Freeze must keep IsNotFound and nil")
+		}
+	})
 	t.Run("IsNotFound", func(t *testing.T) {
 		if !azure.IsNotFound(armError(404, "NotFound", "x")) || azure.IsNotFound(armError(400, "BadRequest", "x")) || azure.IsNotFound(nil) {
 			t.Error("IsNotFound is true exactly for 404s")

@@ -388,3 +388,40 @@ func normalize(spec map[string]any) map[string]any {
 	}
 	return out
 }
+
+// TestCurrentOwnedReadsBackTheApply applies the operator's fields through
+// Owned and reads them back from managedFields: equal to what was applied,
+// with the user's own entry left out.
+func TestCurrentOwnedReadsBackTheApply(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{Schema: testenv.SchemaFork})
+	ctx := context.Background()
+	c := env.Client
+	createNamespace(t, c)
+	if err := c.Create(ctx, azureCluster(testenv.SchemaFork), client.FieldOwner(userManager)); err != nil {
+		t.Fatal(err)
+	}
+	want := capz.Owned{
+		Endpoints: map[string][]capz.PrivateEndpoint{nodeSubnet: {{
+			Name: "wc1-api-privatelink-privateendpoint", Location: "westeurope", ManualApproval: true,
+			Connections: []capz.PrivateLinkServiceConnection{{Name: "wc1-api-privatelink-connection", PrivateLinkServiceID: "/pls/wc1", RequestMessage: "please"}},
+		}}},
+		Finalizers:  []string{"azure-private-endpoint-operator.giantswarm.io/azurecluster"},
+		Annotations: map[string]string{"azure-private-endpoint-operator.giantswarm.io/private-link-apiserver-ip": "10.0.0.5"},
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(namespace, clusterName)),
+		client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	u := getObject(t, c)
+	view, errs := capz.FromUnstructured(u)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got := capz.CurrentOwned(u, view, capz.FieldManager)
+	if !got.Equal(want) {
+		t.Errorf("read back %+v, applied %+v", got, want)
+	}
+	if capz.CurrentOwned(u, view, "someone-else").Equal(want) {
+		t.Error("another manager is read as owning the operator's fields")
+	}
+}

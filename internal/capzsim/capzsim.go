@@ -69,6 +69,9 @@ type Options struct {
 	// Ingress lists clusters ("namespace/name") that get an ingress private
 	// link service.
 	Ingress map[string]Ingress
+	// KeepRemovedEndpoints leaves private endpoints removed from spec in
+	// Azure even in Fork mode (Upstream mode always does).
+	KeepRemovedEndpoints bool
 }
 
 // Reconciler is capzsim's controller.
@@ -88,8 +91,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
 	return ctrl.NewControllerManagedBy(mgr).Named("capzsim").For(u).
-		// Several worlds may run in one test process; names need not be unique.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: to(true)}).Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).Complete(r)
 }
 
 // errWait says Azure is still working; look again after Resync.
@@ -398,7 +400,7 @@ func (r *Reconciler) ensurePrivateEndpoints(ctx context.Context, _ *unstructured
 			wait = wait || busyNow
 		}
 	}
-	if r.Opts.Mode != Upstream {
+	if r.Opts.Mode != Upstream && !r.Opts.KeepRemovedEndpoints {
 		if err := deleteUnwanted(ctx, pes, s, existing, wanted); err != nil {
 			return err
 		}

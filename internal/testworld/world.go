@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -60,6 +61,8 @@ type Options struct {
 	Ingress map[string]capzsim.Ingress
 	// Latency of Azure's long-running operations. Default 0.
 	Latency time.Duration
+	// KeepRemovedEndpoints makes capzsim leave endpoints removed from spec.
+	KeepRemovedEndpoints bool
 }
 
 // World is a running test world.
@@ -147,12 +150,15 @@ func (w *World) startCAPZ(t testing.TB, opts Options) {
 		Scheme:                 w.Env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// Several worlds run in one test process: controller names repeat.
+		Controller: config.Controller{SkipNameValidation: ptr(true)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &capzsim.Reconciler{Client: mgr.GetClient(), Opts: capzsim.Options{
 		Mode: mode, Credential: cred, ClientOptions: w.ClientOptions(), Resync: 200 * time.Millisecond, Ingress: opts.Ingress,
+		KeepRemovedEndpoints: opts.KeepRemovedEndpoints,
 	}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -243,3 +249,5 @@ func Describe(u *unstructured.Unstructured) string {
 	}
 	return fmt.Sprintf("%s/%s annotations=%v privateEndpoints=%v finalizers=%v", u.GetNamespace(), u.GetName(), ann, pes, u.GetFinalizers())
 }
+
+func ptr[T any](v T) *T { return &v }

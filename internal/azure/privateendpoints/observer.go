@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 )
 
 // Connection states as Azure reports them.
@@ -33,6 +35,8 @@ type Observation struct {
 	// NICIDs are the endpoint's network interfaces, to find its IP when Azure
 	// does not put it in customDnsConfigs.
 	NICIDs []string
+	// Tags are the endpoint's Azure tags.
+	Tags map[string]string
 }
 
 // Ready says the endpoint can carry traffic: provisioned, approved, with an
@@ -45,6 +49,12 @@ func (o Observation) Ready() bool {
 // when Azure fills it, else from nicIP (a NIC address lookup).
 func Observe(pe *armnetwork.PrivateEndpoint, nicIP func(nicID string) string) Observation {
 	o := Observation{Name: deref(pe.Name), ID: deref(pe.ID)}
+	for k, v := range pe.Tags {
+		if o.Tags == nil {
+			o.Tags = map[string]string{}
+		}
+		o.Tags[k] = deref(v)
+	}
 	p := pe.Properties
 	if p == nil {
 		return o
@@ -152,7 +162,9 @@ func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGr
 	o.lists[k] = l
 	o.mu.Unlock()
 
-	l.obs, l.err = o.list(ctx, api, resourceGroup)
+	obs, err := o.list(ctx, api, resourceGroup)
+	// Every waiting caller gets this error: classify it once, here.
+	l.obs, l.err = obs, azure.Freeze(err)
 	o.mu.Lock()
 	l.at = o.now()
 	o.mu.Unlock()

@@ -1,0 +1,179 @@
+package capz
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Owned is what the operator applies to one AzureCluster: private endpoint
+// entries per subnet, its finalizer, and annotations. Applying an Owned
+// with server-side apply under FieldManager makes the object hold exactly
+// these operator fields; everything else stays with its owners.
+type Owned struct {
+	// Endpoints by subnet name.
+	Endpoints   map[string][]PrivateEndpoint
+	Finalizers  []string
+	Annotations map[string]string
+}
+
+// ApplyConfiguration builds the server-side apply body for an AzureCluster.
+func (o Owned) ApplyConfiguration(namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(AzureClusterGVK)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	if len(o.Finalizers) > 0 {
+		u.SetFinalizers(o.Finalizers)
+	}
+	if len(o.Annotations) > 0 {
+		u.SetAnnotations(o.Annotations)
+	}
+	var subnets []any
+	for _, subnet := range sortedKeys(o.Endpoints) {
+		var entries []any
+		for _, pe := range o.Endpoints[subnet] {
+			entries = append(entries, endpointObject(pe))
+		}
+		if len(entries) > 0 {
+			subnets = append(subnets, map[string]any{"name": subnet, "privateEndpoints": entries})
+		}
+	}
+	if len(subnets) > 0 {
+		u.Object["spec"] = map[string]any{"networkSpec": map[string]any{"subnets": subnets}}
+	}
+	return u
+}
+
+func endpointObject(pe PrivateEndpoint) map[string]any {
+	var conns []any
+	for _, c := range pe.Connections {
+		m := map[string]any{"name": c.Name, "privateLinkServiceID": c.PrivateLinkServiceID}
+		if c.RequestMessage != "" {
+			m["requestMessage"] = c.RequestMessage
+		}
+		conns = append(conns, m)
+	}
+	obj := map[string]any{"name": pe.Name, "privateLinkServiceConnections": conns}
+	if pe.Location != "" {
+		obj["location"] = pe.Location
+	}
+	if pe.ManualApproval {
+		obj["manualApproval"] = true
+	}
+	return obj
+}
+
+// CurrentOwned reads back what the field manager owns of an AzureCluster:
+// the private endpoint entries (with their current values), finalizers and
+// annotations it manages. Comparing it with the desired Owned tells whether
+// an apply would change anything.
+func CurrentOwned(u *unstructured.Unstructured, ac *AzureCluster, manager string) Owned {
+	out := Owned{Endpoints: map[string][]PrivateEndpoint{}, Annotations: map[string]string{}}
+	var fields map[string]any
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil {
+			_ = json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields)
+		}
+	}
+	if fields == nil {
+		return out
+	}
+	meta, _ := fields["f:metadata"].(map[string]any)
+	for k := range asMap(meta["f:finalizers"]) {
+		if v, ok := strings.CutPrefix(k, "v:"); ok {
+			var s string
+			if json.Unmarshal([]byte(v), &s) == nil {
+				out.Finalizers = append(out.Finalizers, s)
+			}
+		}
+	}
+	sort.Strings(out.Finalizers)
+	for k := range asMap(meta["f:annotations"]) {
+		if name, ok := strings.CutPrefix(k, "f:"); ok {
+			out.Annotations[name] = ac.Annotations[name]
+		}
+	}
+	subnets := asMap(asMap(asMap(fields["f:spec"])["f:networkSpec"])["f:subnets"])
+	for subnetKey, subnetFields := range subnets {
+		subnet := listMapName(subnetKey)
+		for peKey := range asMap(asMap(subnetFields)["f:privateEndpoints"]) {
+			if pe, ok := findEndpoint(ac, subnet, listMapName(peKey)); ok {
+				out.Endpoints[subnet] = append(out.Endpoints[subnet], pe)
+			}
+		}
+		sort.Slice(out.Endpoints[subnet], func(i, j int) bool { return out.Endpoints[subnet][i].Name < out.Endpoints[subnet][j].Name })
+	}
+	return out
+}
+
+// Equal reports whether two Owned hold the same fields, ignoring order.
+func (o Owned) Equal(other Owned) bool {
+	return o.key() == other.key()
+}
+
+func (o Owned) key() string {
+	norm := struct {
+		E map[string][]PrivateEndpoint
+		F []string
+		A map[string]string
+	}{map[string][]PrivateEndpoint{}, append([]string(nil), o.Finalizers...), o.Annotations}
+	for k, v := range o.Endpoints {
+		if len(v) == 0 {
+			continue
+		}
+		s := append([]PrivateEndpoint(nil), v...)
+		sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
+		norm.E[k] = s
+	}
+	sort.Strings(norm.F)
+	if len(norm.A) == 0 {
+		norm.A = nil
+	}
+	b, _ := json.Marshal(norm)
+	return string(b)
+}
+
+func findEndpoint(ac *AzureCluster, subnet, name string) (PrivateEndpoint, bool) {
+	for _, s := range ac.Subnets {
+		if s.Name != subnet {
+			continue
+		}
+		for _, pe := range s.PrivateEndpoints {
+			if pe.Name == name {
+				return pe, true
+			}
+		}
+	}
+	return PrivateEndpoint{}, false
+}
+
+// listMapName reads the name of a list-map key, k:{"name":"x"}.
+func listMapName(k string) string {
+	raw, ok := strings.CutPrefix(k, "k:")
+	if !ok {
+		return ""
+	}
+	var v struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal([]byte(raw), &v)
+	return v.Name
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,285 @@
+package clusterlink_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestWiresBothDirections: a private MC and a private WC are wired both
+// ways; a user's own endpoint and CAPZ's concurrent writes survive; a
+// removed link removes its endpoint and annotation; a deleted WC leaves no
+// endpoint in the MC and is released.
+func TestWiresBothDirections(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	mc := mcCluster(true).Object(testenv.SchemaFork)
+	addUserEndpoint(mc)
+	if err := w.Client.Create(ctx, mc, client.FieldOwner(userMgr)); err != nil {
+		t.Fatal(err)
+	}
+	create(t, w, testenv.SchemaFork, wcCluster("wc1", 20))
+	operator(t, w)
+
+	u := wired(t, w, "wc1", true, true)
+	if got, want := u.GetAnnotations()[apiAnn], azureIP(t, w, mcSub, "mc-rg", "wc1-api-privatelink-privateendpoint"); got != want {
+		t.Errorf("%s = %s, want the MC endpoint's IP %s", apiAnn, got, want)
+	}
+	if got, want := u.GetAnnotations()[ingAnn], azureIP(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"); got != want {
+		t.Errorf("%s = %s, want the WC endpoint's IP %s", ingAnn, got, want)
+	}
+	if !slices.Contains(u.GetFinalizers(), clusterlink.Finalizer) {
+		t.Errorf("finalizer %s missing: %v", clusterlink.Finalizer, u.GetFinalizers())
+	}
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonEndpointReady)
+	checkMC(t, w, []string{"users-own-privateendpoint", "wc1-api-privatelink-privateendpoint"})
+
+	// The WC's owner removes the link: its endpoint and annotation go.
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	testworld.Eventually(t, testworld.Timeout, "the link's endpoint and annotation removed", func(ctx context.Context) (bool, string) {
+		u, _ := w.Get(ctx, wcNS, "wc1")
+		_, api := u.GetAnnotations()[apiAnn]
+		_, ing := u.GetAnnotations()[ingAnn]
+		names := endpointNames(t, w, mcKey)
+		return !api && ing && !slices.Contains(names, "wc1-api-privatelink-privateendpoint"), fmt.Sprint(testworld.Describe(u), names)
+	})
+
+	// The WC is deleted: released, and the MC keeps only the user's endpoint.
+	u, _ = w.Get(ctx, wcNS, "wc1")
+	if err := w.Client.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "wc1 released and gone", func(ctx context.Context) (bool, string) {
+		_, err := w.Get(ctx, wcNS, "wc1")
+		return err != nil, fmt.Sprint(err)
+	})
+	checkMC(t, w, []string{"users-own-privateendpoint"})
+}
+
+// addUserEndpoint gives the MC an endpoint of the user's own, to the MC's
+// ingress private link service.
+func addUserEndpoint(mc *unstructured.Unstructured) {
+	subnets, _, _ := unstructured.NestedSlice(mc.Object, "spec", "networkSpec", "subnets")
+	nodes := subnets[1].(map[string]any)
+	nodes["privateEndpoints"] = []any{map[string]any{
+		"name": "users-own-privateendpoint",
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 "users-own-connection",
+			"privateLinkServiceID": "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateLinkServices/mc-ingress-privatelink",
+		}},
+	}}
+	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
+}
+
+// checkMC checks the MC's endpoint entries and that CAPZ's writes (subnet
+// IDs) survived the operator's.
+func checkMC(t *testing.T, w *testworld.World, want []string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, fmt.Sprintf("the MC holding %v", want), func(ctx context.Context) (bool, string) {
+		names := endpointNames(t, w, mcKey)
+		slices.Sort(names)
+		return slices.Equal(names, want), fmt.Sprint(names)
+	})
+	u, _ := w.Get(context.Background(), mcNS, "mc")
+	view, _ := capz.FromUnstructured(u)
+	for _, s := range view.Subnets {
+		if s.ID == "" {
+			t.Errorf("CAPZ's subnet ID of %s was lost", s.Name)
+		}
+	}
+}
+
+// TestManualApprovalAndProblems runs the situations a user must act on in
+// one world: approval, a subscription not allowed, an invalid spec, a
+// paused cluster and an identity not allowed in the namespace.
+func TestManualApprovalAndProblems(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	manual := wcCluster("wc-manual", 21)
+	manual.PrivateLinks[0].AutoApprovedSubscriptions = nil
+	notAllowed := wcCluster("wc-notallowed", 22)
+	notAllowed.PrivateLinks[0].AllowedSubscriptions = []string{"33333333-3333-3333-3333-333333333333"}
+	badLB := wcCluster("wc-badlb", 23)
+	badLB.LBType = "Intrnal"
+	pausedObj := wcCluster("wc-paused", 24).Object(testenv.SchemaFork)
+	pausedObj.SetAnnotations(map[string]string{capz.PausedAnnotation: "true"})
+	create(t, w, testenv.SchemaFork, mcCluster(true), manual, notAllowed, badLB)
+	if err := w.Client.Create(ctx, pausedObj, client.FieldOwner(userMgr)); err != nil {
+		t.Fatal(err)
+	}
+	operator(t, w)
+
+	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: wcNS, Name: n} }
+	waitEvent(t, w, key("wc-manual"), clusterlink.ReasonEndpointPending)
+	if _, ok := getAnnotations(t, w, "wc-manual")[apiAnn]; ok {
+		t.Error("a pending endpoint's IP was annotated")
+	}
+	// The WC's owner approves the MC's connection. While CAPZ first writes
+	// the MC's subnet IDs it can replace the operator's entries (the merge
+	// patch hazard), so the endpoint may be recreated with a new pending
+	// connection: approve until the approval sticks.
+	pls := "/subscriptions/" + wcSub + "/resourceGroups/wc-manual-rg/providers/Microsoft.Network/privateLinkServices/wc-manual-api-privatelink"
+	pe := "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateEndpoints/wc-manual-api-privatelink-privateendpoint"
+	testworld.Eventually(t, testworld.Timeout, "the approved endpoint's IP annotated", func(ctx context.Context) (bool, string) {
+		err := w.Sim.ActOnConnection(azuresim.ConnectionAction{PrivateLinkServiceID: pls, PrivateEndpointID: pe, Status: "Approved"})
+		_, annotated := getAnnotations(t, w, "wc-manual")[apiAnn]
+		return annotated, fmt.Sprint(err)
+	})
+	wired(t, w, "wc-manual", true, true)
+
+	waitEvent(t, w, key("wc-notallowed"), clusterlink.ReasonSubscriptionNotAllowed)
+	waitEvent(t, w, key("wc-badlb"), clusterlink.ReasonInvalidSpec)
+	names := endpointNames(t, w, mcKey)
+	for _, n := range names {
+		if strings.HasPrefix(n, "wc-notallowed") || strings.HasPrefix(n, "wc-badlb") {
+			t.Errorf("the MC got endpoint %s for a cluster it must not wire", n)
+		}
+	}
+	// wc-manual converged while wc-paused was there all along: untouched.
+	u, _ := w.Get(ctx, wcNS, "wc-paused")
+	if slices.Contains(u.GetFinalizers(), clusterlink.Finalizer) {
+		t.Errorf("a paused cluster was changed: %s", testworld.Describe(u))
+	}
+	mergePatch(t, w, key("wc-paused"), `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":null}}}`)
+	wired(t, w, "wc-paused", true, true)
+
+	identityNotAllowed(t, w)
+}
+
+// identityNotAllowed: a WC whose identity does not allow its namespace.
+func identityNotAllowed(t *testing.T, w *testworld.World) {
+	t.Helper()
+	ctx := context.Background()
+	id := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"type": "ServicePrincipal", "tenantID": testworld.TenantID, "clientID": testworld.OperatorClient,
+		"clientSecret":      map[string]any{"name": testworld.IdentitySecret, "namespace": testworld.IdentityNS},
+		"allowedNamespaces": map[string]any{"list": []any{"somewhere-else"}},
+	}}}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	id.SetNamespace(testworld.IdentityNS)
+	id.SetName("restricted")
+	if err := w.Client.Create(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	obj := wcCluster("wc-denied", 25).Object(testenv.SchemaFork)
+	_ = unstructured.SetNestedField(obj.Object, "restricted", "spec", "identityRef", "name")
+	if err := w.Client.Create(ctx, obj, client.FieldOwner(userMgr)); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc-denied"}, "IdentityNotAllowedInNamespace")
+}
+
+func getAnnotations(t *testing.T, w *testworld.World, name string) map[string]string {
+	t.Helper()
+	u, err := w.Get(context.Background(), wcNS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetAnnotations()
+}
+
+// TestUpstreamCAPZ: on upstream CAPZ (no privateLinks field) WCs still
+// reach a private MC's ingress; a WC created before the MC waits for it.
+func TestUpstreamCAPZ(t *testing.T) {
+	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
+	create(t, w, testenv.SchemaUpstream, wcCluster("wc1", 20))
+	operator(t, w)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonManagementClusterNotFound)
+	create(t, w, testenv.SchemaUpstream, mcCluster(true))
+	u := wired(t, w, "wc1", false, true)
+	if got, want := u.GetAnnotations()[ingAnn], azureIP(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"); got != want {
+		t.Errorf("%s = %s, want %s", ingAnn, got, want)
+	}
+	if names := endpointNames(t, w, mcKey); len(names) != 0 {
+		t.Errorf("upstream CAPZ WCs have no private links, yet the MC got endpoints %v", names)
+	}
+}
+
+// TestPublicMCWithProposalSpelling: a public MC needs no ingress endpoint in
+// its WCs; the proposal's natIPConfigurations spelling is read.
+func TestPublicMCWithProposalSpelling(t *testing.T) {
+	w := world(t, testenv.SchemaProposal, capzsim.Fork, false)
+	create(t, w, testenv.SchemaProposal, mcCluster(false), wcCluster("wc1", 20))
+	operator(t, w)
+	wired(t, w, "wc1", true, false)
+	if names := endpointNames(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}); len(names) != 0 {
+		t.Errorf("a WC of a public MC got endpoints %v", names)
+	}
+}
+
+// TestOrphanedEndpointIsDeleted: when CAPZ leaves an endpoint in Azure that
+// the operator removed from spec (upstream CAPZ does), the operator deletes
+// it.
+func TestOrphanedEndpointIsDeleted(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, true)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w)
+	wired(t, w, "wc1", true, true)
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	pes := w.Network(t, mcSub).NewPrivateEndpointsClient()
+	testworld.Eventually(t, testworld.Timeout, "the orphaned endpoint deleted in Azure", func(ctx context.Context) (bool, string) {
+		_, err := pes.Get(ctx, "mc-rg", "wc1-api-privatelink-privateendpoint", nil)
+		return err != nil && strings.Contains(err.Error(), "ResourceNotFound"), fmt.Sprint(err)
+	})
+	waitEvent(t, w, mcKey, clusterlink.ReasonOrphanDeleted)
+}
+
+// TestManyWorkloadClustersFewMCWrites creates 20 WCs at once: the MC must be
+// written far fewer than 20 times.
+func TestManyWorkloadClustersFewMCWrites(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	before := counter(t, "azure_private_endpoint_operator_management_cluster_writes_total")
+	create(t, w, testenv.SchemaFork, mcCluster(true))
+	var wcs []testworld.Cluster
+	for i := range 20 {
+		wcs = append(wcs, wcCluster(fmt.Sprintf("wc%02d", i), 20+i))
+	}
+	create(t, w, testenv.SchemaFork, wcs...)
+	w.Sim.ResetCounters()
+	operator(t, w)
+	for _, c := range wcs {
+		wired(t, w, c.Name, true, true)
+	}
+	writes := counter(t, "azure_private_endpoint_operator_management_cluster_writes_total") - before
+	sim := w.Sim.Counters()
+	t.Logf("20 WCs: %v writes to the MC; operator ARM requests %d, capzsim ARM requests %d, token requests %d, 429s %d",
+		writes, sim.ByPrincipal[testworld.OperatorClient], sim.ByPrincipal[testworld.CAPZClientID], sim.Tokens, sim.Throttled)
+	if writes > 8 {
+		t.Errorf("20 WCs caused %v writes to the MC; want at most 8", writes)
+	}
+	if writes < 1 {
+		t.Errorf("the MC was never written")
+	}
+}
+
+func counter(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var sum float64
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	return 0
+}

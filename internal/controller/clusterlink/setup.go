@@ -1,0 +1,148 @@
+package clusterlink
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusteridentities,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Setup registers the AzureCluster controllers with a manager.
+func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
+	opts.setDefaults()
+	rec := mgr.GetEventRecorder("azure-private-endpoint-operator")
+	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck}
+	mcr := &MCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Orphans: orphans}
+	wcr := &WCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Clients: clients, Observer: observer, Orphans: orphans}
+
+	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
+	selected := func(o client.Object) bool { return opts.selected(o) }
+	// Every AzureCluster and Cluster event asks for one MC reconcile after
+	// MCWriteDelay: events of that window collapse into it.
+	err := ctrl.NewControllerManagedBy(mgr).Named("management-cluster").
+		Watches(newAzureCluster(), delayed(mcKey, opts.MCWriteDelay, selected)).
+		Watches(newCluster(), delayed(mcKey, opts.MCWriteDelay, selected)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(mcr)
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("workload-cluster").
+		For(newAzureCluster()).
+		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
+		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
+		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient()))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(wcr)
+}
+
+// delayed enqueues one fixed request, after a delay, for any event of a
+// selected object. The queue keeps one entry per request, so the events of
+// the window cost one reconcile.
+func delayed(req reconcile.Request, after time.Duration, selected func(client.Object) bool) handler.EventHandler {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if o == nil || selected(o) {
+			q.AddAfter(req, after)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
+}
+
+func newAzureCluster() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	return u
+}
+
+func newCluster() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.ClusterGVK)
+	return u
+}
+
+func newIdentity() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	return u
+}
+
+// allWCsWhenMC re-evaluates every WC when the MC changes.
+func allWCsWhenMC(c client.Client, mc types.NamespacedName) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		if (types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}) != mc {
+			return nil
+		}
+		return listAzureClusters(ctx, c, func(*unstructured.Unstructured) bool { return true })
+	}
+}
+
+// azureClusterOfCluster maps a Cluster (pause changes) to its AzureCluster.
+func azureClusterOfCluster(_ context.Context, o client.Object) []reconcile.Request {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "infrastructureRef", "name")
+	if name == "" {
+		name = u.GetName()
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: name}}}
+}
+
+// clustersOfIdentity maps an identity to the clusters that use it.
+func clustersOfIdentity(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return listAzureClusters(ctx, c, func(u *unstructured.Unstructured) bool {
+			view, _ := capz.FromUnstructured(u)
+			return view.IdentityRef != nil && view.IdentityRef.Name == o.GetName() && view.IdentityRef.Namespace == o.GetNamespace()
+		})
+	}
+}
+
+func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstructured.Unstructured) bool) []reconcile.Request {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}})
+		}
+	}
+	return out
+}

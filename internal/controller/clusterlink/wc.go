@@ -1,0 +1,433 @@
+package clusterlink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// WCReconciler wires one workload cluster: its finalizer, its private
+// endpoints to the MC's ingress, the IP annotations, the compatibility
+// condition and the events that explain what it waits for.
+type WCReconciler struct {
+	Client   client.Client
+	Opts     Options
+	Recorder events.EventRecorder
+	Clients  *azure.Clients
+	Observer *privateendpoints.Observer
+	Orphans  *OrphanCleaner
+
+	states stateTracker
+	memory eventMemory
+}
+
+// Reconcile wires one workload cluster.
+func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.String()
+	if req.NamespacedName == r.Opts.ManagementCluster {
+		return ctrl.Result{}, nil
+	}
+	u, err := getAzureCluster(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if u == nil {
+		r.states.set(key, nil)
+		r.memory.forget(key)
+		return ctrl.Result{}, nil
+	}
+	if !r.Opts.selected(u) {
+		return ctrl.Result{}, nil
+	}
+	wc, errs := capz.FromUnstructured(u)
+	if len(errs) > 0 {
+		r.warnOnce(u, ReasonInvalidSpec, errs.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	if paused(ctx, r.Client, u, wc) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Cluster is paused")
+		return ctrl.Result{}, nil
+	}
+	mcU, err := getAzureCluster(ctx, r.Client, r.Opts.ManagementCluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var mc *capz.AzureCluster
+	if mcU != nil {
+		mc, _ = capz.FromUnstructured(mcU)
+	}
+	if wc.Deleting {
+		return r.release(ctx, u, wc, mcU, mc)
+	}
+	if mc == nil {
+		r.warnOnce(u, ReasonManagementClusterNotFound, fmt.Sprintf("management cluster %s does not exist; nothing can be wired until it does", r.Opts.ManagementCluster))
+		return ctrl.Result{}, r.apply(ctx, u, wc, capz.Owned{Finalizers: []string{Finalizer}, Annotations: capz.CurrentOwned(u, wc, capz.FieldManager).Annotations})
+	}
+	return r.wire(ctx, u, wc, mc)
+}
+
+func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (ctrl.Result, error) {
+	toMC, p1 := WCToMC(mc, wc, r.Opts.Config)
+	toWC, p2 := MCToWC(mc, wc, r.Opts.Config)
+	r.reportProblems(u, append(p1, p2...))
+
+	current := capz.CurrentOwned(u, wc, capz.FieldManager)
+	o := r.observe(ctx, u, wc, mc, toWC, toMC, current.Annotations)
+	want := capz.Owned{Endpoints: groupBySubnet(toMC), Finalizers: []string{Finalizer}, Annotations: o.annotations}
+	if err := r.apply(ctx, u, wc, want); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.reportTransitions(u, current.Annotations, o.annotations)
+	r.states.set(u.GetNamespace()+"/"+u.GetName(), o.states)
+	if o.ready && len(toWC)+len(toMC) > 0 {
+		if err := r.setReadyCondition(ctx, u); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil && len(toMC) > 0 {
+		var names []string
+		for _, ep := range toMC {
+			names = append(names, ep.Name)
+		}
+		if _, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), names...); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return o.result, o.err
+}
+
+// observation is what Azure says, turned into annotations and a result.
+type observation struct {
+	annotations map[string]string
+	states      map[Direction]string
+	ready       bool
+	result      ctrl.Result
+	err         error
+}
+
+// observe reads both directions' endpoints and computes the annotations.
+// An annotation is set only when its endpoint is provisioned, approved and
+// has an IP; it is removed when Azure says otherwise; it is left alone when
+// Azure cannot be read.
+func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, current map[string]string) observation {
+	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.driftCheck()}}
+	for k, v := range current {
+		o.annotations[k] = v
+	}
+	for _, d := range []struct {
+		eps     []Endpoint
+		owner   *capz.AzureCluster // whose identity and resource group
+		annName string
+	}{
+		{toWC, mc, r.Opts.annotation(AnnotationAPIServerIP)},
+		{toMC, wc, r.Opts.annotation(AnnotationMCIngressIP)},
+	} {
+		if len(d.eps) == 0 {
+			delete(o.annotations, d.annName)
+			continue
+		}
+		ep := d.eps[0]
+		obs, err := r.observeGroup(ctx, d.owner)
+		if err != nil {
+			o.ready = false
+			o.states[ep.Direction] = stateUnknown
+			o.result, o.err = classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", d.owner.Namespace, d.owner.Name), err)
+			continue
+		}
+		ob, exists := obs[strings.ToLower(ep.Name)]
+		state, note := endpointState(ob, exists, ep)
+		o.states[ep.Direction] = state
+		if state == stateReady {
+			o.annotations[d.annName] = ob.IP
+			continue
+		}
+		delete(o.annotations, d.annName)
+		o.ready = false
+		r.noteState(u, ep, state, note)
+		o.result = ctrl.Result{RequeueAfter: r.Opts.PendingRecheck}
+	}
+	return o
+}
+
+// observeGroup reads the endpoints in a cluster's resource group with that
+// cluster's identity, through the shared observer.
+func (r *WCReconciler) observeGroup(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
+	f, cred, err := r.Clients.Network(ctx, ac, ac.SubscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := r.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
+		r.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
+	}
+	return obs, err
+}
+
+// endpointState says where an endpoint is and who must act.
+func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (string, string) {
+	pls := ep.Connections[0].PrivateLinkServiceID
+	switch {
+	case !exists:
+		return stateProvisioning, fmt.Sprintf("private endpoint %s is not in Azure yet; CAPZ creates it from the AzureCluster spec", ep.Name)
+	case ob.ProvisioningState != "Succeeded":
+		return stateProvisioning, fmt.Sprintf("private endpoint %s is being provisioned (%s)", ep.Name, ob.ProvisioningState)
+	case ob.ConnectionState == privateendpoints.StatePending:
+		return statePending, fmt.Sprintf("the connection of private endpoint %s waits for approval: the owner of private link service %s must approve it", ep.Name, pls)
+	case ob.ConnectionState == privateendpoints.StateRejected:
+		return stateRejected, fmt.Sprintf("the owner of private link service %s rejected private endpoint %s (%s); approve it there or remove the link", pls, ep.Name, ob.ConnectionDescription)
+	case ob.ConnectionState == privateendpoints.StateDisconnected:
+		return stateDisconnected, fmt.Sprintf("private endpoint %s was disconnected from private link service %s (removed or deleted by its owner)", ep.Name, pls)
+	case ob.IP == "":
+		return stateProvisioning, fmt.Sprintf("private endpoint %s has no IP yet", ep.Name)
+	case ob.Ready():
+		return stateReady, ""
+	}
+	return stateUnknown, fmt.Sprintf("private endpoint %s is in state %q", ep.Name, ob.ConnectionState)
+}
+
+// apply writes the operator's fields of a WC when they differ. Fields an
+// older operator wrote with Update are shared, so server-side apply alone
+// cannot remove them; a guarded JSON patch removes what must go.
+func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, want capz.Owned) error {
+	current := capz.CurrentOwned(u, wc, capz.FieldManager)
+	if !want.Equal(current) {
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(wc.Namespace, wc.Name)),
+			client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+			return err
+		}
+		wcWrites.Inc()
+	}
+	var ops []map[string]any
+	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
+		if _, keep := want.Annotations[name]; !keep {
+			if _, present := u.GetAnnotations()[name]; present {
+				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + jsonPointerEscape(name)})
+			}
+		}
+	}
+	if !slices.Contains(want.Finalizers, Finalizer) {
+		if i := slices.Index(u.GetFinalizers(), Finalizer); i >= 0 {
+			ops = append(ops,
+				map[string]any{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", i), "value": Finalizer},
+				map[string]any{"op": "remove", "path": fmt.Sprintf("/metadata/finalizers/%d", i)})
+		}
+	}
+	if len(ops) == 0 || !want.Equal(current) {
+		// After an apply, u is stale: the next reconcile removes leftovers.
+		return nil
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	wcWrites.Inc()
+	return client.IgnoreNotFound(r.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)))
+}
+
+// release lets a deleted WC go once the MC no longer holds its endpoints
+// (the MC reconcile removes them), or at once when the MC is gone.
+func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcU *unstructured.Unstructured, mc *capz.AzureCluster) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(u, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if mc != nil {
+		for _, eps := range capz.CurrentOwned(mcU, mc, capz.FieldManager).Endpoints {
+			for _, ep := range eps {
+				if len(ep.Connections) > 0 && targetsGroup(ep.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup) {
+					return ctrl.Result{RequeueAfter: r.Opts.MCWriteDelay + time.Second}, nil
+				}
+			}
+		}
+	} else {
+		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",
+			"management cluster %s does not exist; releasing the finalizer without cleaning up its private endpoints", r.Opts.ManagementCluster)
+	}
+	if err := r.apply(ctx, u, wc, capz.Owned{}); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Re-read: an older operator's finalizer may remain after the apply.
+	if u2, err := getAzureCluster(ctx, r.Client, types.NamespacedName{Namespace: wc.Namespace, Name: wc.Name}); err == nil && u2 != nil {
+		if err := r.apply(ctx, u2, wc, capz.Owned{}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonFinalizerReleased, "Release",
+		"the management cluster's private endpoints to this cluster are removed; finalizer %s released", Finalizer)
+	key := wc.Namespace + "/" + wc.Name
+	r.states.set(key, nil)
+	r.memory.forget(key)
+	return ctrl.Result{}, nil
+}
+
+// setReadyCondition writes GSPrivateLinksReady=True once, with a merge patch
+// guarded by resourceVersion so a concurrent CAPZ status write is not lost.
+// It is never written False: CAPZ's Ready summary includes every condition.
+func (r *WCReconciler) setReadyCondition(ctx context.Context, u *unstructured.Unstructured) error {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == ConditionGSPrivateLinksReady && m["status"] == "True" {
+			return nil
+		}
+	}
+	fresh, err := getAzureCluster(ctx, r.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	if err != nil || fresh == nil {
+		return err
+	}
+	before := fresh.DeepCopy()
+	conds, _, _ = unstructured.NestedSlice(fresh.Object, "status", "conditions")
+	var kept []any
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); !ok || m["type"] != ConditionGSPrivateLinksReady {
+			kept = append(kept, c)
+		}
+	}
+	kept = append(kept, map[string]any{
+		"type": ConditionGSPrivateLinksReady, "status": "True",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"reason":             "PrivateEndpointsReady",
+		"message":            "private endpoints are approved and their IPs annotated",
+	})
+	_ = unstructured.SetNestedSlice(fresh.Object, kept, "status", "conditions")
+	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(capz.FieldManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	wcWrites.Inc()
+	return nil
+}
+
+// reportProblems emits each new problem once, as a Warning Event.
+func (r *WCReconciler) reportProblems(u *unstructured.Unstructured, problems []Problem) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	var current []string
+	for _, p := range problems {
+		id := p.Reason + ":" + p.Message
+		current = append(current, id)
+		if r.memory.first(key, id) {
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, p.Reason, "Wire", "%s", p.Message)
+		}
+	}
+	r.memory.keepOnly(key, "problem", current)
+}
+
+// noteState emits an Event when an endpoint enters a waiting state.
+func (r *WCReconciler) noteState(u *unstructured.Unstructured, ep Endpoint, state, note string) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	if !r.memory.first(key, "state:"+string(ep.Direction)+":"+state) {
+		return
+	}
+	reason := map[string]string{
+		statePending: ReasonEndpointPending, stateRejected: ReasonEndpointRejected,
+		stateDisconnected: ReasonEndpointDisconnected, stateProvisioning: ReasonEndpointProvisioning,
+	}[state]
+	if reason == "" {
+		reason = ReasonEndpointNotReady
+	}
+	typ := corev1.EventTypeNormal
+	if state == stateRejected || state == stateDisconnected || state == statePending {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(u, nil, typ, reason, "Observe", "%s", note)
+}
+
+// reportTransitions emits an Event for each IP annotation set, changed or
+// removed.
+func (r *WCReconciler) reportTransitions(u *unstructured.Unstructured, before, after map[string]string) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
+		was, had := before[name]
+		now, has := after[name]
+		switch {
+		case has && (!had || was != now):
+			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonEndpointReady, "Annotate", "private endpoint is approved with IP %s; annotation %s set", now, name)
+			r.memory.resetStates(key)
+		case had && !has:
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointNotReady, "Annotate", "annotation %s removed: its private endpoint is no longer ready", name)
+		}
+	}
+}
+
+func (r *WCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
+	if r.memory.first(u.GetNamespace()+"/"+u.GetName(), reason+":"+msg) {
+		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
+	}
+}
+
+// wcEndpointName matches the operator's WC-side naming contract.
+func wcEndpointName(wcName string) func(capz.PrivateEndpoint) bool {
+	return func(pe capz.PrivateEndpoint) bool {
+		return strings.HasPrefix(pe.Name, wcName+"-to-") && strings.HasSuffix(pe.Name, "-privateendpoint")
+	}
+}
+
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// eventMemory remembers which events a WC has had, so that a state or a
+// problem is reported when it begins, not on every reconcile.
+type eventMemory struct {
+	mu   sync.Mutex
+	seen map[string]map[string]bool
+}
+
+func (m *eventMemory) first(key, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]map[string]bool{}
+	}
+	if m.seen[key] == nil {
+		m.seen[key] = map[string]bool{}
+	}
+	if m.seen[key][id] {
+		return false
+	}
+	m.seen[key][id] = true
+	return true
+}
+
+// keepOnly forgets remembered problems that are gone, so they are reported
+// again if they come back.
+func (m *eventMemory) keepOnly(key, _ string, ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.seen[key] {
+		if !strings.HasPrefix(id, "state:") && !slices.Contains(ids, id) {
+			delete(m.seen[key], id)
+		}
+	}
+}
+
+// resetStates forgets waiting states once an endpoint is ready.
+func (m *eventMemory) resetStates(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.seen[key] {
+		if strings.HasPrefix(id, "state:") {
+			delete(m.seen[key], id)
+		}
+	}
+}
+
+func (m *eventMemory) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seen, key)
+}

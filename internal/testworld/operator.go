@@ -1,0 +1,99 @@
+package testworld
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+)
+
+// StartOperator runs the AzureCluster controllers in-process against the
+// world, configured as the binary's flags would (custom cloud, its CA), with
+// short intervals so tests converge fast. Zero fields of opts get those
+// test defaults; ManagementCluster is required.
+func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
+	t.Helper()
+	if opts.PendingRecheck == 0 {
+		opts.PendingRecheck = 300 * time.Millisecond
+	}
+	if opts.MCWriteDelay == 0 {
+		opts.MCWriteDelay = 300 * time.Millisecond
+	}
+	if opts.DriftCheck == 0 {
+		opts.DriftCheck = time.Minute
+	}
+	if opts.TerminalRecheck == 0 {
+		opts.TerminalRecheck = 2 * time.Second
+	}
+	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
+		Scheme:                 w.Env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several worlds run in one test process: controller names repeat.
+		Controller: config.Controller{SkipNameValidation: ptr(true)},
+		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	creds := &azure.Credentials{
+		Reader: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Context: ctx,
+		Clouds: azure.Clouds{Default: CloudName, Custom: []azure.CustomCloud{{
+			Name: CloudName, ResourceManagerEndpoint: w.Sim.URL(), ActiveDirectoryAuthorityHost: w.Sim.URL(), CAFile: w.CAFile,
+		}}},
+		Log: ctrl.Log.WithName("credentials"),
+	}
+	retry := policy.RetryOptions{MaxRetries: 2, RetryDelay: 50 * time.Millisecond, MaxRetryDelay: time.Second, TryTimeout: 30 * time.Second}
+	clients := &azure.Clients{Credentials: creds, Retry: &retry}
+	if err := clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+}
+
+// Events lists the events about an object, oldest first.
+func (w *World) Events(ctx context.Context, key types.NamespacedName) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	if err := w.Client.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
+		return nil
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == key.Name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// HasEvent reports whether an object has an event with a reason.
+func (w *World) HasEvent(ctx context.Context, key types.NamespacedName, reason string) (bool, []string) {
+	var reasons []string
+	for _, e := range w.Events(ctx, key) {
+		reasons = append(reasons, e.Reason)
+		if e.Reason == reason {
+			return true, reasons
+		}
+	}
+	return false, reasons
+}
