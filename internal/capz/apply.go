@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Owned is what the operator applies to one AzureCluster: private endpoint
@@ -21,11 +22,18 @@ type Owned struct {
 }
 
 // ApplyConfiguration builds the server-side apply body for an AzureCluster.
-func (o Owned) ApplyConfiguration(namespace, name string) *unstructured.Unstructured {
+// With uid set, the API server applies it only to that object: server-side
+// apply would otherwise create an object that was deleted meanwhile (a
+// reconcile working from a slightly stale cache must not resurrect a
+// deleted cluster), or change a new object that took the name.
+func (o Owned) ApplyConfiguration(namespace, name string, uid types.UID) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetGroupVersionKind(AzureClusterGVK)
 	u.SetNamespace(namespace)
 	u.SetName(name)
+	if uid != "" {
+		u.SetUID(uid)
+	}
 	if len(o.Finalizers) > 0 {
 		u.SetFinalizers(o.Finalizers)
 	}

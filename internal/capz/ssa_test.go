@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -408,7 +409,7 @@ func TestCurrentOwnedReadsBackTheApply(t *testing.T) {
 		Finalizers:  []string{"azure-private-endpoint-operator.giantswarm.io/azurecluster"},
 		Annotations: map[string]string{"azure-private-endpoint-operator.giantswarm.io/private-link-apiserver-ip": "10.0.0.5"},
 	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(namespace, clusterName)),
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(namespace, clusterName, "")),
 		client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
@@ -423,5 +424,31 @@ func TestCurrentOwnedReadsBackTheApply(t *testing.T) {
 	}
 	if capz.CurrentOwned(u, view, "someone-else").Equal(want) {
 		t.Error("another manager is read as owning the operator's fields")
+	}
+}
+
+// TestApplyNeverCreates: an apply carrying the UID the operator read is
+// refused once that object is gone, instead of creating an empty one.
+func TestApplyNeverCreates(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{Schema: testenv.SchemaFork})
+	ctx := context.Background()
+	c := env.Client
+	createNamespace(t, c)
+	if err := c.Create(ctx, azureCluster(testenv.SchemaFork)); err != nil {
+		t.Fatal(err)
+	}
+	u := getObject(t, c)
+	if err := c.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cfg := capz.Owned{Finalizers: []string{"x.io/y"}}.ApplyConfiguration(namespace, clusterName, u.GetUID())
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(cfg), client.FieldOwner(capz.FieldManager), client.ForceOwnership)
+	if !apierrors.IsConflict(err) {
+		t.Errorf("applying to a deleted object: want a conflict, got %v", err)
+	}
+	gone := &unstructured.Unstructured{}
+	gone.SetGroupVersionKind(capz.AzureClusterGVK)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, gone); !apierrors.IsNotFound(err) {
+		t.Errorf("the apply resurrected the object: %v", err)
 	}
 }

@@ -107,6 +107,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	spec, err := readSpec(u)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("capzsim: invalid AzureCluster", "error", err.Error())
+		if u.GetDeletionTimestamp() != nil && controllerutil.RemoveFinalizer(u, capzFinalizer) {
+			// Nothing was provisioned for an invalid cluster: let it go.
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, u))
+		}
 		return ctrl.Result{}, nil
 	}
 	az, err := r.azure(spec.view.SubscriptionID)

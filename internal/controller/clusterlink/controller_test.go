@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -282,4 +283,146 @@ func counter(t *testing.T, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestWaitingStates: links CAPZ has not made ready yet, and an endpoint
+// still being provisioned (no IP), are reported and waited for.
+func TestWaitingStates(t *testing.T) {
+	// Upstream capzsim with the fork schema: links declared, never ready.
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Upstream, Latency: 1500 * time.Millisecond,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w)
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	waitEvent(t, w, key, clusterlink.ReasonWaitingForPrivateLinks)
+	waitEvent(t, w, key, clusterlink.ReasonEndpointProvisioning)
+	wired(t, w, "wc1", false, true)
+	if names := endpointNames(t, w, mcKey); len(names) != 0 {
+		t.Errorf("the MC got endpoints %v for links that are not ready", names)
+	}
+}
+
+// TestUpgradeFromOlderOperator: entries, annotations and the finalizer an
+// older operator wrote with Update are taken over: a stale MC entry for a
+// link the WC no longer has is removed, and so is a stale annotation.
+func TestUpgradeFromOlderOperator(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	mc := mcCluster(true).Object(testenv.SchemaFork)
+	subnets, _, _ := unstructured.NestedSlice(mc.Object, "spec", "networkSpec", "subnets")
+	subnets[1].(map[string]any)["privateEndpoints"] = []any{map[string]any{
+		"name": "wc1-old-privatelink-privateendpoint",
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 "wc1-old-privatelink-connection",
+			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-old-privatelink",
+		}},
+	}}
+	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
+	if err := w.Client.Create(ctx, mc, client.FieldOwner("azure-private-endpoint-operator-v0")); err != nil {
+		t.Fatal(err)
+	}
+	wc := wcCluster("wc1", 20)
+	wc.Private = false // public: the older operator's API server annotation must go
+	wc.PrivateLinks = nil
+	obj := wc.Object(testenv.SchemaFork)
+	obj.SetFinalizers([]string{clusterlink.Finalizer})
+	obj.SetAnnotations(map[string]string{apiAnn: "10.10.1.99"})
+	if err := w.Client.Create(ctx, obj, client.FieldOwner("azure-private-endpoint-operator-v0")); err != nil {
+		t.Fatal(err)
+	}
+	operator(t, w)
+	u := wired(t, w, "wc1", false, true)
+	if slices.Contains(endpointNames(t, w, mcKey), "wc1-old-privatelink-privateendpoint") {
+		t.Error("the older operator's stale MC entry was kept")
+	}
+	// Deleting releases the finalizer the older operator had added.
+	if err := w.Client.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "wc1 released", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return true, ""
+		}
+		return false, testworld.Describe(u)
+	})
+}
+
+// TestPausedByClusterAndMissingMC: the owning Cluster's spec.paused pauses
+// a WC; a WC deleted while the MC is missing is released, not stuck.
+func TestPausedByClusterAndMissingMC(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	cluster := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"paused": true}}}
+	cluster.SetGroupVersionKind(capz.ClusterGVK)
+	cluster.SetNamespace(wcNS)
+	cluster.SetName("wc1")
+	if err := w.Client.Create(ctx, cluster); err != nil {
+		t.Fatalf("a minimal Cluster: %v", err)
+	}
+	obj := wcCluster("wc1", 20).Object(testenv.SchemaFork)
+	obj.SetLabels(map[string]string{"cluster.x-k8s.io/cluster-name": "wc1"})
+	if err := w.Client.Create(ctx, obj, client.FieldOwner(userMgr)); err != nil {
+		t.Fatal(err)
+	}
+	create(t, w, testenv.SchemaFork, wcCluster("wc-gone", 21))
+	operator(t, w)
+
+	// No MC yet: wc-gone is told, then deleted and released.
+	goneKey := types.NamespacedName{Namespace: wcNS, Name: "wc-gone"}
+	waitEvent(t, w, goneKey, clusterlink.ReasonManagementClusterNotFound)
+	gone, _ := w.Get(ctx, wcNS, "wc-gone")
+	if err := w.Client.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "wc-gone released without an MC", func(ctx context.Context) (bool, string) {
+		_, err := w.Get(ctx, wcNS, "wc-gone")
+		return err != nil, ""
+	})
+	// wc1 was paused all along: not even the finalizer.
+	u, _ := w.Get(ctx, wcNS, "wc1")
+	if slices.Contains(u.GetFinalizers(), clusterlink.Finalizer) {
+		t.Errorf("a cluster paused by its Cluster was changed: %s", testworld.Describe(u))
+	}
+	create(t, w, testenv.SchemaFork, mcCluster(true))
+	if err := w.Client.Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":false}}`))); err != nil {
+		t.Fatal(err)
+	}
+	wired(t, w, "wc1", true, true)
+	// Many reconciles later, the released cluster has not been resurrected
+	// by an apply (server-side apply creates missing objects).
+	if _, err := w.Get(ctx, wcNS, "wc-gone"); err == nil {
+		t.Error("wc-gone came back after it was deleted")
+	}
+	checkMetrics(t)
+}
+
+// checkMetrics reads the operator's metrics after a cluster was wired.
+func checkMetrics(t *testing.T) {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case mf.GetName() == "azure_private_endpoint_operator_private_endpoints" && labels["state"] == "ready" && m.GetGauge().GetValue() >= 1:
+				seen["endpoints ready: "+labels["direction"]] = true
+			case mf.GetName() == "azure_private_endpoint_operator_azure_requests_total" && labels["resource_type"] == "Microsoft.Network/privateEndpoints":
+				seen["azure requests"] = true
+			}
+		}
+	}
+	for _, want := range []string{"endpoints ready: mc-to-wc-api", "endpoints ready: wc-to-mc-ingress", "azure requests"} {
+		if !seen[want] {
+			t.Errorf("metric %q missing; saw %v", want, seen)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -207,8 +208,11 @@ func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (s
 func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, want capz.Owned) error {
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
 	if !want.Equal(current) {
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(wc.Namespace, wc.Name)),
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(wc.Namespace, wc.Name, u.GetUID())),
 			client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return nil // deleted or replaced meanwhile: its event brings us back
+			}
 			return err
 		}
 		wcWrites.Inc()
