@@ -208,6 +208,32 @@ func TestUpstreamCAPZ(t *testing.T) {
 	if names := endpointNames(t, w, mcKey); len(names) != 0 {
 		t.Errorf("upstream CAPZ WCs have no private links, yet the MC got endpoints %v", names)
 	}
+
+	// The MC disappears (as during clusterctl move): the WC keeps its
+	// endpoint and annotation; nothing is torn down.
+	mcObj, _ := w.Get(context.Background(), mcNS, "mc")
+	if err := w.Client.Delete(context.Background(), mcObj); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	testworld.Eventually(t, testworld.Timeout, "the operator seeing the MC missing again", func(ctx context.Context) (bool, string) {
+		n := 0
+		for _, e := range w.Events(ctx, key) {
+			if e.Reason == clusterlink.ReasonManagementClusterNotFound {
+				n++
+				if e.Series != nil {
+					n += int(e.Series.Count) - 1
+				}
+			}
+		}
+		return n >= 2, fmt.Sprint(n)
+	})
+	if names := endpointNames(t, w, key); !slices.Contains(names, "wc1-to-mc-privatelink-privateendpoint") {
+		t.Errorf("the WC lost its endpoint while the MC was missing: %v", names)
+	}
+	if _, ok := getAnnotations(t, w, "wc1")[ingAnn]; !ok {
+		t.Error("the WC lost its annotation while the MC was missing")
+	}
 }
 
 // TestPublicMCWithProposalSpelling: a public MC needs no ingress endpoint in

@@ -77,8 +77,12 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return r.release(ctx, u, wc, mcU, mc)
 	}
 	if mc == nil {
+		// The MC may be missing for a moment (clusterctl move): keep what the
+		// WC has, only make sure of the finalizer.
 		r.warnOnce(u, ReasonManagementClusterNotFound, fmt.Sprintf("management cluster %s does not exist; nothing can be wired until it does", r.Opts.ManagementCluster))
-		return ctrl.Result{}, r.apply(ctx, u, wc, capz.Owned{Finalizers: []string{Finalizer}, Annotations: capz.CurrentOwned(u, wc, capz.FieldManager).Annotations})
+		keep := capz.CurrentOwned(u, wc, capz.FieldManager)
+		keep.Finalizers = []string{Finalizer}
+		return ctrl.Result{}, r.apply(ctx, u, wc, keep)
 	}
 	return r.wire(ctx, u, wc, mc)
 }
