@@ -186,11 +186,19 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	p, ok := parseARMPath(r.URL.Path)
 	principalID := ""
-	defer func() { s.counters.request(r.Method, counterType(p, ok, r.URL.Path), rec.status, principalID) }()
+	dropped := false
+	defer func() {
+		if !dropped {
+			s.counters.request(r.Method, counterType(p, ok), rec.status, principalID)
+		}
+	}()
 
 	if f := s.faults.match(r.Method, r.URL.Path); f != nil {
 		if f.Drop {
-			rec.status = 0 // counted as "no response"
+			// Count it before the connection closes: the client retries at
+			// once, and whoever reads the counters next must see it.
+			dropped = true
+			s.counters.request(r.Method, counterType(p, ok), 0, principalID)
 		}
 		if f.apply(rec, r) {
 			return
@@ -364,9 +372,6 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 	res := existing
 	if res == nil {
 		res = &resource{id: id, typeKey: p.typeKey(), sub: p.sub, rg: p.rg, name: p.names[len(p.names)-1]}
-		if pr != nil {
-			res.createdBy = pr.ClientID
-		}
 	}
 	req := &putRequest{path: p, id: id, body: body, existing: existing, res: res, principal: pr}
 	if k.location && loc == "" {
@@ -571,7 +576,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // counterType names what a request was about, for the counters.
-func counterType(p armPath, ok bool, path string) string {
+func counterType(p armPath, ok bool) string {
 	switch {
 	case !ok:
 		return "unknown"

@@ -38,8 +38,6 @@ type resource struct {
 	etag     string
 	busy     string // ID of the operation in progress on it, "" when idle
 	location string
-	// createdBy is the client ID of the principal that created it.
-	createdBy string
 	// link is a private endpoint's connection bookkeeping.
 	link *peLink
 }

@@ -331,7 +331,7 @@ func (r *WCReconciler) reportProblems(u *unstructured.Unstructured, problems []P
 			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, p.Reason, "Wire", "%s", p.Message)
 		}
 	}
-	r.memory.keepOnly(key, "problem", current)
+	r.memory.keepOnly(key, current)
 }
 
 // noteState emits an Event when an endpoint enters a waiting state.
@@ -413,7 +413,7 @@ func (m *eventMemory) first(key, id string) bool {
 
 // keepOnly forgets remembered problems that are gone, so they are reported
 // again if they come back.
-func (m *eventMemory) keepOnly(key, _ string, ids []string) {
+func (m *eventMemory) keepOnly(key string, ids []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id := range m.seen[key] {
