@@ -12,7 +12,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -47,14 +46,13 @@ type Clients struct {
 	Retry *policy.RetryOptions
 
 	mu      sync.Mutex
-	network map[string]cachedClient[*armnetwork.ClientFactory]
-	dns     map[string]cachedClient[*armprivatedns.ClientFactory]
+	network map[string]cachedNetwork
 }
 
-// cachedClient remembers the credential a factory was built with: a rebuilt
+// cachedNetwork remembers the credential a factory was built with: a rebuilt
 // credential (a rotated secret) gets new clients.
-type cachedClient[T any] struct {
-	factory T
+type cachedNetwork struct {
+	factory *armnetwork.ClientFactory
 	cred    azcore.TokenCredential
 }
 
@@ -65,48 +63,21 @@ func (c *Clients) Network(ctx context.Context, ac *capz.AzureCluster, subscripti
 	if err != nil {
 		return nil, nil, err
 	}
+	k := cred.Key + "|" + strings.ToLower(subscription)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.network == nil {
-		c.network = map[string]cachedClient[*armnetwork.ClientFactory]{}
+	if e, ok := c.network[k]; ok && e.cred == cred.TokenCredential {
+		return e.factory, cred, nil
 	}
-	f, err := cached(c.network, cred, subscription, func() (*armnetwork.ClientFactory, error) {
-		return armnetwork.NewClientFactory(subscription, cred, c.options(cred))
-	})
-	return f, cred, err
-}
-
-// DNS returns the private DNS clients for a subscription.
-func (c *Clients) DNS(ctx context.Context, ac *capz.AzureCluster, subscription string) (*armprivatedns.ClientFactory, *Credential, error) {
-	cred, err := c.Credentials.For(ctx, ac)
+	f, err := armnetwork.NewClientFactory(subscription, cred, c.options(cred))
 	if err != nil {
 		return nil, nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dns == nil {
-		c.dns = map[string]cachedClient[*armprivatedns.ClientFactory]{}
+	if c.network == nil {
+		c.network = map[string]cachedNetwork{}
 	}
-	f, err := cached(c.dns, cred, subscription, func() (*armprivatedns.ClientFactory, error) {
-		return armprivatedns.NewClientFactory(subscription, cred, c.options(cred))
-	})
-	return f, cred, err
-}
-
-// cached returns the factory for a credential and subscription, building it
-// when missing or built with another credential. The caller holds c.mu.
-func cached[T any](m map[string]cachedClient[T], cred *Credential, subscription string, build func() (T, error)) (T, error) {
-	k := cred.Key + "|" + strings.ToLower(subscription)
-	if e, ok := m[k]; ok && e.cred == cred.TokenCredential {
-		return e.factory, nil
-	}
-	f, err := build()
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	m[k] = cachedClient[T]{factory: f, cred: cred.TokenCredential}
-	return f, nil
+	c.network[k] = cachedNetwork{factory: f, cred: cred.TokenCredential}
+	return f, cred, nil
 }
 
 func (c *Clients) options(cred *Credential) *arm.ClientOptions {

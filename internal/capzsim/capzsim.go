@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -176,7 +177,7 @@ func (r *Reconciler) ensureNetwork(ctx context.Context, _ *unstructured.Unstruct
 	if err == nil && vnetUpToDate(got.VirtualNetwork, s) {
 		return waitFor(got.Properties.ProvisioningState)
 	}
-	if err != nil && !notFound(err) {
+	if err != nil && !azure.IsNotFound(err) {
 		return err
 	}
 	natSubnets := s.natSubnets()
@@ -276,7 +277,7 @@ func (az *azureClients) ensureLB(ctx context.Context, s *clusterSpec, name, subn
 	if err == nil {
 		return waitFor(got.Properties.ProvisioningState)
 	}
-	if !notFound(err) {
+	if !azure.IsNotFound(err) {
 		return err
 	}
 	body := armnetwork.LoadBalancer{
@@ -341,7 +342,7 @@ func (az *azureClients) ensurePLS(ctx context.Context, s *clusterSpec, name, fro
 	if err == nil {
 		return waitFor(got.Properties.ProvisioningState)
 	}
-	if !notFound(err) {
+	if !azure.IsNotFound(err) {
 		return err
 	}
 	body := armnetwork.PrivateLinkService{
@@ -449,7 +450,7 @@ func deleteUnwanted(ctx context.Context, pes *armnetwork.PrivateEndpointsClient,
 		if wanted[name] || pe.Tags[ownedTag(s.view.Name)] == nil {
 			continue
 		}
-		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, deref(pe.Name), nil); err != nil && !busy(err) && !notFound(err) {
+		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, deref(pe.Name), nil); err != nil && !busy(err) && !azure.IsNotFound(err) {
 			return err
 		}
 	}
@@ -549,11 +550,6 @@ func waitFor(state *armnetwork.ProvisioningState) error {
 		return nil
 	}
 	return errWait
-}
-
-func notFound(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
 // busy is Azure saying an operation on the resource is in progress.

@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -181,25 +180,4 @@ func (r *MCReconciler) eventOn(ctx context.Context, p Problem) {
 		return
 	}
 	r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, p.Reason, "Wire", "%s", p.Message)
-}
-
-// classifyAndReport turns an Azure error into a result, an event and a log
-// line that match its class (DESIGN.md principle 6).
-func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client.Object, opts Options, what string, err error) (ctrl.Result, error) {
-	c := azure.Classify(err)
-	log := ctrl.LoggerFrom(ctx)
-	switch c.Class {
-	case azure.ClassWait:
-		return ctrl.Result{RequeueAfter: opts.PendingRecheck}, nil
-	case azure.ClassTransient:
-		log.Info("Azure is temporarily unavailable", "what", what, "reason", c.Reason, "message", c.Message)
-		if c.RetryAfter > 0 {
-			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("%s: %s", what, c.Message)
-	default:
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Observe", "%s: %s", what, c.Message)
-		log.Info("Azure refused a request; a person must act", "what", what, "reason", c.Reason, "message", c.Message)
-		return ctrl.Result{RequeueAfter: opts.TerminalRecheck}, nil
-	}
 }

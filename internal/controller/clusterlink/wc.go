@@ -80,9 +80,10 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		// The MC may be missing for a moment (clusterctl move): keep what the
 		// WC has, only make sure of the finalizer.
 		r.warnOnce(u, ReasonManagementClusterNotFound, fmt.Sprintf("management cluster %s does not exist; nothing can be wired until it does", r.Opts.ManagementCluster))
-		keep := capz.CurrentOwned(u, wc, capz.FieldManager)
+		current := capz.CurrentOwned(u, wc, capz.FieldManager)
+		keep := current
 		keep.Finalizers = []string{Finalizer}
-		return ctrl.Result{}, r.apply(ctx, u, wc, keep)
+		return ctrl.Result{}, r.apply(ctx, u, wc, current, keep)
 	}
 	return r.wire(ctx, u, wc, mc)
 }
@@ -95,7 +96,7 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
 	o := r.observe(ctx, u, wc, mc, toWC, toMC, current.Annotations)
 	want := capz.Owned{Endpoints: groupBySubnet(toMC), Finalizers: []string{Finalizer}, Annotations: o.annotations}
-	if err := r.apply(ctx, u, wc, want); err != nil {
+	if err := r.apply(ctx, u, wc, current, want); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.reportTransitions(u, current.Annotations, o.annotations)
@@ -209,8 +210,8 @@ func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (s
 // apply writes the operator's fields of a WC when they differ. Fields an
 // older operator wrote with Update are shared, so server-side apply alone
 // cannot remove them; a guarded JSON patch removes what must go.
-func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, want capz.Owned) error {
-	current := capz.CurrentOwned(u, wc, capz.FieldManager)
+// current is what the operator owns of u now (capz.CurrentOwned).
+func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, current, want capz.Owned) error {
 	if !want.Equal(current) {
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(wc.Namespace, wc.Name, u.GetUID())),
 			client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
@@ -266,12 +267,12 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",
 			"management cluster %s does not exist; releasing the finalizer without cleaning up its private endpoints", r.Opts.ManagementCluster)
 	}
-	if err := r.apply(ctx, u, wc, capz.Owned{}); err != nil {
+	if err := r.apply(ctx, u, wc, capz.CurrentOwned(u, wc, capz.FieldManager), capz.Owned{}); err != nil {
 		return ctrl.Result{}, err
 	}
 	// Re-read: an older operator's finalizer may remain after the apply.
 	if u2, err := getAzureCluster(ctx, r.Client, types.NamespacedName{Namespace: wc.Namespace, Name: wc.Name}); err == nil && u2 != nil {
-		if err := r.apply(ctx, u2, wc, capz.Owned{}); err != nil {
+		if err := r.apply(ctx, u2, wc, capz.CurrentOwned(u2, wc, capz.FieldManager), capz.Owned{}); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -438,4 +439,25 @@ func (m *eventMemory) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.seen, key)
+}
+
+// classifyAndReport turns an Azure error into a result, an event and a log
+// line that match its class (DESIGN.md principle 6).
+func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client.Object, opts Options, what string, err error) (ctrl.Result, error) {
+	c := azure.Classify(err)
+	log := ctrl.LoggerFrom(ctx)
+	switch c.Class {
+	case azure.ClassWait:
+		return ctrl.Result{RequeueAfter: opts.PendingRecheck}, nil
+	case azure.ClassTransient:
+		log.Info("Azure is temporarily unavailable", "what", what, "reason", c.Reason, "message", c.Message)
+		if c.RetryAfter > 0 {
+			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("%s: %s", what, c.Message)
+	default:
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Observe", "%s: %s", what, c.Message)
+		log.Info("Azure refused a request; a person must act", "what", what, "reason", c.Reason, "message", c.Message)
+		return ctrl.Result{RequeueAfter: opts.TerminalRecheck}, nil
+	}
 }
