@@ -144,6 +144,32 @@ func TestPaging(t *testing.T) {
 	}
 }
 
+// TestThrottlingExempt: an exempt principal is never throttled, even with an
+// empty bucket, and gets no remaining-reads header.
+func TestThrottlingExempt(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Throttling: azuresim.Throttling{
+		Enabled: true,
+		Reads:   azuresim.Bucket{Burst: 1, PerSecond: 0.001},
+		Exempt:  []string{clientID},
+	}})
+	ctx := context.Background()
+	e.seedGroup(t, providerSub, "rg")
+	client := e.network(t, providerSub).NewPrivateEndpointsClient()
+	for i := 0; i < 5; i++ {
+		var raw *http.Response
+		_, err := client.Get(policy.WithCaptureResponse(ctx, &raw), "rg", "pe", nil)
+		if code, _ := errorCode(err); code != "ResourceNotFound" {
+			t.Fatalf("GET %d: want ResourceNotFound, got %v", i, err)
+		}
+		if h := raw.Header.Get("x-ms-ratelimit-remaining-subscription-reads"); h != "" {
+			t.Fatalf("GET %d: an exempt principal got a rate-limit header %q", i, h)
+		}
+	}
+	if c := e.srv.Counters(); c.Throttled != 0 {
+		t.Errorf("an exempt principal was throttled %d times", c.Throttled)
+	}
+}
+
 // TestThrottling exhausts a small read bucket: the SDK's retry policy waits
 // out Retry-After and the call succeeds; the 429s are counted.
 func TestThrottling(t *testing.T) {

@@ -2,6 +2,7 @@ package azuresim
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func (t *throttler) take(sub, principal, method string) (time.Duration, int, str
 	class := requestClass(method)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.cfg.Enabled {
+	if !t.cfg.Enabled || slices.Contains(t.cfg.Exempt, principal) {
 		return 0, -1, class
 	}
 	cfg := t.cfg.Reads
