@@ -67,6 +67,8 @@ type Options struct {
 	ClientOptions azcore.ClientOptions
 	// Resync is how soon to look again while Azure works. Default 1s.
 	Resync time.Duration
+	// Concurrency is the number of workers. Default 4.
+	Concurrency int
 	// Ingress lists clusters ("namespace/name") that get an ingress private
 	// link service.
 	Ingress map[string]Ingress
@@ -89,10 +91,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Opts.Resync == 0 {
 		r.Opts.Resync = time.Second
 	}
+	if r.Opts.Concurrency <= 0 {
+		r.Opts.Concurrency = 4
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
 	return ctrl.NewControllerManagedBy(mgr).Named("capzsim").For(u).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.Concurrency}).Complete(r)
 }
 
 // errWait says Azure is still working; look again after Resync.

@@ -42,7 +42,7 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Several worlds run in one test process: controller names repeat.
-		Controller: config.Controller{SkipNameValidation: ptr(true)},
+		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	if err != nil {

@@ -6,20 +6,13 @@ package testworld
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -28,22 +21,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 // Identities of the world.
 const (
-	TenantID        = "72f988bf-0000-0000-0000-0000000000aa"
-	CloudName       = "AzureSim"
-	CAPZClientID    = "capz"
-	CAPZSecret      = "capz-secret"
+	TenantID        = sandbox.CAPZTenantID
+	CloudName       = sandbox.CloudName
+	CAPZClientID    = sandbox.CAPZClientID
+	CAPZSecret      = sandbox.CAPZSecret
 	OperatorClient  = "operator"
 	OperatorSecret  = "operator-secret"
 	IdentityName    = "cluster-identity"
@@ -65,17 +57,10 @@ type Options struct {
 	KeepRemovedEndpoints bool
 }
 
-// World is a running test world.
+// World is a running test world: a sandbox, plus the AzureClusterIdentity
+// every cluster of a test uses.
 type World struct {
-	Env    *testenv.Env
-	Client client.Client
-	Sim    *azuresim.Server
-	// CAFile trusts the emulator, for the operator's custom cloud.
-	CAFile string
-	// Cloud reaches the emulator.
-	Cloud cloud.Configuration
-	// HTTP is a client that trusts the emulator.
-	HTTP *http.Client
+	*sandbox.Sandbox
 }
 
 var setLogger sync.Once
@@ -91,87 +76,32 @@ func Start(t testing.TB, opts Options) *World {
 		}
 		ctrl.SetLogger(logr.Discard())
 	})
-	env := testenv.StartT(t, testenv.Options{Schema: opts.Schema})
-	sim := azuresim.New(azuresim.Options{TLS: true, Latency: opts.Latency, Principals: []azuresim.Principal{
-		{TenantID: TenantID, ClientID: CAPZClientID, ClientSecret: CAPZSecret},
-		{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret},
-	}})
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
+	sb, err := sandbox.Start(context.Background(), sandbox.Options{
+		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond,
+		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency,
+		Principals: []azuresim.Principal{{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret}},
+	})
+	if err != nil {
+		t.Fatalf("test world: %v", err)
 	}
-	t.Cleanup(func() { _ = sim.Close() })
-	w := &World{Env: env, Client: env.Client, Sim: sim, CAFile: filepath.Join(t.TempDir(), "azuresim-ca.pem")}
-	if err := sim.WriteCAFile(w.CAFile); err != nil {
-		t.Fatal(err)
-	}
-	w.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: sim.URL() + "/", Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
-		cloud.ResourceManager: {Endpoint: sim.URL(), Audience: sim.URL()},
-	}}
-	w.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: sim.CertPool(), MinVersion: tls.VersionTLS12}}}
+	t.Cleanup(func() {
+		if err := sb.Stop(); err != nil {
+			t.Errorf("stopping the test world: %v", err)
+		}
+	})
+	w := &World{Sandbox: sb}
 	w.createIdentity(t)
-	w.startCAPZ(t, opts)
 	return w
-}
-
-// ClientOptions reach the emulator.
-func (w *World) ClientOptions() azcore.ClientOptions {
-	return azcore.ClientOptions{Cloud: w.Cloud, Transport: w.HTTP}
 }
 
 // Network returns network clients for a subscription, as CAPZ's principal.
 func (w *World) Network(t testing.TB, sub string) *armnetwork.ClientFactory {
 	t.Helper()
-	cred, err := azidentity.NewClientSecretCredential(TenantID, CAPZClientID, CAPZSecret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: w.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := armnetwork.NewClientFactory(sub, cred, &arm.ClientOptions{ClientOptions: w.ClientOptions()})
+	f, err := w.Sandbox.Network(sub)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
-}
-
-func (w *World) startCAPZ(t testing.TB, opts Options) {
-	t.Helper()
-	cred, err := azidentity.NewClientSecretCredential(TenantID, CAPZClientID, CAPZSecret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: w.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mode := opts.CAPZMode
-	if mode == "" {
-		mode = capzsim.Fork
-	}
-	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
-		Scheme:                 w.Env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Several worlds run in one test process: controller names repeat.
-		Controller: config.Controller{SkipNameValidation: ptr(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &capzsim.Reconciler{Client: mgr.GetClient(), Opts: capzsim.Options{
-		Mode: mode, Credential: cred, ClientOptions: w.ClientOptions(), Resync: 200 * time.Millisecond, Ingress: opts.Ingress,
-		KeepRemovedEndpoints: opts.KeepRemovedEndpoints,
-	}}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("capzsim stopped with an error: %v", err)
-		}
-	})
 }
 
 // createIdentity creates the AzureClusterIdentity every cluster uses, with
@@ -249,5 +179,3 @@ func Describe(u *unstructured.Unstructured) string {
 	}
 	return fmt.Sprintf("%s/%s annotations=%v privateEndpoints=%v finalizers=%v", u.GetNamespace(), u.GetName(), ann, pes, u.GetFinalizers())
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,252 @@
+// Command demo runs the operator's main job on this machine with nothing but
+// Go installed (`make demo`): a real kube-apiserver and etcd, the azuresim ARM
+// emulator with realistic latencies, capzsim standing in for CAPZ, and the
+// real operator binary as a separate process configured as a user would
+// configure it. It applies the samples in config/samples (a private
+// management cluster and three workload clusters), shows what it waits for
+// while the wiring converges, prints the result, and lets you approve the
+// connection that needs manual approval.
+//
+// Ctrl-C stops every process it started and removes its temporary files.
+// With --non-interactive it approves the pending connection itself, waits
+// for the wiring to converge again and exits 0 (1 on failure or timeout).
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+)
+
+type options struct {
+	operatorBinary string
+	samples        string
+	nonInteractive bool
+	timeout        time.Duration
+	latency        time.Duration
+	keep           bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.operatorBinary, "operator-binary", "bin/azure-private-endpoint-operator",
+		"The operator binary to run (make demo builds it).")
+	fs.StringVar(&o.samples, "samples", "config/samples", "Directory with the sample manifests.")
+	fs.BoolVar(&o.nonInteractive, "non-interactive", false,
+		"Approve the pending connection without asking, wait for convergence and exit 0 (1 on failure).")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long to wait for each convergence before giving up.")
+	fs.DurationVar(&o.latency, "azure-latency", 3*time.Second,
+		"How long Azure's long-running operations take in the emulator (real ones take 30s-2min).")
+	fs.BoolVar(&o.keep, "keep-files", false, "Keep the temporary directory (kubeconfig, logs) after stopping.")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "demo: %v\n", err)
+		return 2
+	}
+	// capzsim runs in this process; its logs are not the demo's output.
+	ctrl.SetLogger(logr.Discard())
+	d := &demo{opts: opts, out: stdout, started: time.Now()}
+	err = d.run(ctx, stdin)
+	if cerr := d.cleanup(); cerr != nil {
+		fmt.Fprintf(stderr, "demo: cleaning up: %v\n", cerr)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stdout, "Stopped.")
+		return 0
+	default:
+		fmt.Fprintf(stderr, "demo: %v\n", err)
+		return 1
+	}
+}
+
+type demo struct {
+	opts    options
+	out     io.Writer
+	started time.Time
+	dir     string
+	sb      *sandbox.Sandbox
+	op      *sandbox.Operator
+	samples *samples
+}
+
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (d *demo) run(ctx context.Context, stdin io.Reader) error {
+	s, err := loadSamples(d.opts.samples)
+	if err != nil {
+		return err
+	}
+	d.samples = s
+	if _, err := os.Stat(d.opts.operatorBinary); err != nil {
+		return fmt.Errorf("operator binary: %w (run `make build`, or use `make demo`)", err)
+	}
+	d.dir, err = os.MkdirTemp("", "apeo-demo-")
+	if err != nil {
+		return err
+	}
+	d.say("Starting azuresim (Azure emulator), kube-apiserver + etcd, and capzsim (CAPZ stand-in); files in %s", d.dir)
+	d.sb, err = sandbox.Start(ctx, sandbox.Options{
+		Dir: d.dir, Latency: d.opts.latency, CAPZResync: time.Second,
+		Ingress:    map[string]capzsim.Ingress{s.mc.GetNamespace() + "/" + s.mc.GetName(): {AutoApprovedSubscriptions: s.wcSubscriptions()}},
+		Principals: []azuresim.Principal{s.principal},
+		Logf:       func(f string, a ...any) { d.say(f, a...) },
+	})
+	if err != nil {
+		return err
+	}
+	d.say("Starting the operator: %s", d.opts.operatorBinary)
+	d.op, err = d.sb.StartOperator(d.opts.operatorBinary, filepath.Join(d.dir, "operator.log"),
+		"--management-cluster-name="+s.mc.GetName(), "--management-cluster-namespace="+s.mc.GetNamespace(),
+		// Short enough that an approval shows within seconds.
+		"--pending-recheck-interval=5s")
+	if err != nil {
+		return err
+	}
+	d.say("  log: %s   metrics: %s", d.op.LogFile, d.op.MetricsURL)
+	if err := d.apply(ctx); err != nil {
+		return err
+	}
+	w := newWatcher(d)
+	if err := w.until(ctx, d.opts.timeout, w.convergedBeforeApproval); err != nil {
+		return err
+	}
+	d.say("Converged.")
+	w.printTable()
+	pending := w.pendingEndpoint()
+	if pending == nil {
+		return errors.New("no connection waits for approval: the manual-approval sample did not behave as documented")
+	}
+	if err := d.approve(ctx, stdin, w, pending); err != nil {
+		return err
+	}
+	if err := w.until(ctx, d.opts.timeout, w.convergedAfterApproval); err != nil {
+		return err
+	}
+	d.say("Converged after the approval.")
+	w.printTable()
+	if d.opts.nonInteractive {
+		return nil
+	}
+	d.explain()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// approve asks the user (or, non-interactively, does not ask) and then
+// approves the pending connection as the private link service's owner would.
+func (d *demo) approve(ctx context.Context, stdin io.Reader, w *watcher, p *row) error {
+	conn, err := w.connection(ctx, p)
+	if err != nil {
+		return err
+	}
+	id := deref(conn.conn.ID)
+	fmt.Fprintf(d.out, `The management cluster's endpoint %q waits for approval by the owner
+of the workload cluster's private link service (Event PrivateEndpointPendingApproval
+on %s). In Azure, the owner runs:
+
+  az network private-endpoint-connection approve --id %s
+
+`, p.endpoint, p.cluster, id)
+	if !d.opts.nonInteractive {
+		fmt.Fprint(d.out, "Press Enter to approve it in the emulator as that owner (Ctrl-C stops the demo): ")
+		if err := waitForEnter(ctx, stdin); err != nil {
+			return err
+		}
+	}
+	d.say("Approving %s", id)
+	if err := conn.approve(ctx); err != nil {
+		return fmt.Errorf("approving %s: %w", id, err)
+	}
+	d.say("Approved; the operator sees it at its next check (--pending-recheck-interval=5s).")
+	return nil
+}
+
+func waitForEnter(ctx context.Context, stdin io.Reader) error {
+	line := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(stdin).ReadString('\n')
+		line <- err
+	}()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-line:
+		if err != nil {
+			return fmt.Errorf("reading the answer: %w (use --non-interactive without a terminal)", err)
+		}
+		return nil
+	}
+}
+
+func (d *demo) explain() {
+	fmt.Fprintf(d.out, `
+Everything keeps running. Look around with kubectl, if you have it:
+
+  export KUBECONFIG=%s
+  kubectl get azureclusters -A
+  kubectl describe azurecluster -n %s %s
+  kubectl get events -A --field-selector reason=PrivateEndpointReady
+
+The operator's log is %s and its metrics are at %s.
+Press Ctrl-C to stop every process and remove %s.
+`, d.sb.Kubeconfig, d.samples.wcs[0].GetNamespace(), d.samples.wcs[0].GetName(),
+		d.op.LogFile, d.op.MetricsURL, d.dir)
+}
+
+// cleanup stops what run started, in reverse order, and removes the files.
+func (d *demo) cleanup() error {
+	var errs []error
+	if d.op != nil {
+		if err := d.op.Stop(30 * time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("operator: %w (log: %s)", err, d.op.LogFile))
+		}
+	}
+	if d.sb != nil {
+		errs = append(errs, d.sb.Stop())
+	}
+	if d.dir != "" && !d.opts.keep {
+		errs = append(errs, os.RemoveAll(d.dir))
+	}
+	return errors.Join(errs...)
+}

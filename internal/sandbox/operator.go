@@ -1,0 +1,196 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// OperatorPackage is the operator's main package, relative to the module root.
+const OperatorPackage = "./cmd/azure-private-endpoint-operator"
+
+// BuildOperator builds the operator binary into dir and returns its path.
+// It runs `go build` in the module root, so the build cache makes a second
+// build cheap.
+func BuildOperator(ctx context.Context, dir string) (string, error) {
+	root, err := ModuleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "azure-private-endpoint-operator")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, OperatorPackage)
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the operator: %w\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// ModuleRoot is the directory of this module's go.mod.
+func ModuleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the operator's Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// Operator is the operator binary running as a separate process, configured
+// the way a user configures it: flags and a kubeconfig.
+type Operator struct {
+	// MetricsURL serves the operator's Prometheus metrics.
+	MetricsURL string
+	// HealthURL serves /healthz and /readyz.
+	HealthURL string
+	// LogFile receives the operator's log.
+	LogFile string
+
+	cmd  *exec.Cmd
+	done chan error
+	log  *os.File
+}
+
+// OperatorFlags are the flags every sandboxed operator needs: the
+// kubeconfig, the custom cloud reaching azuresim as the default cloud, and
+// loopback addresses for metrics and probes. Callers append the rest.
+func (sb *Sandbox) OperatorFlags() []string {
+	return []string{
+		"--kubeconfig=" + sb.Kubeconfig,
+		"--azure-custom-cloud=" + sb.CloudFile,
+		"--default-azure-environment=" + CloudName,
+	}
+}
+
+// StartOperator starts binary with sb.OperatorFlags() and extra, logging to
+// logFile. Stop it with Stop.
+func (sb *Sandbox) StartOperator(binary, logFile string, extra ...string) (*Operator, error) {
+	metrics, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	health, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	args := append(sb.OperatorFlags(), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)
+	args = append(args, extra...)
+	// Not CommandContext: the caller decides when to stop, and stopping is
+	// a SIGTERM with a grace period, not a kill.
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group: a Ctrl-C in the terminal reaches the caller,
+	// which then stops the operator in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	op := &Operator{
+		MetricsURL: "http://" + metrics + "/metrics", HealthURL: "http://" + health,
+		LogFile: logFile, cmd: cmd, done: make(chan error, 1), log: log,
+	}
+	go func() { op.done <- cmd.Wait() }()
+	return op, nil
+}
+
+// Exited reports the process's exit, if it has exited.
+func (op *Operator) Exited() (bool, error) {
+	select {
+	case err := <-op.done:
+		op.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM and waits up to grace for the operator to exit, then
+// kills it. It returns the operator's exit error, if any, and is safe to
+// call more than once.
+func (op *Operator) Stop(grace time.Duration) error {
+	if op.cmd.Process == nil {
+		return nil
+	}
+	if exited, err := op.Exited(); exited {
+		return closeAfter(op.log, err)
+	}
+	_ = op.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-op.done:
+		op.done <- err
+		return closeAfter(op.log, err)
+	case <-time.After(grace):
+		_ = op.cmd.Process.Kill()
+		err := <-op.done
+		op.done <- err
+		return closeAfter(op.log, fmt.Errorf("operator did not stop within %s and was killed: %w", grace, err))
+	}
+}
+
+func closeAfter(c io.Closer, err error) error {
+	_ = c.Close()
+	return err
+}
+
+// Usage is what the operator process has used so far.
+type Usage struct {
+	CPU time.Duration
+	// PeakRSS is the resident set's high-water mark (VmHWM).
+	PeakRSS int64
+}
+
+// Usage reads the process's CPU time and peak RSS from /proc (Linux).
+func (op *Operator) Usage() (Usage, error) {
+	pid := op.cmd.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	// Fields after the command name (in parentheses, which may hold spaces).
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return Usage{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	// USER_HZ is 100 on every Linux this runs on.
+	u := Usage{CPU: time.Duration(utime+stime) * (time.Second / 100)}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			u.PeakRSS = kb * 1024
+		}
+	}
+	return u, nil
+}
+
+// freeAddress returns a loopback address that was free a moment ago.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,237 @@
+// Package sandbox runs the world of DESIGN.md section 3 outside of tests:
+// a real kube-apiserver and etcd (envtest binaries) with the CAPZ and Cluster
+// API CRDs, the azuresim ARM emulator over HTTPS, and capzsim reconciling
+// AzureClusters into it. Controller tests (internal/testworld), `make demo`
+// (cmd/demo) and the scale benchmark (test/scale) all start it.
+//
+// It never runs the operator: callers start the operator in-process or as
+// the real binary, pointed at Kubeconfig and at the custom cloud in
+// CloudFile.
+package sandbox
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+)
+
+// CAPZ's identity in the emulator. Callers add the operator's principals
+// through Options.Principals.
+const (
+	CAPZTenantID = "72f988bf-0000-0000-0000-0000000000aa"
+	CAPZClientID = "capz"
+	CAPZSecret   = "capz-secret"
+	// CloudName is the name of the custom cloud that reaches the emulator.
+	CloudName = "AzureSim"
+)
+
+// Options configures a sandbox.
+type Options struct {
+	// Dir holds the files the sandbox writes (CA, custom cloud, kubeconfig).
+	// Required; the caller owns and removes it.
+	Dir string
+	// Schema selects the AzureCluster schema. Default: testenv.SchemaFork.
+	Schema testenv.Schema
+	// CAPZMode selects which CAPZ capzsim mimics. Default: capzsim.Fork.
+	CAPZMode capzsim.Mode
+	// CAPZResync is how soon capzsim looks again while Azure works.
+	CAPZResync time.Duration
+	// CAPZConcurrency is capzsim's number of workers. Default 4.
+	CAPZConcurrency int
+	// Ingress lists clusters ("namespace/name") that get an ingress private
+	// link service, auto-approving the given subscriptions.
+	Ingress map[string]capzsim.Ingress
+	// KeepRemovedEndpoints makes capzsim leave endpoints removed from spec.
+	KeepRemovedEndpoints bool
+	// Latency of Azure's long-running operations. Default 0.
+	Latency time.Duration
+	// PageSize of Azure's lists. Default: azuresim's (100).
+	PageSize int
+	// Throttling of ARM requests. Default: none.
+	Throttling azuresim.Throttling
+	// Principals are added to CAPZ's in the emulator's token endpoint.
+	Principals []azuresim.Principal
+	// Logf receives progress lines while starting; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// Sandbox is a running world. Stop it when done.
+type Sandbox struct {
+	Env *testenv.Env
+	// Client is Env.Client: direct, uncached.
+	Client client.Client
+	Sim    *azuresim.Server
+	// CAFile trusts the emulator's certificate.
+	CAFile string
+	// CloudFile is a custom cloud file (--azure-custom-cloud) named CloudName.
+	CloudFile string
+	// Kubeconfig reaches the API server as an administrator.
+	Kubeconfig string
+	// Cloud reaches the emulator.
+	Cloud cloud.Configuration
+	// HTTP is a client that trusts the emulator.
+	HTTP *http.Client
+	// CAPZCredential is CAPZ's identity in the emulator.
+	CAPZCredential azcore.TokenCredential
+
+	stopCAPZ func() error
+}
+
+// Start starts the API server, the emulator and capzsim. On error, whatever
+// was started is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
+	if opts.Dir == "" {
+		return nil, errors.New("sandbox: Options.Dir is required")
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	sb := &Sandbox{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, sb.Stop())
+		}
+	}()
+	if err := sb.startAzure(opts); err != nil {
+		return nil, err
+	}
+	logf("azuresim listening on %s", sb.Sim.URL())
+	logf("starting kube-apiserver and etcd")
+	env, err := testenv.Start(ctx, testenv.Options{Schema: opts.Schema})
+	if err != nil {
+		return nil, err
+	}
+	sb.Env, sb.Client = env, env.Client
+	sb.Kubeconfig = filepath.Join(opts.Dir, "kubeconfig")
+	if err := env.WriteKubeconfig(sb.Kubeconfig); err != nil {
+		return nil, err
+	}
+	logf("kube-apiserver listening on %s", env.Config.Host)
+	if err := sb.startCAPZ(opts); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+func (sb *Sandbox) startAzure(opts Options) error {
+	principals := append([]azuresim.Principal{{TenantID: CAPZTenantID, ClientID: CAPZClientID, ClientSecret: CAPZSecret}}, opts.Principals...)
+	sim := azuresim.New(azuresim.Options{
+		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals,
+	})
+	if err := sim.Start("127.0.0.1:0"); err != nil {
+		return err
+	}
+	sb.Sim = sim
+	sb.CAFile = filepath.Join(opts.Dir, "azuresim-ca.pem")
+	if err := sim.WriteCAFile(sb.CAFile); err != nil {
+		return err
+	}
+	sb.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: sim.URL() + "/", Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+		cloud.ResourceManager: {Endpoint: sim.URL(), Audience: sim.URL()},
+	}}
+	sb.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: sim.CertPool(), MinVersion: tls.VersionTLS12}}}
+	custom, err := json.MarshalIndent(azure.CustomCloud{
+		Name: CloudName, ResourceManagerEndpoint: sim.URL(), ActiveDirectoryAuthorityHost: sim.URL() + "/", CAFile: sb.CAFile,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	sb.CloudFile = filepath.Join(opts.Dir, "azuresim-cloud.json")
+	if err := os.WriteFile(sb.CloudFile, custom, 0o600); err != nil {
+		return err
+	}
+	cred, err := azidentity.NewClientSecretCredential(CAPZTenantID, CAPZClientID, CAPZSecret, &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: sb.ClientOptions(), DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		return err
+	}
+	sb.CAPZCredential = cred
+	return nil
+}
+
+// ClientOptions reach the emulator.
+func (sb *Sandbox) ClientOptions() azcore.ClientOptions {
+	return azcore.ClientOptions{Cloud: sb.Cloud, Transport: sb.HTTP}
+}
+
+// Network returns network clients for a subscription, as CAPZ's principal.
+func (sb *Sandbox) Network(sub string) (*armnetwork.ClientFactory, error) {
+	return armnetwork.NewClientFactory(sub, sb.CAPZCredential, &arm.ClientOptions{ClientOptions: sb.ClientOptions()})
+}
+
+func (sb *Sandbox) startCAPZ(opts Options) error {
+	mode := opts.CAPZMode
+	if mode == "" {
+		mode = capzsim.Fork
+	}
+	mgr, err := ctrl.NewManager(sb.Env.Config, ctrl.Options{
+		Scheme:                 sb.Env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several sandboxes run in one test process: controller names repeat.
+		Controller: config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		return err
+	}
+	r := &capzsim.Reconciler{Client: mgr.GetClient(), Opts: capzsim.Options{
+		Mode: mode, Credential: sb.CAPZCredential, ClientOptions: sb.ClientOptions(), Resync: opts.CAPZResync,
+		Concurrency: opts.CAPZConcurrency, Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints,
+	}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	sb.stopCAPZ = func() error {
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("capzsim stopped with an error: %w", err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// Stop stops capzsim, the API server and the emulator, in that order. It is
+// safe to call on a partly started sandbox and more than once.
+func (sb *Sandbox) Stop() error {
+	var errs []error
+	if sb.stopCAPZ != nil {
+		errs = append(errs, sb.stopCAPZ())
+		sb.stopCAPZ = nil
+	}
+	if sb.Env != nil {
+		errs = append(errs, sb.Env.Stop())
+		sb.Env = nil
+	}
+	if sb.Sim != nil {
+		errs = append(errs, sb.Sim.Close())
+		sb.Sim = nil
+	}
+	return errors.Join(errs...)
+}
