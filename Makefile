@@ -1,7 +1,8 @@
 # azure-private-endpoint-operator
 #
 # The two commands a user needs:
-#   make demo   run the operator end to end locally (arrives with issue "Delivery")
+#   make demo   run the operator end to end locally: API server, Azure emulator,
+#               CAPZ stand-in, the operator binary, and the samples
 #   make test   run the whole test suite (CI runs exactly this through .ci/run)
 #
 # Everything a target needs is built from Go modules through the module proxy.
@@ -30,6 +31,14 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ##@ Development
+
+# Flags for the demo, e.g. DEMO_FLAGS=--non-interactive or --azure-latency=10s.
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: envtest-assets build ## Run the operator end to end on this machine (Ctrl-C stops it).
+	$(GO) build -o $(BIN)/demo ./cmd/demo
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(BIN)/demo --operator-binary $(BIN)/azure-private-endpoint-operator $(DEMO_FLAGS)
 
 .PHONY: build
 build: ## Build the operator binary into bin/.

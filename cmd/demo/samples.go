@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +73,9 @@ func loadSamples(dir string) (*samples, error) {
 			s.wcs = append(s.wcs, o)
 		}
 	}
+	slices.SortFunc(s.wcs, func(a, b *unstructured.Unstructured) int {
+		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+	})
 	if len(s.wcs) == 0 {
 		return nil, fmt.Errorf("no workload clusters (%s) in %s", wcGlob, dir)
 	}

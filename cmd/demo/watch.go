@@ -76,13 +76,13 @@ func (w *watcher) until(ctx context.Context, timeout time.Duration, done func() 
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		if exited, err := w.d.op.Exited(); exited {
-			return false, fmt.Errorf("the operator exited (%v); last lines of %s:\n%s", err, w.d.op.LogFile, tail(w.d.op.LogFile, 30))
+			return false, fmt.Errorf("the operator exited (%w); last lines of %s:\n%s", err, w.d.op.LogFile, tail(w.d.op.LogFile, 30))
 		}
 		lastErr = w.refresh(ctx)
 		return lastErr == nil && done(), nil
 	})
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
-		return fmt.Errorf("not converged after %s (last error: %v); the operator's log is %s:\n%s",
+		return fmt.Errorf("not converged after %s (last error: %w); the operator's log is %s:\n%s",
 			timeout, lastErr, w.d.op.LogFile, tail(w.d.op.LogFile, 30))
 	}
 	return err
@@ -225,7 +225,7 @@ func (w *watcher) progress(wc *capz.AzureCluster, rows []row, problems []cluster
 	case len(rows) == 0:
 		line = "no private endpoints needed"
 	default:
-		line = fmt.Sprintf("wired (%d private endpoints, annotations written)", len(rows))
+		line = fmt.Sprintf("wired (%d private endpoint(s), annotations written)", len(rows))
 	}
 	if w.last[id] != line {
 		w.last[id] = line
