@@ -82,6 +82,9 @@ func (w *watcher) until(ctx context.Context, timeout time.Duration, done func() 
 		return lastErr == nil && done(), nil
 	})
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
+		if lastErr == nil {
+			lastErr = errors.New("none")
+		}
 		return fmt.Errorf("not converged after %s (last error: %w); the operator's log is %s:\n%s",
 			timeout, lastErr, w.d.op.LogFile, tail(w.d.op.LogFile, 30))
 	}
