@@ -165,8 +165,18 @@ func TestThrottlingExempt(t *testing.T) {
 			t.Fatalf("GET %d: an exempt principal got a rate-limit header %q", i, h)
 		}
 	}
-	if c := e.srv.Counters(); c.Throttled != 0 {
+	c := e.srv.Counters()
+	if c.Throttled != 0 {
 		t.Errorf("an exempt principal was throttled %d times", c.Throttled)
+	}
+	if n := c.SumFor(clientID, http.MethodGet, "Microsoft.Network/privateEndpoints", 404, 404); n != 5 {
+		t.Errorf("counted %d GETs of the principal, want 5: %+v", n, c.Requests)
+	}
+	if n := c.SumFor("someone-else", "", "", 0, 999); n != 0 {
+		t.Errorf("counted %d requests of a principal that made none", n)
+	}
+	if c.TokensByClient[clientID] == 0 || c.Tokens < c.TokensByClient[clientID] {
+		t.Errorf("token requests by client: %v (total %d)", c.TokensByClient, c.Tokens)
 	}
 }
 

@@ -14,6 +14,9 @@ type Counters struct {
 	ByPrincipal map[string]int `json:"byPrincipal"`
 	// Tokens counts requests to the token endpoint.
 	Tokens int `json:"tokens"`
+	// TokensByClient counts token requests by the client_id they name
+	// ("" for requests that name none, such as metadata discovery).
+	TokensByClient map[string]int `json:"tokensByClient"`
 	// Throttled counts 429 answers.
 	Throttled int `json:"throttled"`
 	// Total counts ARM requests.
@@ -25,7 +28,9 @@ type RequestCount struct {
 	Method       string `json:"method"`
 	ResourceType string `json:"resourceType"`
 	Status       int    `json:"status"`
-	Count        int    `json:"count"`
+	// Principal is the client ID that made the requests ("" without auth).
+	Principal string `json:"principal,omitempty"`
+	Count     int    `json:"count"`
 }
 
 // Sum adds up the requests that match a method and resource type ("" matches
@@ -41,33 +46,45 @@ func (c Counters) Sum(method, resourceType string, minStatus, maxStatus int) int
 	return n
 }
 
+// SumFor is Sum restricted to one principal's requests.
+func (c Counters) SumFor(principal, method, resourceType string, minStatus, maxStatus int) int {
+	n := 0
+	for _, r := range c.Requests {
+		if r.Principal == principal && (method == "" || r.Method == method) && (resourceType == "" || r.ResourceType == resourceType) &&
+			r.Status >= minStatus && r.Status <= maxStatus {
+			n += r.Count
+		}
+	}
+	return n
+}
+
 type requestKey struct {
-	method, typ string
-	status      int
+	method, typ, principal string
+	status                 int
 }
 
 type counters struct {
 	mu          sync.Mutex
 	requests    map[requestKey]int
 	byPrincipal map[string]int
-	tokens      int
+	tokens      map[string]int
 }
 
 func newCounters() *counters {
-	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}}
+	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}}
 }
 
 func (c *counters) request(method, typ string, status int, principal string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.requests[requestKey{method, typ, status}]++
+	c.requests[requestKey{method, typ, principal, status}]++
 	c.byPrincipal[principal]++
 }
 
-func (c *counters) token() {
+func (c *counters) token(client string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.tokens++
+	c.tokens[client]++
 }
 
 func (c *counters) reset() {
@@ -75,15 +92,19 @@ func (c *counters) reset() {
 	defer c.mu.Unlock()
 	c.requests = map[requestKey]int{}
 	c.byPrincipal = map[string]int{}
-	c.tokens = 0
+	c.tokens = map[string]int{}
 }
 
 func (c *counters) snapshot() Counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := Counters{ByPrincipal: map[string]int{}, Tokens: c.tokens, Requests: []RequestCount{}}
+	out := Counters{ByPrincipal: map[string]int{}, TokensByClient: map[string]int{}, Requests: []RequestCount{}}
+	for client, n := range c.tokens {
+		out.Tokens += n
+		out.TokensByClient[client] = n
+	}
 	for k, n := range c.requests {
-		out.Requests = append(out.Requests, RequestCount{Method: k.method, ResourceType: k.typ, Status: k.status, Count: n})
+		out.Requests = append(out.Requests, RequestCount{Method: k.method, ResourceType: k.typ, Status: k.status, Principal: k.principal, Count: n})
 		out.Total += n
 		if k.status == 429 {
 			out.Throttled += n
@@ -100,7 +121,10 @@ func (c *counters) snapshot() Counters {
 		if a.Method != b.Method {
 			return a.Method < b.Method
 		}
-		return a.Status < b.Status
+		if a.Status != b.Status {
+			return a.Status < b.Status
+		}
+		return a.Principal < b.Principal
 	})
 	return out
 }

@@ -168,7 +168,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/_sim/"):
 		s.serveAdmin(w, r)
 	case isAuthorityPath(r.URL.Path):
-		s.counters.token()
+		s.counters.token(r.FormValue("client_id"))
 		s.auth.serve(w, r, s.baseURL(r))
 	default:
 		s.serveARMRequest(w, r)
