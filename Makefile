@@ -51,6 +51,15 @@ test: lint test-go ## Run the whole suite: lint, then unit and envtest tests wit
 test-go: envtest-assets ## Run unit and envtest tests only (no lint).
 	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) test $(GO_TEST_FLAGS) $(PKGS)
 
+# Flags for the benchmark, e.g. BENCH_FLAGS=--n=100.
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: envtest-assets build ## Scale benchmark (N = 100, 500, 1000; ~40 min); writes docs/benchmarks.{md,json}.
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) run ./test/scale \
+		--operator-binary $(BIN)/azure-private-endpoint-operator \
+		--markdown docs/benchmarks.md --json docs/benchmarks.json $(BENCH_FLAGS)
+
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd for tests (cached; ~5-12 min the first time).
 	@hack/envtest/build.sh >/dev/null

@@ -72,6 +72,9 @@ type Options struct {
 	Throttling azuresim.Throttling
 	// Principals are added to CAPZ's in the emulator's token endpoint.
 	Principals []azuresim.Principal
+	// Audit makes kube-apiserver log every write to an AzureCluster, for
+	// Sandbox.AuditEvents.
+	Audit bool
 	// Logf receives progress lines while starting; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -94,6 +97,8 @@ type Sandbox struct {
 	HTTP *http.Client
 	// CAPZCredential is CAPZ's identity in the emulator.
 	CAPZCredential azcore.TokenCredential
+	// AuditLog is kube-apiserver's audit log with Options.Audit, else "".
+	AuditLog string
 
 	stopCAPZ func() error
 }
@@ -119,7 +124,13 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	logf("azuresim listening on %s", sb.Sim.URL())
 	logf("starting kube-apiserver and etcd")
-	env, err := testenv.Start(ctx, testenv.Options{Schema: opts.Schema})
+	var flags map[string]string
+	if opts.Audit {
+		if flags, sb.AuditLog, err = auditFlags(opts.Dir); err != nil {
+			return nil, err
+		}
+	}
+	env, err := testenv.Start(ctx, testenv.Options{Schema: opts.Schema, APIServerFlags: flags})
 	if err != nil {
 		return nil, err
 	}

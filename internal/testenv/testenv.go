@@ -37,6 +37,9 @@ type Options struct {
 	Schema Schema
 	// ExtraCRDs are installed beside the default CRDs.
 	ExtraCRDs []*apiextensionsv1.CustomResourceDefinition
+	// APIServerFlags are set on kube-apiserver (name without dashes), for
+	// example the audit log a benchmark counts writes with.
+	APIServerFlags map[string]string
 }
 
 // Env is a running test API server.
@@ -90,6 +93,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		// A loaded 2-core machine can be slow to start a cold API server.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	for name, value := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

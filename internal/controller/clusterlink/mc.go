@@ -63,6 +63,9 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		}
 		mcWrites.Inc()
 		log.Info("Applied the management cluster's private endpoints", "endpoints", len(desired))
+		// mcU is stale now: the apply's own event brings the MC back, and
+		// the next reconcile removes what an older operator left.
+		return ctrl.Result{}, nil
 	}
 	if err := r.removeStale(ctx, mcU, mc, want, wcs); err != nil {
 		return ctrl.Result{}, err

@@ -27,12 +27,15 @@ import (
 // endpoints to the MC's ingress, the IP annotations, the compatibility
 // condition and the events that explain what it waits for.
 type WCReconciler struct {
-	Client   client.Client
-	Opts     Options
-	Recorder events.EventRecorder
-	Clients  *azure.Clients
-	Observer *privateendpoints.Observer
-	Orphans  *OrphanCleaner
+	Client client.Client
+	// APIReader reads past the cache where a stale object would make a
+	// write conflict; Client is used when it is nil.
+	APIReader client.Reader
+	Opts      Options
+	Recorder  events.EventRecorder
+	Clients   *azure.Clients
+	Observer  *privateendpoints.Observer
+	Orphans   *OrphanCleaner
 
 	states stateTracker
 	memory eventMemory
@@ -288,18 +291,21 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 // guarded by resourceVersion so a concurrent CAPZ status write is not lost.
 // It is never written False: CAPZ's Ready summary includes every condition.
 func (r *WCReconciler) setReadyCondition(ctx context.Context, u *unstructured.Unstructured) error {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == ConditionGSPrivateLinksReady && m["status"] == "True" {
-			return nil
-		}
+	if hasReadyCondition(u) {
+		return nil
 	}
-	fresh, err := getAzureCluster(ctx, r.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
-	if err != nil || fresh == nil {
+	// Right after the annotations were applied the cache is stale, and an
+	// optimistically locked patch of a stale object fails: read the API.
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	if err != nil || fresh == nil || hasReadyCondition(fresh) {
 		return err
 	}
 	before := fresh.DeepCopy()
-	conds, _, _ = unstructured.NestedSlice(fresh.Object, "status", "conditions")
+	conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
 	var kept []any
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); !ok || m["type"] != ConditionGSPrivateLinksReady {
@@ -460,4 +466,15 @@ func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client
 		log.Info("Azure refused a request; a person must act", "what", what, "reason", c.Reason, "message", c.Message)
 		return ctrl.Result{RequeueAfter: opts.TerminalRecheck}, nil
 	}
+}
+
+// hasReadyCondition reports whether GSPrivateLinksReady is True.
+func hasReadyCondition(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == ConditionGSPrivateLinksReady && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,538 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	N             int
+	Subscriptions int
+	// OperatorBinary is the operator under test.
+	OperatorBinary string
+	// AzureLatency is how long Azure's long-running operations take.
+	AzureLatency time.Duration
+	// SteadyDrift is --drift-check-interval during the steady phase; the
+	// default is 10 minutes, so the phase is time-compressed by that ratio.
+	SteadyDrift time.Duration
+	// SteadyWindow is how long the steady phase is measured.
+	SteadyWindow time.Duration
+	// Timeout bounds each phase.
+	Timeout time.Duration
+	// Dir holds the run's files; the operator logs stay there.
+	Dir  string
+	Logf func(format string, args ...any)
+}
+
+// Phase is what the operator did during one phase.
+type Phase struct {
+	Seconds float64 `json:"seconds"`
+	// MCWrites are the operator's writes to the MC AzureCluster (audit log).
+	MCWrites int `json:"mcWrites"`
+	// WCWrites are its writes to WC AzureClusters (object and status), in
+	// all and at most to one WC.
+	WCWrites    int `json:"wcWrites"`
+	WCWritesMax int `json:"wcWritesMax"`
+	// Conflicts are writes the API server refused with 409.
+	Conflicts int `json:"conflicts"`
+	// ARMReads and ARMWrites are the operator's ARM requests (any status);
+	// ARMByOperation splits them by method and resource type.
+	ARMReads       int            `json:"armReads"`
+	ARMWrites      int            `json:"armWrites"`
+	ARMByOperation map[string]int `json:"armByOperation"`
+	TokenRequests  int            `json:"tokenRequests"`
+	Throttled      int            `json:"throttled"`
+}
+
+// Result is one run's figures.
+type Result struct {
+	N             int `json:"n"`
+	Subscriptions int `json:"subscriptions"`
+	// Converge runs from creating the MC and N WCs to every WC annotated and
+	// the MC holding N endpoints; CAPZDoneSeconds is when the last endpoint
+	// was provisioned in Azure, AfterCAPZSeconds the convergence after that.
+	Converge         Phase   `json:"converge"`
+	CAPZDoneSeconds  float64 `json:"capzDoneSeconds"`
+	AfterCAPZSeconds float64 `json:"afterCapzSeconds"`
+	// Restart is the first SteadyDrift after the operator restarted on a
+	// converged world; Steady the SteadyWindow after that.
+	Restart Phase `json:"restart"`
+	Steady  Phase `json:"steady"`
+	// SteadyReadsPerHour scales Steady's reads to an hour at the default
+	// 10-minute drift check.
+	SteadyReadsPerHour  float64 `json:"steadyReadsPerHourAtDefaults"`
+	SteadyWritesPerHour float64 `json:"steadyWritesPerHourAtDefaults"`
+	// Delete runs from deleting every WC until every WC is gone (released by
+	// the operator and CAPZ); DeleteMCEmptySeconds until the MC held no
+	// endpoint.
+	Delete               Phase   `json:"delete"`
+	DeleteMCEmptySeconds float64 `json:"deleteMCEmptySeconds"`
+	// MCObjectBytes is the MC AzureCluster's JSON size when converged.
+	MCObjectBytes int `json:"mcObjectBytes"`
+	// CPUSeconds over the whole run (both operator processes); PeakRSSMiB
+	// and PeakHeapMiB the highest of either.
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	PeakRSSMiB  float64 `json:"peakRSSMiB"`
+	PeakHeapMiB float64 `json:"peakHeapMiB"`
+	// Settings.
+	AzureLatencySeconds float64 `json:"azureLatencySeconds"`
+	SteadyDriftSeconds  float64 `json:"steadyDriftSeconds"`
+	SteadyWindowSeconds float64 `json:"steadyWindowSeconds"`
+}
+
+// bench is one run in progress.
+type bench struct {
+	cfg    Config
+	sb     *sandbox.Sandbox
+	op     *sandbox.Operator
+	res    Result
+	audits int // audit events already attributed to a phase
+
+	sampleCtx context.Context
+
+	mu       sync.Mutex
+	peakHeap float64
+	usage    sandbox.Usage // of processes already stopped
+}
+
+func (b *bench) logf(format string, args ...any) {
+	if b.cfg.Logf != nil {
+		b.cfg.Logf(format, args...)
+	}
+}
+
+// Run runs the benchmark once.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	b := &bench{cfg: cfg, res: Result{
+		N: cfg.N, Subscriptions: cfg.Subscriptions, AzureLatencySeconds: cfg.AzureLatency.Seconds(),
+		SteadyDriftSeconds: cfg.SteadyDrift.Seconds(), SteadyWindowSeconds: cfg.SteadyWindow.Seconds(),
+	}}
+	throttling := azuresim.DefaultThrottling()
+	// CAPZ is not what is measured; its requests would only slow the run.
+	throttling.Exempt = []string{sandbox.CAPZClientID}
+	subs := []string{}
+	for i := 0; i < cfg.Subscriptions; i++ {
+		subs = append(subs, wcSubscription(i, cfg.Subscriptions))
+	}
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		Dir: cfg.Dir, Audit: true, Latency: cfg.AzureLatency, Throttling: throttling,
+		CAPZResync: time.Second, CAPZConcurrency: 16,
+		Ingress:    map[string]capzsim.Ingress{identityNS + "/" + mcName: {AutoApprovedSubscriptions: subs}},
+		Principals: []azuresim.Principal{{TenantID: tenantID, ClientID: operatorClient, ClientSecret: operatorSecret}},
+		Logf:       cfg.Logf,
+	})
+	if err != nil {
+		return b.res, err
+	}
+	b.sb = sb
+	defer func() { _ = sb.Stop() }()
+	if err := createIdentity(ctx, sb.Client); err != nil {
+		return b.res, err
+	}
+	var stopSampling context.CancelFunc
+	b.sampleCtx, stopSampling = context.WithCancel(ctx)
+	defer stopSampling()
+	for _, phase := range []func(context.Context) error{b.converge, b.restart, b.steady, b.delete} {
+		if err := phase(ctx); err != nil {
+			if b.op != nil {
+				_ = b.op.Stop(30 * time.Second)
+			}
+			return b.res, err
+		}
+	}
+	stopSampling()
+	if err := b.stopOperator(); err != nil {
+		return b.res, err
+	}
+	b.res.CPUSeconds = b.usage.CPU.Seconds()
+	b.res.PeakRSSMiB = float64(b.usage.PeakRSS) / (1 << 20)
+	b.mu.Lock()
+	b.res.PeakHeapMiB = b.peakHeap / (1 << 20)
+	b.mu.Unlock()
+	return b.res, nil
+}
+
+func (b *bench) startOperator(name string, extra ...string) error {
+	args := append([]string{
+		"--management-cluster-name=" + mcName, "--management-cluster-namespace=" + identityNS,
+	}, extra...)
+	op, err := b.sb.StartOperator(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), args...)
+	if err != nil {
+		return err
+	}
+	b.op = op
+	go b.sample(b.sampleCtx, op)
+	b.logf("operator %s started (log %s)", name, op.LogFile)
+	return nil
+}
+
+// stopOperator stops the operator and adds its usage to the run's.
+func (b *bench) stopOperator() error {
+	if b.op == nil {
+		return nil
+	}
+	u, uerr := b.op.Usage()
+	err := b.op.Stop(30 * time.Second)
+	b.op = nil
+	if uerr != nil {
+		return uerr
+	}
+	b.usage.CPU += u.CPU
+	b.usage.PeakRSS = max(b.usage.PeakRSS, u.PeakRSS)
+	return err
+}
+
+// converge creates the MC and N WCs at once and waits for the wiring.
+func (b *bench) converge(ctx context.Context) error {
+	if err := b.startOperator("operator-1"); err != nil {
+		return err
+	}
+	b.sb.Sim.ResetCounters()
+	start := time.Now()
+	objs := []*unstructured.Unstructured{mcObject()}
+	for i := 0; i < b.cfg.N; i++ {
+		objs = append(objs, wcObject(i, b.cfg.Subscriptions))
+	}
+	for i := 0; i < 10 && i < b.cfg.N; i++ {
+		if err := ensureNamespace(ctx, b.sb.Client, wcNamespace(i)); err != nil {
+			return err
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, o := range objs {
+		g.Go(func() error { return b.sb.Client.Create(gctx, o) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("creating clusters: %w", err)
+	}
+	b.logf("created 1 MC and %d WCs in %.1fs", b.cfg.N, time.Since(start).Seconds())
+	var capzDone time.Time
+	err := b.poll(ctx, "convergence", func(s state) bool {
+		if capzDone.IsZero() && b.endpointsProvisioned() >= 2*b.cfg.N {
+			capzDone = time.Now()
+			b.logf("capzsim finished all %d endpoints after %.1fs", 2*b.cfg.N, capzDone.Sub(start).Seconds())
+		}
+		return s.annotated == b.cfg.N && s.ready == b.cfg.N && s.mcEndpoints == b.cfg.N
+	})
+	if err != nil {
+		return err
+	}
+	end := time.Now()
+	if capzDone.IsZero() {
+		capzDone = end
+	}
+	b.res.CAPZDoneSeconds = capzDone.Sub(start).Seconds()
+	b.res.AfterCAPZSeconds = end.Sub(capzDone).Seconds()
+	b.res.Converge, err = b.phase(end.Sub(start))
+	if err != nil {
+		return err
+	}
+	mc, err := b.get(ctx, identityNS, mcName)
+	if err != nil {
+		return err
+	}
+	raw, err := mc.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	b.res.MCObjectBytes = len(raw)
+	b.logf("converged after %.1fs (%.1fs after capzsim): %+v", end.Sub(start).Seconds(), b.res.AfterCAPZSeconds, b.res.Converge)
+	return nil
+}
+
+// restart replaces the operator with one whose drift check is compressed,
+// and measures its first drift interval on the converged world.
+func (b *bench) restart(ctx context.Context) error {
+	if err := b.stopOperator(); err != nil {
+		return fmt.Errorf("stopping the first operator: %w", err)
+	}
+	if _, err := b.phase(0); err != nil { // attribute the stop to no phase
+		return err
+	}
+	if err := b.startOperator("operator-2", "--drift-check-interval="+b.cfg.SteadyDrift.String()); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := b.idle(ctx, b.cfg.SteadyDrift); err != nil {
+		return err
+	}
+	var err error
+	b.res.Restart, err = b.phase(time.Since(start))
+	b.logf("restart: %+v", b.res.Restart)
+	return err
+}
+
+// steady measures SteadyWindow with nothing changing.
+func (b *bench) steady(ctx context.Context) error {
+	start := time.Now()
+	if err := b.idle(ctx, b.cfg.SteadyWindow); err != nil {
+		return err
+	}
+	var err error
+	b.res.Steady, err = b.phase(time.Since(start))
+	if err != nil {
+		return err
+	}
+	// At the default 10-minute drift check, an hour holds 6 checks; the
+	// window held SteadyWindow/SteadyDrift of them.
+	checks := b.cfg.SteadyWindow.Seconds() / b.cfg.SteadyDrift.Seconds()
+	b.res.SteadyReadsPerHour = float64(b.res.Steady.ARMReads) / checks * 6
+	b.res.SteadyWritesPerHour = float64(b.res.Steady.ARMWrites+b.res.Steady.MCWrites+b.res.Steady.WCWrites) / checks * 6
+	b.logf("steady: %+v", b.res.Steady)
+	return nil
+}
+
+// delete deletes every WC and waits until the MC holds no endpoint.
+func (b *bench) delete(ctx context.Context) error {
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := 0; i < b.cfg.N; i++ {
+		g.Go(func() error {
+			return client.IgnoreNotFound(b.sb.Client.Delete(gctx, wcObject(i, b.cfg.Subscriptions)))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("deleting clusters: %w", err)
+	}
+	var mcEmpty time.Time
+	if err := b.poll(ctx, "deletion", func(s state) bool {
+		if mcEmpty.IsZero() && s.mcEndpoints == 0 {
+			mcEmpty = time.Now()
+		}
+		return s.mcEndpoints == 0 && s.wcs == 0
+	}); err != nil {
+		return err
+	}
+	b.res.DeleteMCEmptySeconds = mcEmpty.Sub(start).Seconds()
+	var err error
+	b.res.Delete, err = b.phase(time.Since(start))
+	b.logf("deleted: %+v", b.res.Delete)
+	return err
+}
+
+// idle waits d, failing early if the operator exits.
+func (b *bench) idle(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	return wait.PollUntilContextCancel(ctx, time.Second, false, func(context.Context) (bool, error) {
+		if exited, err := b.op.Exited(); exited {
+			return false, fmt.Errorf("the operator exited: %w (log %s)", err, b.op.LogFile)
+		}
+		return time.Now().After(deadline), nil
+	})
+}
+
+// state is what one poll of the API server saw.
+type state struct {
+	wcs         int // WCs that exist
+	annotated   int // WCs with both IP annotations
+	ready       int // WCs with the GSPrivateLinksReady condition True
+	mcEndpoints int // private endpoints in the MC's spec
+}
+
+// poll reads the world every 2 seconds until done, for at most Timeout.
+func (b *bench) poll(ctx context.Context, what string, done func(state) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+	defer cancel()
+	var last state
+	lastLog := time.Now()
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		if exited, err := b.op.Exited(); exited {
+			return false, fmt.Errorf("the operator exited: %w (log %s)", err, b.op.LogFile)
+		}
+		s, err := b.read(ctx)
+		if err != nil {
+			return false, nil // the API server may be busy; read again
+		}
+		last = s
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			b.logf("  %s: %d WCs, %d annotated, %d ready; MC holds %d endpoints", what, s.wcs, s.annotated, s.ready, s.mcEndpoints)
+		}
+		return done(s), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (last: %d WCs annotated, MC holds %d endpoints)", what, err, last.annotated, last.mcEndpoints)
+	}
+	return nil
+}
+
+func (b *bench) read(ctx context.Context) (state, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
+	if err := b.sb.Client.List(ctx, list); err != nil {
+		return state{}, err
+	}
+	var s state
+	api := clusterlink.DefaultAnnotationPrefix + "/" + clusterlink.AnnotationAPIServerIP
+	ingress := clusterlink.DefaultAnnotationPrefix + "/" + clusterlink.AnnotationMCIngressIP
+	for i := range list.Items {
+		u := &list.Items[i]
+		if u.GetName() == mcName && u.GetNamespace() == identityNS {
+			subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
+			for _, sn := range subnets {
+				pes, _, _ := unstructured.NestedSlice(sn.(map[string]any), "privateEndpoints")
+				s.mcEndpoints += len(pes)
+			}
+			continue
+		}
+		s.wcs++
+		if a := u.GetAnnotations(); a[api] != "" && a[ingress] != "" {
+			s.annotated++
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == clusterlink.ConditionGSPrivateLinksReady && m["status"] == "True" {
+				s.ready++
+			}
+		}
+	}
+	return s, nil
+}
+
+func (b *bench) get(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	return u, b.sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+}
+
+func (b *bench) endpointsProvisioned() int {
+	n := 0
+	for _, r := range b.sb.Sim.Resources("Microsoft.Network/privateEndpoints") {
+		if r.ProvisioningState == "Succeeded" {
+			n++
+		}
+	}
+	return n
+}
+
+// phase collects the operator's figures since the last phase and starts
+// counting afresh.
+func (b *bench) phase(d time.Duration) (Phase, error) {
+	p := Phase{Seconds: d.Seconds(), ARMByOperation: map[string]int{}}
+	c := b.sb.Sim.Counters()
+	b.sb.Sim.ResetCounters()
+	for _, r := range c.Requests {
+		if r.Principal != operatorClient {
+			continue
+		}
+		p.ARMByOperation[r.Method+" "+r.ResourceType] += r.Count
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			p.ARMReads += r.Count
+		} else {
+			p.ARMWrites += r.Count
+		}
+		if r.Status == http.StatusTooManyRequests {
+			p.Throttled += r.Count
+		}
+	}
+	p.TokenRequests = c.TokensByClient[operatorClient]
+	events, err := b.sb.AuditEvents()
+	if err != nil {
+		return p, err
+	}
+	perWC := map[string]int{}
+	for _, e := range events[min(b.audits, len(events)):] {
+		if !strings.HasPrefix(e.UserAgent, "azure-private-endpoint-operator") || e.ObjectRef.Resource != "azureclusters" {
+			continue
+		}
+		if e.ResponseStatus.Code == http.StatusConflict {
+			p.Conflicts++
+		}
+		if e.ObjectRef.Name == mcName && e.ObjectRef.Namespace == identityNS {
+			p.MCWrites++
+			continue
+		}
+		p.WCWrites++
+		perWC[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name]++
+	}
+	b.audits = len(events)
+	for _, n := range perWC {
+		p.WCWritesMax = max(p.WCWritesMax, n)
+	}
+	return p, nil
+}
+
+// sample records the operator's peak Go heap from its metrics every 2s.
+func (b *bench) sample(ctx context.Context, op *sandbox.Operator) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		if v, err := scrape(ctx, op.MetricsURL, "go_memstats_heap_inuse_bytes"); err == nil {
+			b.mu.Lock()
+			b.peakHeap = max(b.peakHeap, v)
+			b.mu.Unlock()
+		}
+		if exited, _ := op.Exited(); exited {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// scrape reads one gauge from a Prometheus text endpoint.
+func scrape(ctx context.Context, url, metric string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), metric+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, errors.New(metric + " not found")
+}
+
+// operations lists a phase's ARM operations, most frequent first.
+func operations(p Phase) string {
+	type op struct {
+		name string
+		n    int
+	}
+	var ops []op
+	for k, n := range p.ARMByOperation {
+		ops = append(ops, op{k, n})
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].n > ops[j].n || ops[i].n == ops[j].n && ops[i].name < ops[j].name })
+	var parts []string
+	for _, o := range ops {
+		parts = append(parts, fmt.Sprintf("%s: %d", strings.Replace(o.name, "Microsoft.Network/", "", 1), o.n))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,167 @@
+// Command scale is the operator's scale and efficiency benchmark (`make
+// bench`): a real kube-apiserver, azuresim with ARM throttling and
+// long-running operations that take time, capzsim, and the real operator
+// binary. For each N it creates one private management cluster and N private
+// workload clusters at once, measures convergence, a restart, a
+// time-compressed steady state and the deletion of every workload cluster,
+// and writes the figures as JSON and as the markdown of docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+)
+
+type options struct {
+	ns             []int
+	subscriptions  int
+	operatorBinary string
+	latency        time.Duration
+	steadyDrift    time.Duration
+	steadyWindow   time.Duration
+	timeout        time.Duration
+	markdown       string
+	jsonOut        string
+	keep           bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{}
+	var ns string
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&ns, "n", "100,500,1000", "Comma-separated numbers of workload clusters, one run each.")
+	fs.IntVar(&o.subscriptions, "subscriptions", 10, "Subscriptions the workload clusters are spread over.")
+	fs.StringVar(&o.operatorBinary, "operator-binary", "", "Operator binary to measure (default: build it).")
+	fs.DurationVar(&o.latency, "azure-latency", 5*time.Second, "How long Azure's long-running operations take.")
+	fs.DurationVar(&o.steadyDrift, "steady-drift-check-interval", time.Minute,
+		"--drift-check-interval in the steady phase (default 10m: the phase is compressed by 10m/this).")
+	fs.DurationVar(&o.steadyWindow, "steady-window", 3*time.Minute, "How long the steady phase is measured.")
+	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "Limit on convergence and on deletion, per run.")
+	fs.StringVar(&o.markdown, "markdown", "", "Write the report here (e.g. docs/benchmarks.md).")
+	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
+	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("--n: %q is not a positive number", s)
+		}
+		o.ns = append(o.ns, n)
+	}
+	if o.subscriptions < 1 {
+		return o, errors.New("--subscriptions must be at least 1")
+	}
+	if o.steadyDrift <= 0 || o.steadyWindow < o.steadyDrift {
+		return o, errors.New("--steady-window must hold at least one --steady-drift-check-interval")
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "scale: %v\n", err)
+		return 2
+	}
+	results, err := runAll(ctx, opts, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "scale: %v\n", err)
+		return 1
+	}
+	if err := write(opts, results); err != nil {
+		fmt.Fprintf(stderr, "scale: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, error) {
+	ctrl.SetLogger(logr.Discard())
+	start := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stdout, "[%7.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	bin := opts.operatorBinary
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "apeo-scale-bin-")
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		logf("building the operator")
+		if bin, err = sandbox.BuildOperator(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	var results []Result
+	for _, n := range opts.ns {
+		dir, err := os.MkdirTemp("", fmt.Sprintf("apeo-scale-%d-", n))
+		if err != nil {
+			return nil, err
+		}
+		logf("N=%d: files in %s", n, dir)
+		res, err := Run(ctx, Config{
+			N: n, Subscriptions: opts.subscriptions, OperatorBinary: bin, AzureLatency: opts.latency,
+			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)
+		}
+		results = append(results, res)
+		if !opts.keep {
+			_ = os.RemoveAll(dir)
+		}
+		fmt.Fprintln(stdout, markdownTable(results))
+	}
+	return results, nil
+}
+
+func write(opts options, results []Result) error {
+	if opts.jsonOut != "" {
+		raw, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(opts.jsonOut), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(opts.jsonOut, append(raw, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if opts.markdown != "" {
+		if err := os.MkdirAll(filepath.Dir(opts.markdown), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(opts.markdown, []byte(report(opts, results)), 0o644)
+	}
+	return nil
+}

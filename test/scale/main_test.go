@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+)
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil || len(o.ns) != 3 || o.ns[2] != 1000 || o.subscriptions != 10 {
+		t.Fatalf("defaults: %+v, %v", o, err)
+	}
+	for _, args := range [][]string{
+		{"--n=100,x"}, {"--n=0"}, {"--subscriptions=0"}, {"--steady-window=10s", "--steady-drift-check-interval=1m"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%v) accepted invalid flags", args)
+		}
+	}
+}
+
+func TestReadFloor(t *testing.T) {
+	for _, tc := range []struct{ n, k, want int }{
+		{10, 10, 1 + 10},    // 1 MC page, one page per WC subscription
+		{1000, 10, 10 + 10}, // 10 MC pages, 100 WCs per subscription
+		{500, 3, 5 + 2 + 2 + 2},
+		{5, 10, 1 + 10}, // empty subscriptions still cost a list
+	} {
+		if got := readFloor(tc.n, tc.k); got != tc.want {
+			t.Errorf("readFloor(%d, %d) = %d, want %d", tc.n, tc.k, got, tc.want)
+		}
+	}
+}
+
+// TestSmoke runs the whole benchmark at a small N, as make test does: every
+// phase completes against the real operator binary, and the invariants that
+// hold at any N hold here.
+func TestSmoke(t *testing.T) {
+	dir := t.TempDir()
+	bin, err := sandbox.BuildOperator(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{
+		N: 8, Subscriptions: 2, OperatorBinary: bin, AzureLatency: time.Second,
+		SteadyDrift: 10 * time.Second, SteadyWindow: 20 * time.Second, Timeout: 5 * time.Minute,
+		Dir: t.TempDir(), Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		ok   bool
+	}{
+		{"the operator writes nothing to ARM in the CAPZ flow", res.Converge.ARMWrites+res.Restart.ARMWrites+res.Steady.ARMWrites+res.Delete.ARMWrites == 0},
+		{"the operator wrote the MC while converging", res.Converge.MCWrites >= 1},
+		{"the operator wrote every WC", res.Converge.WCWrites >= res.N},
+		{"nothing is written after a restart on a converged world", res.Restart.MCWrites+res.Restart.WCWrites == 0},
+		{"nothing is written in the steady state", res.Steady.MCWrites+res.Steady.WCWrites == 0},
+		{"the steady state reads Azure (drift checks)", res.Steady.ARMReads > 0},
+		{"the deletion wrote the MC", res.Delete.MCWrites >= 1},
+		{"the operator used a token", res.Converge.TokenRequests >= 1},
+		{"CPU and memory were measured", res.CPUSeconds > 0 && res.PeakRSSMiB > 0 && res.PeakHeapMiB > 0},
+	} {
+		if !c.ok {
+			t.Errorf("%s: %+v", c.what, res)
+		}
+	}
+	table := markdownTable([]Result{res})
+	if !strings.Contains(table, "| N = 8 |") || !strings.Contains(table, "GET privateEndpoints") {
+		t.Errorf("table:\n%s", table)
+	}
+	md := filepath.Join(dir, "benchmarks.md")
+	if err := write(options{markdown: md, subscriptions: 2, latency: time.Second, steadyDrift: 10 * time.Second, steadyWindow: 20 * time.Second}, []Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := os.ReadFile(md); err != nil || !strings.Contains(string(raw), notesMarker) {
+		t.Errorf("report: %v\n%s", err, raw)
+	}
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// pageSize is azuresim's list page size (Azure's is not documented for
+// private endpoints; 100 is a common ARM page size).
+const pageSize = 100
+
+func pages(n int) int { return max(1, (n+pageSize-1)/pageSize) }
+
+// readFloor is the fewest ARM reads that observe every endpoint once: one
+// paged list per subscription (the MC's holds N endpoints, each WC
+// subscription N/K).
+func readFloor(n, k int) int {
+	f := pages(n)
+	for i := 0; i < k; i++ {
+		f += pages(n/k + boolInt(i < n%k))
+	}
+	return f
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type metric struct {
+	name, target, floor string
+	value               func(Result) string
+}
+
+func metrics() []metric {
+	f1 := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	d := func(v int) string { return fmt.Sprint(v) }
+	return []metric{
+		{"converge: wall time, to every WC annotated and Ready (s)", "", "", func(r Result) string { return f1(r.Converge.Seconds) }},
+		{"converge: capzsim done after (s)", "", "", func(r Result) string { return f1(r.CAPZDoneSeconds) }},
+		{"converge: after capzsim done (s)", "≤ 60", "0", func(r Result) string { return f1(r.AfterCAPZSeconds) }},
+		{"converge: writes to the MC object", "≤ 50", "1", func(r Result) string { return d(r.Converge.MCWrites) }},
+		{"converge: writes to one WC, at most", "≤ 2", "3 (see notes)", func(r Result) string { return d(r.Converge.WCWritesMax) }},
+		{"converge: writes to WCs, in all", "", "3N", func(r Result) string { return d(r.Converge.WCWrites) }},
+		{"converge: API conflicts (409)", "", "0", func(r Result) string { return d(r.Converge.Conflicts) }},
+		{"converge: operator ARM reads", "≤ N/5", "see notes", func(r Result) string {
+			return fmt.Sprintf("%d (N/5 = %d, floor %d)", r.Converge.ARMReads, r.N/5, readFloor(r.N, r.Subscriptions))
+		}},
+		{"converge: operator ARM writes", "0", "0", func(r Result) string { return d(r.Converge.ARMWrites) }},
+		{"converge: token requests", "", "1", func(r Result) string { return d(r.Converge.TokenRequests) }},
+		{"converge: 429s received", "", "0", func(r Result) string { return d(r.Converge.Throttled) }},
+		{"restart: ARM reads in the first drift interval", "", "see notes", func(r Result) string {
+			return fmt.Sprintf("%d (floor %d)", r.Restart.ARMReads, readFloor(r.N, r.Subscriptions))
+		}},
+		{"restart: writes (Kubernetes + ARM)", "0", "0", func(r Result) string {
+			return d(r.Restart.MCWrites + r.Restart.WCWrites + r.Restart.ARMWrites)
+		}},
+		{"steady: writes per hour (Kubernetes + ARM)", "0", "0", func(r Result) string { return f1(r.SteadyWritesPerHour) }},
+		{"steady: ARM reads per hour", "≤ N/10", "see notes", func(r Result) string {
+			return fmt.Sprintf("%.0f (N/10 = %d, floor %d)", r.SteadyReadsPerHour, r.N/10, 6*readFloor(r.N, r.Subscriptions))
+		}},
+		{"delete: time until the MC holds no endpoint (s)", "", "", func(r Result) string { return f1(r.DeleteMCEmptySeconds) }},
+		{"delete: time until every WC is gone (s)", "", "", func(r Result) string { return f1(r.Delete.Seconds) }},
+		{"delete: writes to the MC object", "", "1", func(r Result) string { return d(r.Delete.MCWrites) }},
+		{"MC object size when converged (KiB)", "< 1536 (etcd limit)", "", func(r Result) string {
+			return f1(float64(r.MCObjectBytes) / 1024)
+		}},
+		{"operator CPU, whole run (s)", "", "", func(r Result) string { return f1(r.CPUSeconds) }},
+		{"operator peak RSS (MiB)", "< 200", "", func(r Result) string { return f1(r.PeakRSSMiB) }},
+		{"operator peak Go heap in use (MiB)", "", "", func(r Result) string { return f1(r.PeakHeapMiB) }},
+	}
+}
+
+// markdownTable is the results as a table, one column per N.
+func markdownTable(results []Result) string {
+	var b strings.Builder
+	b.WriteString("| | target (N = 1,000) | floor |")
+	for _, r := range results {
+		fmt.Fprintf(&b, " N = %d |", r.N)
+	}
+	b.WriteString("\n|---|---|---|")
+	for range results {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, m := range metrics() {
+		fmt.Fprintf(&b, "| %s | %s | %s |", m.name, orDash(m.target), orDash(m.floor))
+		for _, r := range results {
+			fmt.Fprintf(&b, " %s |", m.value(r))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nOperator ARM requests while converging, by operation:\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- N = %d: %s\n", r.N, operations(r.Converge))
+	}
+	b.WriteString("\nOperator ARM requests in the steady window, by operation:\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- N = %d: %s\n", r.N, operations(r.Steady))
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// report is docs/benchmarks.md: machine, settings, table. The analysis
+// below the marker is kept from the existing file.
+func report(opts options, results []Result) string {
+	var b strings.Builder
+	b.WriteString("# Benchmarks\n\n")
+	b.WriteString("Generated by `make bench` (`go run ./test/scale`); edit the notes below the table, not the table.\n\n")
+	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- Machine: %d CPUs (%s), %s memory, %s/%s, %s\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(&b, "- World: 1 private MC and N private WCs created at once; WCs spread over %d subscriptions and 10 namespaces; one identity\n", opts.subscriptions)
+	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal); CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
+	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)\n")
+	fmt.Fprintf(&b, "- Steady state: the operator restarted with `--drift-check-interval=%s` and measured for %s, i.e. time-compressed %.0f× against the default 10 minutes; per-hour figures are scaled to the default\n\n",
+		opts.steadyDrift, opts.steadyWindow, (10*time.Minute).Seconds()/opts.steadyDrift.Seconds())
+	b.WriteString(markdownTable(results))
+	b.WriteString("\n" + notesMarker + "\n")
+	if old, err := os.ReadFile(opts.markdown); err == nil {
+		if _, notes, ok := strings.Cut(string(old), notesMarker+"\n"); ok {
+			b.WriteString(notes)
+		}
+	}
+	return b.String()
+}
+
+const notesMarker = "<!-- notes: kept across runs -->"
+
+func cpuModel() string {
+	raw, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func memTotal() string {
+	raw, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int
+			_, _ = fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+		}
+	}
+	return "unknown"
+}
