@@ -5,6 +5,8 @@ package privateendpoints
 
 import (
 	"context"
+	"maps"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -111,27 +113,38 @@ type API interface {
 	// ListPrivateEndpoints lists every private endpoint of a resource group,
 	// following pages.
 	ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]*armnetwork.PrivateEndpoint, error)
+	// ListSubscriptionPrivateEndpoints lists every private endpoint of the
+	// subscription, following pages.
+	ListSubscriptionPrivateEndpoints(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error)
 	// InterfaceIP returns the primary private IP of a network interface.
 	InterfaceIP(ctx context.Context, nicID string) (string, error)
 }
 
-// Observer lists private endpoints per resource group and shares each list
-// for TTL among every caller, so that many reconciles of clusters with
-// endpoints in one resource group (the management cluster's) cost one list.
+// Observer lists private endpoints and shares each list for TTL among every
+// caller. It lists a whole subscription at once, so that the reconciles of
+// many clusters whose endpoints live in one subscription (the management
+// cluster's, or workload clusters sharing a subscription) cost one paged
+// list per subscription and TTL. Where the identity may not list the
+// subscription (its role is scoped to resource groups), it lists resource
+// groups instead and tries the subscription again after SubscriptionRetry.
 type Observer struct {
 	// TTL is how long a list answers callers; default 10 seconds.
 	TTL time.Duration
+	// SubscriptionRetry is how long a scope whose subscription-wide list was
+	// refused is read per resource group; default 1 hour.
+	SubscriptionRetry time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 
-	mu     sync.Mutex
-	lists  map[string]*listing
-	nicIPs map[string]string // lower NIC ID -> IP; a NIC's IP never changes
+	mu       sync.Mutex
+	lists    map[string]*listing
+	perGroup map[string]time.Time // lower scope -> until when to list resource groups
+	nicIPs   map[string]string    // lower NIC ID -> IP; a NIC's IP never changes
 }
 
 type listing struct {
 	at   time.Time
-	obs  map[string]Observation // lower name -> observation
+	obs  map[string]map[string]Observation // lower resource group -> lower name -> observation
 	err  error
 	done chan struct{}
 }
@@ -139,8 +152,53 @@ type listing struct {
 // ResourceGroup returns the observations of every private endpoint in a
 // resource group, by lower-case name. scope identifies the credential and
 // subscription the API uses, so callers with other credentials never share.
+// The map is shared: callers must not modify it.
 func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGroup string) (map[string]Observation, error) {
-	k := strings.ToLower(scope + "|" + resourceGroup)
+	rg := strings.ToLower(resourceGroup)
+	if o.subscriptionWide(scope) {
+		byGroup, err := o.get(ctx, scope+"|*", api.ListSubscriptionPrivateEndpoints)
+		if err == nil {
+			return o.resolveIPs(ctx, api, byGroup[rg])
+		}
+		if azure.Classify(err).StatusCode != http.StatusForbidden {
+			return nil, err
+		}
+		o.listGroups(scope)
+	}
+	byGroup, err := o.get(ctx, scope+"|"+rg, func(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+		return api.ListPrivateEndpoints(ctx, resourceGroup)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o.resolveIPs(ctx, api, byGroup[rg])
+}
+
+func (o *Observer) subscriptionWide(scope string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	until, ok := o.perGroup[strings.ToLower(scope)]
+	return !ok || o.now().After(until)
+}
+
+// listGroups remembers that scope may not list its subscription.
+func (o *Observer) listGroups(scope string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.perGroup == nil {
+		o.perGroup = map[string]time.Time{}
+	}
+	retry := o.SubscriptionRetry
+	if retry <= 0 {
+		retry = time.Hour
+	}
+	o.perGroup[strings.ToLower(scope)] = o.now().Add(retry)
+}
+
+// get returns the listing under k, listing anew when it is older than TTL
+// or failed; concurrent callers share one list.
+func (o *Observer) get(ctx context.Context, k string, list func(context.Context) ([]*armnetwork.PrivateEndpoint, error)) (map[string]map[string]Observation, error) {
+	k = strings.ToLower(k)
 	o.mu.Lock()
 	if o.lists == nil {
 		o.lists, o.nicIPs = map[string]*listing{}, map[string]string{}
@@ -162,14 +220,63 @@ func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGr
 	o.lists[k] = l
 	o.mu.Unlock()
 
-	obs, err := o.list(ctx, api, resourceGroup)
+	pes, err := list(ctx)
 	// Every waiting caller gets this error: classify it once, here.
-	l.obs, l.err = obs, azure.Freeze(err)
+	l.err = azure.Freeze(err)
+	if err == nil {
+		l.obs = o.group(pes)
+	}
 	o.mu.Lock()
 	l.at = o.now()
 	o.mu.Unlock()
 	close(l.done)
 	return l.obs, l.err
+}
+
+// group observes endpoints by resource group, with the NIC IPs known so far.
+func (o *Observer) group(pes []*armnetwork.PrivateEndpoint) map[string]map[string]Observation {
+	out := map[string]map[string]Observation{}
+	for _, pe := range pes {
+		obs := Observe(pe, o.cachedNICIP)
+		rg, _, _ := splitID(obs.ID)
+		rg = strings.ToLower(rg)
+		if out[rg] == nil {
+			out[rg] = map[string]Observation{}
+		}
+		out[rg][strings.ToLower(obs.Name)] = obs
+	}
+	return out
+}
+
+// resolveIPs reads, once per NIC, the IP of endpoints Azure listed without
+// customDnsConfigs, only for the resource group asked about. It returns the
+// shared map when nothing is missing and a copy otherwise.
+func (o *Observer) resolveIPs(ctx context.Context, api API, obs map[string]Observation) (map[string]Observation, error) {
+	var out map[string]Observation
+	for name, ob := range obs {
+		if ob.IP != "" || len(ob.NICIDs) == 0 {
+			continue
+		}
+		ip := o.cachedNICIP(ob.NICIDs[0])
+		if ip == "" {
+			var err error
+			if ip, err = api.InterfaceIP(ctx, ob.NICIDs[0]); err != nil {
+				return nil, err
+			}
+			o.mu.Lock()
+			o.nicIPs[strings.ToLower(ob.NICIDs[0])] = ip
+			o.mu.Unlock()
+		}
+		if out == nil {
+			out = maps.Clone(obs)
+		}
+		ob.IP = ip
+		out[name] = ob
+	}
+	if out == nil {
+		return obs, nil
+	}
+	return out, nil
 }
 
 // Invalidate makes the next ResourceGroup call read Azure again, for
@@ -178,29 +285,7 @@ func (o *Observer) Invalidate(scope, resourceGroup string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.lists, strings.ToLower(scope+"|"+resourceGroup))
-}
-
-func (o *Observer) list(ctx context.Context, api API, resourceGroup string) (map[string]Observation, error) {
-	pes, err := api.ListPrivateEndpoints(ctx, resourceGroup)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Observation, len(pes))
-	for _, pe := range pes {
-		obs := Observe(pe, o.cachedNICIP)
-		if obs.IP == "" && len(obs.NICIDs) > 0 {
-			ip, err := api.InterfaceIP(ctx, obs.NICIDs[0])
-			if err != nil {
-				return nil, err
-			}
-			o.mu.Lock()
-			o.nicIPs[strings.ToLower(obs.NICIDs[0])] = ip
-			o.mu.Unlock()
-			obs.IP = ip
-		}
-		out[strings.ToLower(obs.Name)] = obs
-	}
-	return out, nil
+	delete(o.lists, strings.ToLower(scope+"|*"))
 }
 
 func (o *Observer) cachedNICIP(id string) string {
@@ -209,7 +294,7 @@ func (o *Observer) cachedNICIP(id string) string {
 	return o.nicIPs[strings.ToLower(id)]
 }
 
-func wait(ctx context.Context, l *listing) (map[string]Observation, error) {
+func wait(ctx context.Context, l *listing) (map[string]map[string]Observation, error) {
 	select {
 	case <-l.done:
 		return l.obs, l.err
@@ -247,6 +332,20 @@ func NewSDK(f *armnetwork.ClientFactory) SDK {
 func (s SDK) ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]*armnetwork.PrivateEndpoint, error) {
 	var out []*armnetwork.PrivateEndpoint
 	pager := s.Endpoints.NewListPager(resourceGroup, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Value...)
+	}
+	return out, nil
+}
+
+// ListSubscriptionPrivateEndpoints implements API with one paged list.
+func (s SDK) ListSubscriptionPrivateEndpoints(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+	var out []*armnetwork.PrivateEndpoint
+	pager := s.Endpoints.NewListBySubscriptionPager(nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

@@ -39,7 +39,11 @@ func endpoint(name string, manual bool, state string, ips []string, nics ...stri
 	for _, n := range nics {
 		p.NetworkInterfaces = append(p.NetworkInterfaces, &armnetwork.Interface{ID: to(n)})
 	}
-	return &armnetwork.PrivateEndpoint{Name: to(name), ID: to("/pe/" + name), Properties: p}
+	return &armnetwork.PrivateEndpoint{Name: to(name), ID: to(peID(name)), Properties: p}
+}
+
+func peID(name string) string {
+	return "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/" + name
 }
 
 func TestObserve(t *testing.T) {
@@ -53,20 +57,20 @@ func TestObserve(t *testing.T) {
 		{
 			reason: "automatic, approved, IP in customDnsConfigs: ready",
 			pe:     endpoint("a", false, "Approved", []string{"10.0.0.5"}, "/nic/a"),
-			want: privateendpoints.Observation{Name: "a", ID: "/pe/a", ProvisioningState: "Succeeded", IP: "10.0.0.5",
+			want: privateendpoints.Observation{Name: "a", ID: peID("a"), ProvisioningState: "Succeeded", IP: "10.0.0.5",
 				ConnectionState: "Approved", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/a", NICIDs: []string{"/nic/a"}},
 			wantReady: true,
 		},
 		{
 			reason: "manual, pending: not ready although it has an IP",
 			pe:     endpoint("b", true, "Pending", []string{"10.0.0.6"}),
-			want: privateendpoints.Observation{Name: "b", ID: "/pe/b", ProvisioningState: "Succeeded", IP: "10.0.0.6",
+			want: privateendpoints.Observation{Name: "b", ID: peID("b"), ProvisioningState: "Succeeded", IP: "10.0.0.6",
 				ConnectionState: "Pending", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/b", ManualApproval: true},
 		},
 		{
 			reason: "no customDnsConfigs: the IP comes from the NIC",
 			pe:     endpoint("c", false, "Approved", nil, "/nic/a"),
-			want: privateendpoints.Observation{Name: "c", ID: "/pe/c", ProvisioningState: "Succeeded", IP: "10.0.0.9",
+			want: privateendpoints.Observation{Name: "c", ID: peID("c"), ProvisioningState: "Succeeded", IP: "10.0.0.9",
 				ConnectionState: "Approved", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/c", NICIDs: []string{"/nic/a"}},
 			wantReady: true,
 		},
@@ -77,7 +81,7 @@ func TestObserve(t *testing.T) {
 				pe.Properties.ProvisioningState = to(armnetwork.ProvisioningStateUpdating)
 				return pe
 			}(),
-			want: privateendpoints.Observation{Name: "d", ID: "/pe/d", ProvisioningState: "Updating",
+			want: privateendpoints.Observation{Name: "d", ID: peID("d"), ProvisioningState: "Updating",
 				ConnectionState: "Approved", ConnectionDescription: "why", PrivateLinkServiceID: "/pls/d"},
 		},
 		{
@@ -123,6 +127,12 @@ func TestObserverSharesOneList(t *testing.T) {
 	if lists != 1 {
 		t.Errorf("10 concurrent observers listed %d times, want 1", lists)
 	}
+	if other, err := obs.ResourceGroup(ctx, api, "cred|s1", "other-rg"); err != nil || len(other) != 0 {
+		t.Errorf("another resource group of the subscription: %v, %v", other, err)
+	}
+	if n := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/privateEndpoints", 200, 200); n != 1 {
+		t.Errorf("another resource group of the same subscription was listed again: %d lists", n)
+	}
 	got := results[0]
 	ready := map[string]bool{}
 	for name, o := range got {
@@ -151,19 +161,83 @@ func TestObserverSharesOneList(t *testing.T) {
 }
 
 // fakeAPI is a narrow stand-in for Azure that serves endpoints without
-// customDnsConfigs, to exercise the NIC fallback.
+// customDnsConfigs, to exercise the NIC fallback, and can refuse or fail
+// the subscription-wide list.
 type fakeAPI struct {
-	pes     []*armnetwork.PrivateEndpoint
-	nicGets int
+	mu         sync.Mutex
+	pes        []*armnetwork.PrivateEndpoint
+	subErr     error // returned by the subscription-wide list
+	nicGets    int
+	subLists   int
+	groupLists int
 }
 
 func (f *fakeAPI) ListPrivateEndpoints(context.Context, string) ([]*armnetwork.PrivateEndpoint, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.groupLists++
+	return f.pes, nil
+}
+
+func (f *fakeAPI) ListSubscriptionPrivateEndpoints(context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subLists++
+	if f.subErr != nil {
+		return nil, f.subErr
+	}
 	return f.pes, nil
 }
 
 func (f *fakeAPI) InterfaceIP(_ context.Context, id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.nicGets++
 	return "10.1.0." + id[len(id)-1:], nil
+}
+
+// TestObserverFallsBackToResourceGroups: an identity whose role is scoped
+// to resource groups may not list the subscription (403); the observer
+// lists resource groups instead and asks for the subscription again only
+// after SubscriptionRetry. Other errors are returned as they are.
+func TestObserverFallsBackToResourceGroups(t *testing.T) {
+	api := &fakeAPI{
+		pes:    []*armnetwork.PrivateEndpoint{endpoint("a", false, "Approved", []string{"10.0.0.5"})},
+		subErr: &azcore.ResponseError{StatusCode: http.StatusForbidden, ErrorCode: "AuthorizationFailed"},
+	}
+	now := time.Now()
+	obs := &privateendpoints.Observer{TTL: time.Second, SubscriptionRetry: time.Minute, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	for range 3 {
+		got, err := obs.ResourceGroup(ctx, api, "scope", "RG")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["a"].IP != "10.0.0.5" {
+			t.Fatalf("observations: %+v", got)
+		}
+		now = now.Add(2 * time.Second) // past TTL: every round lists again
+	}
+	if api.subLists != 1 || api.groupLists != 3 {
+		t.Errorf("subscription lists %d (want 1), resource group lists %d (want 3)", api.subLists, api.groupLists)
+	}
+	now = now.Add(time.Minute)
+	api.subErr = nil
+	if _, err := obs.ResourceGroup(ctx, api, "scope", "rg"); err != nil {
+		t.Fatal(err)
+	}
+	if api.subLists != 2 || api.groupLists != 3 {
+		t.Errorf("after SubscriptionRetry: subscription lists %d (want 2), resource group lists %d (want 3)", api.subLists, api.groupLists)
+	}
+
+	api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
+	other := &privateendpoints.Observer{Now: func() time.Time { return now }}
+	if _, err := other.ResourceGroup(ctx, api, "scope", "rg"); err == nil {
+		t.Error("a 500 from the subscription-wide list was hidden")
+	}
+	if api.groupLists != 3 {
+		t.Errorf("a 500 made the observer list resource groups (%d lists)", api.groupLists)
+	}
 }
 
 func TestObserverReadsEachNICOnce(t *testing.T) {

@@ -1,6 +1,8 @@
 package clusterlink
 
 import (
+	"time"
+
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -314,5 +316,33 @@ func TestRequestMessage(t *testing.T) {
 				t.Errorf("%s: a short message changed: %q", tc.reason, got)
 			}
 		})
+	}
+}
+
+func TestUntilTick(t *testing.T) {
+	epoch := time.Unix(0, 0)
+	for _, tc := range []struct {
+		reason          string
+		now             time.Time
+		interval, phase time.Duration
+		want            time.Duration
+	}{
+		{"just after a tick: a whole interval", epoch.Add(10*time.Minute + time.Second), 10 * time.Minute, 0, 10*time.Minute - time.Second},
+		{"on a tick: the next one, never zero", epoch.Add(20 * time.Minute), 10 * time.Minute, 0, 10 * time.Minute},
+		{"just before a tick: soon", epoch.Add(30*time.Minute - time.Second), 10 * time.Minute, 0, time.Second},
+		{"the phase moves the ticks", epoch.Add(10 * time.Minute), 10 * time.Minute, 3 * time.Minute, 3 * time.Minute},
+		{"a phase longer than the interval", epoch.Add(10 * time.Minute), 10 * time.Minute, 53 * time.Minute, 3 * time.Minute},
+		{"before the phase's epoch", epoch.Add(time.Minute), 10 * time.Minute, 53 * time.Minute, 2 * time.Minute},
+		{"no interval", epoch, 0, 0, time.Second},
+	} {
+		if got := untilTick(tc.now, tc.interval, tc.phase); got != tc.want {
+			t.Errorf("%s: untilTick = %s, want %s", tc.reason, got, tc.want)
+		}
+	}
+	// Clusters reconciled at different moments of one interval meet on one tick.
+	a := epoch.Add(time.Hour + time.Minute + 17*time.Second) // ticks at 1:01, 1:11, ...
+	b := a.Add(4 * time.Minute)
+	if a.Add(untilTick(a, 10*time.Minute, time.Minute)) != b.Add(untilTick(b, 10*time.Minute, time.Minute)) {
+		t.Error("two clusters reconciled 4 minutes apart do not recheck together")
 	}
 }

@@ -28,10 +28,10 @@ type Options struct {
 	// cluster.x-k8s.io/watch-filter=<value>, as Cluster API controllers do.
 	WatchFilter string
 	// PendingRecheck is how soon Azure is read again while an endpoint is
-	// not ready. Default 30s.
+	// not ready. Default 30s. Rechecks are aligned (see untilTick).
 	PendingRecheck time.Duration
 	// DriftCheck is how often a converged cluster is read again. Default
-	// 10m, with up to 10% jitter.
+	// 10m. Drift checks are aligned (see untilTick).
 	DriftCheck time.Duration
 	// TerminalRecheck is how soon a cluster is retried after an error a
 	// person must fix. Default 10m.
@@ -44,6 +44,10 @@ type Options struct {
 	// DeleteOrphanedEndpoints deletes, in Azure, private endpoints the
 	// operator removed from spec that CAPZ left behind (upstream CAPZ does).
 	DeleteOrphanedEndpoints bool
+
+	// tickPhase offsets this process's recheck ticks (random, so that
+	// operators in different installations do not tick together).
+	tickPhase time.Duration
 }
 
 // WatchFilterLabel is Cluster API's watch filter label.
@@ -67,6 +71,9 @@ func (o *Options) setDefaults() {
 	} else if o.MCWriteDelay == 0 {
 		o.MCWriteDelay = 2 * time.Second
 	}
+	if o.tickPhase == 0 {
+		o.tickPhase = time.Duration(rand.Int64N(int64(time.Hour))) + 1
+	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
 	}
@@ -74,8 +81,31 @@ func (o *Options) setDefaults() {
 
 func (o *Options) annotation(name string) string { return o.AnnotationPrefix + "/" + name }
 
+// driftCheck is how long until a converged cluster's next drift check.
 func (o *Options) driftCheck() time.Duration {
-	return o.DriftCheck + time.Duration(rand.Int64N(int64(o.DriftCheck/10)+1))
+	return untilTick(time.Now(), o.DriftCheck, o.tickPhase)
+}
+
+// pendingRecheck is how long until a waiting cluster's next look at Azure.
+func (o *Options) pendingRecheck() time.Duration {
+	return untilTick(time.Now(), o.PendingRecheck, o.tickPhase)
+}
+
+// untilTick returns the time from now to the next tick of a clock that ticks
+// every interval, offset by phase; never zero. Rechecks of every cluster
+// land on the same ticks, so one observation of Azure (a list per
+// subscription, shared for the observer's TTL) serves all of them: a drift
+// check of 1,000 clusters costs a few lists, not 1,000. The per-process
+// random phase keeps different operators from ticking together.
+func untilTick(now time.Time, interval, phase time.Duration) time.Duration {
+	if interval <= 0 {
+		return time.Second
+	}
+	since := now.Sub(time.Unix(0, 0).Add(phase)) % interval
+	if since < 0 {
+		since += interval
+	}
+	return interval - since
 }
 
 // Event reasons beyond those of the desired state. Constant, so users can

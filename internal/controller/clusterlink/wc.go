@@ -169,7 +169,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 		delete(o.annotations, d.annName)
 		o.ready = false
 		r.noteState(u, ep, state, note)
-		o.result = ctrl.Result{RequeueAfter: r.Opts.PendingRecheck}
+		o.result = ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}
 	}
 	return o
 }
