@@ -81,6 +81,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
 	}
 	cfg.UserAgent = userAgent
+	// client-go's default (5 per second, 10 burst) takes a minute for the
+	// three writes of 100 workload clusters.
+	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
 
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

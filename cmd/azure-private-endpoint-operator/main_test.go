@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,6 +61,8 @@ func TestParseFlags(t *testing.T) {
 			deleteOrphanedEndpoints: true,
 			secretRecheck:           5 * time.Minute,
 			azureObserveTTL:         10 * time.Second,
+			kubeAPIQPS:              50,
+			kubeAPIBurst:            100,
 		}
 	}
 	tests := []struct {
@@ -114,6 +118,11 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a zero duration is refused",
 			args:    []string{"--graceful-shutdown-timeout=0s"},
 			wantErr: "--graceful-shutdown-timeout=0s: must be positive",
+		},
+		{
+			reason:  "a client-side API limit of zero is refused",
+			args:    []string{"--kube-api-qps=0"},
+			wantErr: "--kube-api-qps=0 and --kube-api-burst=100: both must be positive",
 		},
 		{
 			reason:  "leader election out of cluster needs a namespace",
@@ -303,4 +312,25 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestREADMEDocumentsEveryFlag keeps the README's flag table complete.
+func TestREADMEDocumentsEveryFlag(t *testing.T) {
+	var usage strings.Builder
+	if _, err := parseFlags([]string{"--help"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1)
+	if len(names) < 30 {
+		t.Fatalf("found only %d flags in the usage text:\n%s", len(names), usage.String())
+	}
+	for _, m := range names {
+		if !strings.Contains(string(readme), "`--"+m[1]+"`") {
+			t.Errorf("README.md does not document --%s", m[1])
+		}
+	}
 }

@@ -29,6 +29,8 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 // in the README's configuration table; keep the two in step.
 type options struct {
 	kubeconfig              string
+	kubeAPIQPS              float64
+	kubeAPIBurst            int
 	metricsAddr             string
 	probeAddr               string
 	leaderElect             bool
@@ -104,6 +106,10 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Only needed out of cluster; otherwise KUBECONFIG, the in-cluster config, then ~/.kube/config are used.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50,
+		"Requests per second the operator may send to the Kubernetes API server (client-side limit).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100,
+		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
 		"Address (host:port) the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
@@ -141,9 +147,9 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.customCloudFile, "azure-custom-cloud", "",
 		"JSON file describing a custom cloud (name, resourceManagerEndpoint, resourceManagerAudience, activeDirectoryAuthorityHost, caFile); clusters whose spec.azureEnvironment equals its name use it.")
 	fs.DurationVar(&o.pendingRecheck, "pending-recheck-interval", 30*time.Second,
-		"How soon Azure is read again while a private endpoint is not ready.")
+		"How soon Azure is read again while a private endpoint is not ready (every cluster's rechecks share ticks of this interval).")
 	fs.DurationVar(&o.driftCheck, "drift-check-interval", 10*time.Minute,
-		"How often a converged cluster is read again from Azure (with up to 10% jitter).")
+		"How often converged clusters are read again from Azure (all on shared ticks of this interval, at a random phase per process).")
 	fs.DurationVar(&o.terminalRecheck, "terminal-recheck-interval", 10*time.Minute,
 		"How soon a cluster is retried after an Azure error a person must fix (authorization, validation).")
 	fs.DurationVar(&o.mcWriteDelay, "mc-write-delay", 2*time.Second,
@@ -155,7 +161,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
-		"How long one list of a resource group's private endpoints answers every reconcile that needs it.")
+		"How long one list of a subscription's (or resource group's) private endpoints answers every reconcile that needs it.")
 	o.zap.BindFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
@@ -231,6 +237,9 @@ func (o *options) validateWiring() []error {
 	})...)
 	if o.mcWriteDelay < 0 {
 		errs = append(errs, fmt.Errorf("--mc-write-delay=%s: must not be negative", o.mcWriteDelay))
+	}
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", o.kubeAPIQPS, o.kubeAPIBurst))
 	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.maxConcurrentReconciles))
