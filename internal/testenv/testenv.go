@@ -133,7 +133,14 @@ func (e *Env) Stop() error {
 // WriteKubeconfig writes a kubeconfig for the administrator user to path, for
 // processes that the test starts (the operator binary, for instance).
 func (e *Env) WriteKubeconfig(path string) error {
-	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
+	return e.WriteKubeconfigFor(path, "test-admin", "system:masters")
+}
+
+// WriteKubeconfigFor writes a kubeconfig for a user with a client
+// certificate. Name it "system:serviceaccount:<ns>:<name>" with the group
+// "system:serviceaccounts" to act as a ServiceAccount under RBAC.
+func (e *Env) WriteKubeconfigFor(path, name string, groups ...string) error {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		return err
 	}

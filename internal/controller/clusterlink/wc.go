@@ -99,6 +99,12 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
 	o := r.observe(ctx, u, wc, mc, toWC, toMC, current.Annotations)
 	want := capz.Owned{Endpoints: groupBySubnet(toMC), Finalizers: []string{Finalizer}, Annotations: o.annotations}
+	if len(toMC)+len(toWC) == 0 && !slices.Contains(u.GetFinalizers(), Finalizer) {
+		// Nothing to protect yet (CAPZ has not written the subnet IDs, or
+		// the links are not ready): the finalizer comes with the first
+		// endpoint, in the same write, saving a write per cluster.
+		want.Finalizers = nil
+	}
 	if err := r.apply(ctx, u, wc, current, want); err != nil {
 		return ctrl.Result{}, err
 	}
