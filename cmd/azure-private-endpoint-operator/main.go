@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -107,6 +108,8 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		// Read AzureClusters, Clusters and identities from the cache, never
 		// Secrets: the operator gets the few Secrets identities reference.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
+		// The cache keeps only the operator's own managedFields entries.
+		Cache: cache.Options{DefaultTransform: clusterlink.TrimManagedFields},
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -44,6 +45,7 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
 		// Several worlds run in one test process: controller names repeat.
 		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
+		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,9 @@ package clusterlink
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -344,5 +347,25 @@ func TestUntilTick(t *testing.T) {
 	b := a.Add(4 * time.Minute)
 	if a.Add(untilTick(a, 10*time.Minute, time.Minute)) != b.Add(untilTick(b, 10*time.Minute, time.Minute)) {
 		t.Error("two clusters reconciled 4 minutes apart do not recheck together")
+	}
+}
+
+func TestTrimManagedFields(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "capz-manager", Operation: metav1.ManagedFieldsOperationUpdate},
+		{Manager: capz.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
+	})
+	out, err := TrimManagedFields(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*unstructured.Unstructured).GetManagedFields()
+	if len(got) != 1 || got[0].Manager != capz.FieldManager || got[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Errorf("kept %+v, want only the operator's entry", got)
+	}
+	if out, err := TrimManagedFields("not an object"); err != nil || out != "not an object" {
+		t.Errorf("a non-object changed: %v, %v", out, err)
 	}
 }

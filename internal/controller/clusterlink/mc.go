@@ -81,7 +81,8 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureCluster, []*capz.AzureCluster, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-	if err := r.Client.List(ctx, list); err != nil {
+	// Read only: no deep copy of every WC on every MC reconcile.
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
 	var active, pausedWCs []*capz.AzureCluster

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -236,4 +238,27 @@ func groupBySubnet(eps []Endpoint) map[string][]capz.PrivateEndpoint {
 func targetsGroup(plsID, subscription, resourceGroup string) bool {
 	prefix := strings.ToLower("/subscriptions/" + subscription + "/resourceGroups/" + resourceGroup + "/providers/Microsoft.Network/privateLinkServices/")
 	return strings.HasPrefix(strings.ToLower(plsID), prefix)
+}
+
+// TrimManagedFields is the operator's cache transform: it keeps only the
+// managedFields entries of the operator's field manager, the only ones it
+// reads (capz.CurrentOwned). Other managers' entries (CAPZ's, users') are
+// often the larger part of an AzureCluster; at 1,000 workload clusters they
+// cost tens of MiB of cache for nothing.
+func TrimManagedFields(obj any) (any, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	fields := o.GetManagedFields()
+	kept := make([]metav1.ManagedFieldsEntry, 0, 1)
+	for _, f := range fields {
+		if f.Manager == capz.FieldManager {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) != len(fields) {
+		o.SetManagedFields(kept)
+	}
+	return obj, nil
 }
