@@ -18,7 +18,9 @@ GO ?= go
 BIN := $(CURDIR)/bin
 GOLANGCI_LINT := $(BIN)/golangci-lint
 CONTROLLER_GEN := $(BIN)/controller-gen
+HELM := $(BIN)/helm
 TOOLS_DEPS := hack/tools/go.mod hack/tools/go.sum
+CHART := charts/azure-private-endpoint-operator
 
 # Flags for go test. -race costs build time once (cached) and catches data
 # races in controllers and the emulator; override with GO_TEST_FLAGS=.
@@ -45,11 +47,16 @@ build: ## Build the operator binary into bin/.
 	$(GO) build -o $(BIN)/azure-private-endpoint-operator ./cmd/azure-private-endpoint-operator
 
 .PHONY: test
-test: lint test-go ## Run the whole suite: lint, then unit and envtest tests with the race detector.
+test: lint chart-lint test-go ## Run the whole suite: lint, chart lint, then unit and envtest tests with the race detector.
 
 .PHONY: test-go
-test-go: envtest-assets ## Run unit and envtest tests only (no lint).
-	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) test $(GO_TEST_FLAGS) $(PKGS)
+test-go: envtest-assets $(HELM) ## Run unit and envtest tests only (no lint).
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" HELM=$(HELM) $(GO) test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: chart-lint
+chart-lint: $(HELM) ## Lint and render the Helm chart (helm built from hack/helm).
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/test-values.yaml
+	$(HELM) template apeo $(CHART) --namespace apeo-system -f $(CHART)/ci/test-values.yaml >/dev/null
 
 # Flags for the benchmark, e.g. BENCH_FLAGS=--n=100.
 BENCH_FLAGS ?=
@@ -82,11 +89,15 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 		$(CONTROLLER_GEN) rbac:roleName=azure-private-endpoint-operator paths=./internal/... paths=./cmd/... \
 			output:rbac:artifacts:config=config/rbac ; \
 	fi
+	@# The chart grants the same rules (a test compares them).
+	sed -n '/^rules:/,$$p' config/rbac/role.yaml | tail -n +2 > $(CHART)/files/clusterrole-rules.yaml
+	sed -n '/^rules:/,$$p' config/rbac/leader_election_role.yaml | tail -n +2 > $(CHART)/files/leader-election-rules.yaml
+	@if ls config/crd/bases/*.yaml >/dev/null 2>&1; then mkdir -p $(CHART)/crds && cp config/crd/bases/*.yaml $(CHART)/crds/; fi
 
 .PHONY: tidy
 tidy: ## Tidy every Go module in the repository.
 	$(GO) mod tidy
-	for m in hack/tools hack/envtest/kube-apiserver hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
+	for m in hack/tools hack/helm hack/envtest/kube-apiserver hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: clean
 clean: ## Remove build output (the envtest cache outside the clone is kept).
@@ -99,3 +110,13 @@ $(GOLANGCI_LINT): $(TOOLS_DEPS)
 
 $(CONTROLLER_GEN): $(TOOLS_DEPS)
 	cd hack/tools && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# helm has its own module: its dependencies never meet the operator's. The
+# ldflags are those of helm's own Makefile: its version, and the Kubernetes
+# version it renders and lints for (its k8s.io modules are v0.37).
+HELM_VERSION := v3.22.0
+HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37 \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37
+$(HELM): hack/helm/go.mod hack/helm/go.sum
+	cd hack/helm && $(GO) build -ldflags '$(HELM_LDFLAGS)' -o $@ helm.sh/helm/v3/cmd/helm
