@@ -108,22 +108,11 @@ func (w *World) Network(t testing.TB, sub string) *armnetwork.ClientFactory {
 // the operator's principal, allowed in every namespace.
 func (w *World) createIdentity(t testing.TB) {
 	t.Helper()
-	ctx := context.Background()
-	w.Namespace(t, IdentityNS)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: IdentityNS, Name: IdentitySecret},
-		Data: map[string][]byte{"clientSecret": []byte(OperatorSecret)}}
-	if err := w.Client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	id := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"type": "ServicePrincipal", "tenantID": TenantID, "clientID": OperatorClient,
-		"clientSecret":      map[string]any{"name": IdentitySecret, "namespace": IdentityNS},
-		"allowedNamespaces": map[string]any{},
-	}}}
-	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
-	id.SetNamespace(IdentityNS)
-	id.SetName(IdentityName)
-	if err := w.Client.Create(ctx, id); err != nil {
+	err := w.CreateIdentity(context.Background(), sandbox.Identity{
+		Namespace: IdentityNS, Name: IdentityName, SecretName: IdentitySecret,
+		TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret,
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

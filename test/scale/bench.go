@@ -147,7 +147,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	b.sb = sb
 	defer func() { _ = sb.Stop() }()
-	if err := createIdentity(ctx, sb.Client); err != nil {
+	if err := sb.CreateIdentity(ctx, sandbox.Identity{
+		Namespace: identityNS, Name: identityName, SecretName: identitySecret,
+		TenantID: tenantID, ClientID: operatorClient, ClientSecret: operatorSecret,
+	}); err != nil {
 		return b.res, err
 	}
 	var stopSampling context.CancelFunc

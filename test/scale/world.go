@@ -36,26 +36,6 @@ func wcSubscription(i, k int) string {
 func wcNamespace(i int) string { return fmt.Sprintf("org-scale-%02d", i%10) }
 func wcName(i int) string      { return fmt.Sprintf("wc%04d", i) }
 
-func createIdentity(ctx context.Context, c client.Client) error {
-	if err := ensureNamespace(ctx, c, identityNS); err != nil {
-		return err
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: identityNS, Name: identitySecret},
-		Data: map[string][]byte{"clientSecret": []byte(operatorSecret)}}
-	if err := c.Create(ctx, secret); err != nil {
-		return err
-	}
-	id := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"type": "ServicePrincipal", "tenantID": tenantID, "clientID": operatorClient,
-		"clientSecret":      map[string]any{"name": identitySecret, "namespace": identityNS},
-		"allowedNamespaces": map[string]any{},
-	}}}
-	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
-	id.SetNamespace(identityNS)
-	id.SetName(identityName)
-	return c.Create(ctx, id)
-}
-
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if apierrors.IsAlreadyExists(err) {
