@@ -39,6 +39,7 @@ type WCReconciler struct {
 
 	states stateTracker
 	memory eventMemory
+	mc     mcSnapshot
 }
 
 // Reconcile wires one workload cluster.
@@ -68,13 +69,9 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		ctrl.LoggerFrom(ctx).V(1).Info("Cluster is paused")
 		return ctrl.Result{}, nil
 	}
-	mcU, err := getAzureCluster(ctx, r.Client, r.Opts.ManagementCluster)
+	mcU, mc, err := r.mc.get(ctx, r.Client, r.Opts.ManagementCluster)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	var mc *capz.AzureCluster
-	if mcU != nil {
-		mc, _ = capz.FromUnstructured(mcU)
 	}
 	if wc.Deleting {
 		return r.release(ctx, u, wc, mcU, mc)

@@ -1,0 +1,101 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// cacheReader lists one stored object the way the informer cache does with
+// UnsafeDisableDeepCopy: without copying it.
+type cacheReader struct {
+	client.Reader
+	obj   *unstructured.Unstructured
+	lists int
+}
+
+func (c *cacheReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	c.lists++
+	list.(*unstructured.UnstructuredList).Items = []unstructured.Unstructured{*c.obj}
+	return nil
+}
+
+// bigMC is a management cluster holding n private endpoints.
+func bigMC(n int) *unstructured.Unstructured {
+	var pes []any
+	for i := range n {
+		pes = append(pes, map[string]any{
+			"name": fmt.Sprintf("wc%04d-api-privatelink-privateendpoint", i), "location": "westeurope",
+			"privateLinkServiceConnections": []any{map[string]any{
+				"name":                 fmt.Sprintf("wc%04d-api-privatelink-connection", i),
+				"privateLinkServiceID": fmt.Sprintf("/subscriptions/s/resourceGroups/wc%04d/providers/Microsoft.Network/privateLinkServices/wc%04d-api-privatelink", i, i),
+				"requestMessage":       "please",
+			}},
+		})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"subscriptionID": "s", "resourceGroup": "mc", "location": "westeurope",
+		"networkSpec": map[string]any{
+			"vnet":        map[string]any{"name": "mc-vnet", "id": "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/virtualNetworks/mc-vnet"},
+			"apiServerLB": map[string]any{"name": "mc-lb", "type": "Internal"},
+			"subnets": []any{map[string]any{"name": "mc-nodes", "role": "node", "id": "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/virtualNetworks/mc-vnet/subnets/mc-nodes",
+				"privateEndpoints": pes}},
+		},
+	}}}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	u.SetNamespace("org")
+	u.SetName("mc")
+	u.SetUID("uid")
+	u.SetResourceVersion("1")
+	return u
+}
+
+func TestMCSnapshotParsesOncePerVersion(t *testing.T) {
+	r := &cacheReader{obj: bigMC(3)}
+	var s mcSnapshot
+	key := types.NamespacedName{Namespace: "org", Name: "mc"}
+	_, v1, err := s.get(context.Background(), r, key)
+	if err != nil || v1 == nil || len(v1.Subnets[0].PrivateEndpoints) != 3 {
+		t.Fatalf("first read: %+v, %v", v1, err)
+	}
+	if _, v2, _ := s.get(context.Background(), r, key); v2 != v1 {
+		t.Error("an unchanged MC was parsed again")
+	}
+	r.obj = bigMC(4)
+	r.obj.SetResourceVersion("2")
+	if _, v3, _ := s.get(context.Background(), r, key); v3 == v1 || len(v3.Subnets[0].PrivateEndpoints) != 4 {
+		t.Error("a changed MC was not parsed again")
+	}
+	if u, v, err := s.get(context.Background(), r, types.NamespacedName{Namespace: "org", Name: "other"}); u != nil || v != nil || err != nil {
+		t.Errorf("a missing MC: %v, %v, %v", u, v, err)
+	}
+}
+
+// BenchmarkMCRead compares what each WC reconcile spent reading a
+// 1,000-endpoint MC before (a deep copy from the cache and a parse) with the
+// snapshot's cost when the MC has not changed.
+func BenchmarkMCRead(b *testing.B) {
+	mc := bigMC(1000)
+	b.Run("copy-and-parse", func(b *testing.B) {
+		for b.Loop() {
+			if _, errs := capz.FromUnstructured(mc.DeepCopy()); len(errs) > 0 {
+				b.Fatal(errs)
+			}
+		}
+	})
+	b.Run("snapshot", func(b *testing.B) {
+		r := &cacheReader{obj: mc}
+		var s mcSnapshot
+		for b.Loop() {
+			if _, _, err := s.get(context.Background(), r, types.NamespacedName{Namespace: "org", Name: "mc"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
