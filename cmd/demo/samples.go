@@ -11,9 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -145,8 +142,7 @@ func (d *demo) apply(ctx context.Context) error {
 	all := append(append(append([]*unstructured.Unstructured{}, d.samples.identity...), d.samples.mc), d.samples.wcs...)
 	for _, o := range all {
 		if ns := o.GetNamespace(); ns != "" {
-			err := d.sb.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := d.sb.EnsureNamespace(ctx, ns); err != nil {
 				return err
 			}
 		}

@@ -260,7 +260,7 @@ func TestConcurrentWrites(t *testing.T) {
 			errs <- pollErr(func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
 				body := peBody(prov.nodeSubnetID, *pls.ID, true)
 				if i == 0 {
-					body.Properties.CustomNetworkInterfaceName = to("custom-nic")
+					body.Properties.CustomNetworkInterfaceName = new("custom-nic")
 				}
 				return pes.BeginCreateOrUpdate(ctx, "rg", fmt.Sprintf("pe-%02d", i), body, nil)
 			})

@@ -42,7 +42,7 @@ func BenchmarkSDKGet(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := client.Get(context.Background(), prov.rg, "pe-0", &armnetwork.PrivateEndpointsClientGetOptions{Expand: to("networkInterfaces")}); err != nil {
+			if _, err := client.Get(context.Background(), prov.rg, "pe-0", &armnetwork.PrivateEndpointsClientGetOptions{Expand: new("networkInterfaces")}); err != nil {
 				b.Error(err)
 				return
 			}

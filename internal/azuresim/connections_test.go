@@ -106,8 +106,8 @@ func ownerActs(t *testing.T, plsClient *armnetwork.PrivateLinkServicesClient, co
 	t.Helper()
 	ctx := context.Background()
 	setStatus := func(status string) {
-		conn.Properties.PrivateLinkServiceConnectionState.Status = to(status)
-		conn.Properties.PrivateLinkServiceConnectionState.Description = to("decided by the owner")
+		conn.Properties.PrivateLinkServiceConnectionState.Status = new(status)
+		conn.Properties.PrivateLinkServiceConnectionState.Description = new("decided by the owner")
 		if _, err := plsClient.UpdatePrivateEndpointConnection(ctx, "wc-rg", "svc", *conn.Name, *conn, nil); err != nil {
 			t.Fatalf("owner sets %s: %v", status, err)
 		}

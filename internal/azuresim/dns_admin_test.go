@@ -29,14 +29,14 @@ func TestPrivateDNS(t *testing.T) {
 	const zone = "wc1.example.internal"
 
 	z := mustPoll(t, func() (*poller[armprivatedns.PrivateZonesClientCreateOrUpdateResponse], error) {
-		return zones.BeginCreateOrUpdate(ctx, "dns-rg", zone, armprivatedns.PrivateZone{Location: to("global")}, nil)
+		return zones.BeginCreateOrUpdate(ctx, "dns-rg", zone, armprivatedns.PrivateZone{Location: new("global")}, nil)
 	})
 	if *z.Properties.ProvisioningState != armprivatedns.ProvisioningStateSucceeded {
 		t.Errorf("zone provisioningState: %s", *z.Properties.ProvisioningState)
 	}
 	for _, name := range []string{"api", "*.apps"} {
 		rs, err := records.CreateOrUpdate(ctx, "dns-rg", zone, armprivatedns.RecordTypeA, name, armprivatedns.RecordSet{
-			Properties: &armprivatedns.RecordSetProperties{TTL: to(int64(300)), ARecords: []*armprivatedns.ARecord{{IPv4Address: to("10.2.0.5")}}},
+			Properties: &armprivatedns.RecordSetProperties{TTL: new(int64(300)), ARecords: []*armprivatedns.ARecord{{IPv4Address: new("10.2.0.5")}}},
 		}, nil)
 		if err != nil {
 			t.Fatalf("A record %s: %v", name, err)
@@ -61,8 +61,8 @@ func TestPrivateDNS(t *testing.T) {
 		t.Errorf("A records (-want +got):\n%s", diff)
 	}
 
-	link := armprivatedns.VirtualNetworkLink{Location: to("global"), Properties: &armprivatedns.VirtualNetworkLinkProperties{
-		VirtualNetwork: &armprivatedns.SubResource{ID: to(prov.vnetID)},
+	link := armprivatedns.VirtualNetworkLink{Location: new("global"), Properties: &armprivatedns.VirtualNetworkLinkProperties{
+		VirtualNetwork: &armprivatedns.SubResource{ID: new(prov.vnetID)},
 	}}
 	l := mustPoll(t, func() (*poller[armprivatedns.VirtualNetworkLinksClientCreateOrUpdateResponse], error) {
 		return links.BeginCreateOrUpdate(ctx, "dns-rg", zone, "vnet-link", link, nil)
@@ -217,18 +217,18 @@ func adminSeed(t testing.TB, rg string) azuresim.Seed {
 	return azuresim.Seed{
 		ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: providerSub, Name: "rg", Location: location}},
 		Resources: []azuresim.SeedResource{
-			{ID: vnet, Body: mustJSON(t, armnetwork.VirtualNetwork{Location: to(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to("10.5.0.0/16")}},
+			{ID: vnet, Body: mustJSON(t, armnetwork.VirtualNetwork{Location: new(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new("10.5.0.0/16")}},
 				Subnets: []*armnetwork.Subnet{
-					{Name: to("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to("10.5.0.0/24")}},
-					{Name: to("nat"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to("10.5.1.0/24"),
-						PrivateLinkServiceNetworkPolicies: to(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled)}},
+					{Name: new("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.5.0.0/24")}},
+					{Name: new("nat"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.5.1.0/24"),
+						PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled)}},
 				},
 			}})},
 			{ID: rg + "/providers/Microsoft.Network/loadBalancers/lb", Body: mustJSON(t, armnetwork.LoadBalancer{
-				Location: to(location), SKU: &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
+				Location: new(location), SKU: &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameStandard)},
 				Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
-					Name: to("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to(vnet + "/subnets/nodes")}},
+					Name: new("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: new(vnet + "/subnets/nodes")}},
 				}}},
 			})},
 			{ID: rg + "/providers/Microsoft.Network/privateLinkServices/svc", Body: mustJSON(t, prov.plsBody(nil, nil))},

@@ -68,7 +68,7 @@ func TestAzureErrors(t *testing.T) {
 			reason: "a private link service on a subnet with network policies enabled",
 			run: func(t *testing.T, e *env, prov provider) error {
 				body := prov.plsBody(nil, nil)
-				body.Properties.IPConfigurations[0].Properties.Subnet.ID = to(prov.nodeSubnetID)
+				body.Properties.IPConfigurations[0].Properties.Subnet.ID = new(prov.nodeSubnetID)
 				return pollErr(func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
 					return e.network(t, providerSub).NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, prov.rg, "svc", body, nil)
 				})
@@ -82,8 +82,8 @@ func TestAzureErrors(t *testing.T) {
 				return pollErr(func() (*poller[armnetwork.SubnetsClientCreateOrUpdateResponse], error) {
 					return e.network(t, providerSub).NewSubnetsClient().BeginCreateOrUpdate(ctx, prov.rg, "vnet", "nat", armnetwork.Subnet{
 						Properties: &armnetwork.SubnetPropertiesFormat{
-							AddressPrefix:                     to("10.1.1.0/24"),
-							PrivateLinkServiceNetworkPolicies: to(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled),
+							AddressPrefix:                     new("10.1.1.0/24"),
+							PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled),
 						},
 					}, nil)
 				})
@@ -96,8 +96,8 @@ func TestAzureErrors(t *testing.T) {
 				body := prov.plsBody(nil, nil)
 				for i := 1; i <= 8; i++ {
 					body.Properties.IPConfigurations = append(body.Properties.IPConfigurations, &armnetwork.PrivateLinkServiceIPConfiguration{
-						Name:       to("nat-" + string(rune('0'+i))),
-						Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Subnet: &armnetwork.Subnet{ID: to(prov.natSubnetID)}},
+						Name:       new("nat-" + string(rune('0'+i))),
+						Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Subnet: &armnetwork.Subnet{ID: new(prov.natSubnetID)}},
 					})
 				}
 				_, err := e.network(t, providerSub).NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, prov.rg, "svc", body, nil)
@@ -110,7 +110,7 @@ func TestAzureErrors(t *testing.T) {
 			run: func(t *testing.T, e *env, prov provider) error {
 				body := prov.plsBody(nil, nil)
 				body.Properties.LoadBalancerFrontendIPConfigurations = append(body.Properties.LoadBalancerFrontendIPConfigurations,
-					&armnetwork.FrontendIPConfiguration{ID: to(prov.frontendID)})
+					&armnetwork.FrontendIPConfiguration{ID: new(prov.frontendID)})
 				_, err := e.network(t, providerSub).NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, prov.rg, "svc", body, nil)
 				return err
 			},
@@ -143,7 +143,7 @@ func TestAzureErrors(t *testing.T) {
 				nf := e.network(t, providerSub)
 				mustPoll(t, func() (*poller[armnetwork.SubnetsClientCreateOrUpdateResponse], error) {
 					return nf.NewSubnetsClient().BeginCreateOrUpdate(ctx, prov.rg, "vnet", "tiny", armnetwork.Subnet{
-						Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to("10.1.9.0/29")}, // 3 usable addresses
+						Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.1.9.0/29")}, // 3 usable addresses
 					}, nil)
 				})
 				pls := prov.pls(t, e, "svc", nil, nil)
@@ -163,7 +163,7 @@ func TestAzureErrors(t *testing.T) {
 			run: func(t *testing.T, e *env, prov provider) error {
 				return pollErr(func() (*poller[armnetwork.SubnetsClientCreateOrUpdateResponse], error) {
 					return e.network(t, providerSub).NewSubnetsClient().BeginCreateOrUpdate(ctx, prov.rg, "vnet", "overlap", armnetwork.Subnet{
-						Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to("10.1.0.128/25")},
+						Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.1.0.128/25")},
 					}, nil)
 				})
 			},

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
@@ -148,14 +150,14 @@ func newProvider(t testing.TB, e *env, sub, rg, cidr16 string) provider {
 	nf := e.network(t, sub)
 	vnet := mustPoll(t, func() (*poller[armnetwork.VirtualNetworksClientCreateOrUpdateResponse], error) {
 		return nf.NewVirtualNetworksClient().BeginCreateOrUpdate(ctx, rg, "vnet", armnetwork.VirtualNetwork{
-			Location: to(location),
+			Location: new(location),
 			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to(cidr16 + ".0.0/16")}},
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(cidr16 + ".0.0/16")}},
 				Subnets: []*armnetwork.Subnet{
-					{Name: to("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to(cidr16 + ".0.0/24")}},
-					{Name: to("nat"), Properties: &armnetwork.SubnetPropertiesFormat{
-						AddressPrefix:                     to(cidr16 + ".1.0/24"),
-						PrivateLinkServiceNetworkPolicies: to(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled),
+					{Name: new("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(cidr16 + ".0.0/24")}},
+					{Name: new("nat"), Properties: &armnetwork.SubnetPropertiesFormat{
+						AddressPrefix:                     new(cidr16 + ".1.0/24"),
+						PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled),
 					}},
 				},
 			},
@@ -174,16 +176,16 @@ func newProvider(t testing.TB, e *env, sub, rg, cidr16 string) provider {
 // internalLB is a Standard load balancer with one internal frontend, with a
 // static address when ip is set.
 func internalLB(frontend, subnetID, ip string) armnetwork.LoadBalancer {
-	fe := &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to(subnetID)}}
+	fe := &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: new(subnetID)}}
 	if ip != "" {
-		fe.PrivateIPAllocationMethod = to(armnetwork.IPAllocationMethodStatic)
-		fe.PrivateIPAddress = to(ip)
+		fe.PrivateIPAllocationMethod = new(armnetwork.IPAllocationMethodStatic)
+		fe.PrivateIPAddress = new(ip)
 	}
 	return armnetwork.LoadBalancer{
-		Location: to(location),
-		SKU:      &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
+		Location: new(location),
+		SKU:      &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{
-			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to(frontend), Properties: fe}},
+			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: new(frontend), Properties: fe}},
 		},
 	}
 }
@@ -199,18 +201,18 @@ func (p provider) pls(t testing.TB, e *env, name string, visibility, autoApprova
 
 func (p provider) plsBody(visibility, autoApproval []string) armnetwork.PrivateLinkService {
 	return armnetwork.PrivateLinkService{
-		Location: to(location),
+		Location: new(location),
 		Properties: &armnetwork.PrivateLinkServiceProperties{
-			LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: to(p.frontendID)}},
+			LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: new(p.frontendID)}},
 			IPConfigurations: []*armnetwork.PrivateLinkServiceIPConfiguration{{
-				Name: to("nat-0"),
+				Name: new("nat-0"),
 				Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{
-					Primary: to(true),
-					Subnet:  &armnetwork.Subnet{ID: to(p.natSubnetID)},
+					Primary: new(true),
+					Subnet:  &armnetwork.Subnet{ID: new(p.natSubnetID)},
 				},
 			}},
-			Visibility:   &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: toAll(visibility)},
-			AutoApproval: &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: toAll(autoApproval)},
+			Visibility:   &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: to.SliceOfPtrs(visibility...)},
+			AutoApproval: &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: to.SliceOfPtrs(autoApproval...)},
 		},
 	}
 }
@@ -219,15 +221,15 @@ func (p provider) plsBody(visibility, autoApproval []string) armnetwork.PrivateL
 // alias), manually or automatically.
 func peBody(subnetID, target string, manual bool) armnetwork.PrivateEndpoint {
 	conn := []*armnetwork.PrivateLinkServiceConnection{{
-		Name: to("conn"),
+		Name: new("conn"),
 		Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
-			PrivateLinkServiceID: to(target),
-			RequestMessage:       to("please approve"),
+			PrivateLinkServiceID: new(target),
+			RequestMessage:       new("please approve"),
 		},
 	}}
 	pe := armnetwork.PrivateEndpoint{
-		Location:   to(location),
-		Properties: &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: to(subnetID)}},
+		Location:   new(location),
+		Properties: &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: new(subnetID)}},
 	}
 	if manual {
 		pe.Properties.ManualPrivateLinkServiceConnections = conn
@@ -254,14 +256,4 @@ func errorCode(err error) (string, int) {
 		return "not a ResponseError: " + err.Error(), 0
 	}
 	return "", 0
-}
-
-func to[T any](v T) *T { return &v }
-
-func toAll(in []string) []*string {
-	out := make([]*string, 0, len(in))
-	for _, s := range in {
-		out = append(out, to(s))
-	}
-	return out
 }

@@ -37,7 +37,7 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 		t.Errorf("auto-approved connection: want Approved, got %s", got)
 	}
 
-	got, err := pes.Get(ctx, "mc-rg", "wc-api-privatelink-privateendpoint", &armnetwork.PrivateEndpointsClientGetOptions{Expand: to("networkInterfaces")})
+	got, err := pes.Get(ctx, "mc-rg", "wc-api-privatelink-privateendpoint", &armnetwork.PrivateEndpointsClientGetOptions{Expand: new("networkInterfaces")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 	if ip := *nic.Properties.IPConfigurations[0].Properties.PrivateIPAddress; ip != "10.2.0.5" {
 		t.Errorf("endpoint IP: want 10.2.0.5, got %s", ip)
 	}
-	if diff := cmp.Diff([]*string{to("10.2.0.5")}, got.Properties.CustomDNSConfigs[0].IPAddresses); diff != "" {
+	if diff := cmp.Diff([]*string{new("10.2.0.5")}, got.Properties.CustomDNSConfigs[0].IPAddresses); diff != "" {
 		t.Errorf("customDnsConfigs (-want +got):\n%s", diff)
 	}
 	nicName := regexp.MustCompile(`^wc-api-privatelink-privateendpoint\.nic\.[0-9a-f-]{36}$`)

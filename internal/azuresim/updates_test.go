@@ -23,14 +23,14 @@ func TestPrivateLinkServiceUpdates(t *testing.T) {
 	client := e.network(t, providerSub).NewPrivateLinkServicesClient()
 
 	body := prov.plsBody([]string{"*"}, []string{consumerSub})
-	body.Properties.EnableProxyProtocol = to(true)
-	body.Properties.Fqdns = []*string{to("api.wc1.example")}
+	body.Properties.EnableProxyProtocol = new(true)
+	body.Properties.Fqdns = []*string{new("api.wc1.example")}
 	body.Properties.IPConfigurations = append(body.Properties.IPConfigurations, &armnetwork.PrivateLinkServiceIPConfiguration{
-		Name: to("nat-1"),
+		Name: new("nat-1"),
 		Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{
-			Subnet:                    &armnetwork.Subnet{ID: to(prov.natSubnetID)},
-			PrivateIPAllocationMethod: to(armnetwork.IPAllocationMethodStatic),
-			PrivateIPAddress:          to("10.1.1.50"),
+			Subnet:                    &armnetwork.Subnet{ID: new(prov.natSubnetID)},
+			PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodStatic),
+			PrivateIPAddress:          new("10.1.1.50"),
 		},
 	})
 	updated := mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
@@ -52,8 +52,8 @@ func TestPrivateLinkServiceUpdates(t *testing.T) {
 
 	moved := prov.plsBody(nil, nil)
 	moved.Properties.IPConfigurations = []*armnetwork.PrivateLinkServiceIPConfiguration{{
-		Name:       to("other-primary"),
-		Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Primary: to(true), Subnet: &armnetwork.Subnet{ID: to(prov.natSubnetID)}},
+		Name:       new("other-primary"),
+		Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Primary: new(true), Subnet: &armnetwork.Subnet{ID: new(prov.natSubnetID)}},
 	}}
 	_, err := client.BeginCreateOrUpdate(ctx, "wc-rg", "svc", moved, nil)
 	if code, _ := errorCode(err); code != "PrivateLinkServicePrimaryIpConfigurationCannotBeChanged" {
@@ -66,14 +66,14 @@ func TestPrivateLinkServiceUpdates(t *testing.T) {
 
 	mustPoll(t, func() (*poller[armnetwork.LoadBalancersClientCreateOrUpdateResponse], error) {
 		return e.network(t, providerSub).NewLoadBalancersClient().BeginCreateOrUpdate(ctx, "wc-rg", "basic-lb", armnetwork.LoadBalancer{
-			Location: to(location),
+			Location: new(location),
 			Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
-				Name: to("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to(prov.nodeSubnetID)}},
+				Name: new("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: new(prov.nodeSubnetID)}},
 			}}},
 		}, nil)
 	})
 	basic := prov.plsBody(nil, nil)
-	basic.Properties.LoadBalancerFrontendIPConfigurations[0].ID = to(prov.vnetID[:len(prov.vnetID)-len("virtualNetworks/vnet")] + "loadBalancers/basic-lb/frontendIPConfigurations/fe")
+	basic.Properties.LoadBalancerFrontendIPConfigurations[0].ID = new(prov.vnetID[:len(prov.vnetID)-len("virtualNetworks/vnet")] + "loadBalancers/basic-lb/frontendIPConfigurations/fe")
 	_, err = client.BeginCreateOrUpdate(ctx, "wc-rg", "svc-basic", basic, nil)
 	if code, _ := errorCode(err); code != "PrivateLinkServiceNotSupportedOnBasicLoadBalancer" {
 		t.Errorf("a Basic load balancer: got %v", err)
@@ -88,13 +88,13 @@ func TestVirtualNetworkReplacesSubnets(t *testing.T) {
 	newProvider(t, e, providerSub, "rg", "10.1")
 	vnets := e.network(t, providerSub).NewVirtualNetworksClient()
 	put := func(subnets ...string) error {
-		v := armnetwork.VirtualNetwork{Location: to(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to("10.1.0.0/16")}},
+		v := armnetwork.VirtualNetwork{Location: new(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new("10.1.0.0/16")}},
 		}}
 		for i, name := range subnets {
-			v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: to(name), Properties: &armnetwork.SubnetPropertiesFormat{
-				AddressPrefix:                     to("10.1." + string(rune('0'+i)) + ".0/24"),
-				PrivateLinkServiceNetworkPolicies: to(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled),
+			v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: new(name), Properties: &armnetwork.SubnetPropertiesFormat{
+				AddressPrefix:                     new("10.1." + string(rune('0'+i)) + ".0/24"),
+				PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled),
 			}})
 		}
 		return pollErr(func() (*poller[armnetwork.VirtualNetworksClientCreateOrUpdateResponse], error) {

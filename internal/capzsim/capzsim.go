@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -193,9 +195,9 @@ func (r *Reconciler) ensureNetwork(ctx context.Context, _ *unstructured.Unstruct
 		}
 	}
 	body := armnetwork.VirtualNetwork{
-		Location: to(s.view.Location),
+		Location: new(s.view.Location),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toAll(s.vnetCIDRs)},
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: to.SliceOfPtrs(s.vnetCIDRs...)},
 		},
 	}
 	for _, sn := range s.subnets {
@@ -203,8 +205,8 @@ func (r *Reconciler) ensureNetwork(ctx context.Context, _ *unstructured.Unstruct
 		if natSubnets[sn.name] {
 			policies = armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled
 		}
-		body.Properties.Subnets = append(body.Properties.Subnets, &armnetwork.Subnet{Name: to(sn.name), Properties: &armnetwork.SubnetPropertiesFormat{
-			AddressPrefixes: toAll(sn.cidrs), PrivateLinkServiceNetworkPolicies: to(policies),
+		body.Properties.Subnets = append(body.Properties.Subnets, &armnetwork.Subnet{Name: new(sn.name), Properties: &armnetwork.SubnetPropertiesFormat{
+			AddressPrefixes: to.SliceOfPtrs(sn.cidrs...), PrivateLinkServiceNetworkPolicies: new(policies),
 		}})
 	}
 	if _, err := vnets.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, s.vnetName, body, nil); err != nil && !busy(err) {
@@ -286,17 +288,17 @@ func (az *azureClients) ensureLB(ctx context.Context, s *clusterSpec, name, subn
 		return err
 	}
 	body := armnetwork.LoadBalancer{
-		Location:   to(s.view.Location),
-		SKU:        &armnetwork.LoadBalancerSKU{Name: to(armnetwork.LoadBalancerSKUNameStandard)},
+		Location:   new(s.view.Location),
+		SKU:        &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{},
 	}
 	for _, fe := range fes {
-		p := &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to(s.subnetID(subnet))}}
+		p := &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: new(s.subnetID(subnet))}}
 		if fe.privateIP != "" && ipInAny(fe.privateIP, s, subnet) {
-			p.PrivateIPAllocationMethod, p.PrivateIPAddress = to(armnetwork.IPAllocationMethodStatic), to(fe.privateIP)
+			p.PrivateIPAllocationMethod, p.PrivateIPAddress = new(armnetwork.IPAllocationMethodStatic), new(fe.privateIP)
 		}
 		body.Properties.FrontendIPConfigurations = append(body.Properties.FrontendIPConfigurations,
-			&armnetwork.FrontendIPConfiguration{Name: to(fe.name), Properties: p})
+			&armnetwork.FrontendIPConfiguration{Name: new(fe.name), Properties: p})
 	}
 	if _, err := lbs.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, name, body, nil); err != nil && !busy(err) {
 		return err
@@ -351,18 +353,18 @@ func (az *azureClients) ensurePLS(ctx context.Context, s *clusterSpec, name, fro
 		return err
 	}
 	body := armnetwork.PrivateLinkService{
-		Location: to(s.view.Location),
+		Location: new(s.view.Location),
 		Properties: &armnetwork.PrivateLinkServiceProperties{
-			LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: to(frontendID)}},
-			Visibility:                           &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: toAll(visibility)},
-			AutoApproval:                         &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: toAll(autoApproval)},
-			EnableProxyProtocol:                  to(proxy),
+			LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: new(frontendID)}},
+			Visibility:                           &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: to.SliceOfPtrs(visibility...)},
+			AutoApproval:                         &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: to.SliceOfPtrs(autoApproval...)},
+			EnableProxyProtocol:                  new(proxy),
 		},
 	}
 	for i, sn := range natSubnets {
 		body.Properties.IPConfigurations = append(body.Properties.IPConfigurations, &armnetwork.PrivateLinkServiceIPConfiguration{
-			Name:       to(fmt.Sprintf("%s-nat-%d", name, i)),
-			Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Primary: to(i == 0), Subnet: &armnetwork.Subnet{ID: to(s.subnetID(sn))}},
+			Name:       new(fmt.Sprintf("%s-nat-%d", name, i)),
+			Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Primary: new(i == 0), Subnet: &armnetwork.Subnet{ID: new(s.subnetID(sn))}},
 		})
 	}
 	if _, err := plss.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, name, body, nil); err != nil && !busy(err) {
@@ -469,17 +471,17 @@ func peBody(s *clusterSpec, subnet string, spec capz.PrivateEndpoint) armnetwork
 	}
 	var conns []*armnetwork.PrivateLinkServiceConnection
 	for _, c := range spec.Connections {
-		conns = append(conns, &armnetwork.PrivateLinkServiceConnection{Name: to(c.Name), Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
-			PrivateLinkServiceID: to(c.PrivateLinkServiceID), RequestMessage: to(c.RequestMessage),
+		conns = append(conns, &armnetwork.PrivateLinkServiceConnection{Name: new(c.Name), Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
+			PrivateLinkServiceID: new(c.PrivateLinkServiceID), RequestMessage: new(c.RequestMessage),
 		}})
 	}
-	p := &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: to(s.subnetID(subnet))}}
+	p := &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: new(s.subnetID(subnet))}}
 	if spec.ManualApproval {
 		p.ManualPrivateLinkServiceConnections = conns
 	} else {
 		p.PrivateLinkServiceConnections = conns
 	}
-	return armnetwork.PrivateEndpoint{Location: to(loc), Properties: p, Tags: map[string]*string{ownedTag(s.view.Name): to("owned")}}
+	return armnetwork.PrivateEndpoint{Location: new(loc), Properties: p, Tags: map[string]*string{ownedTag(s.view.Name): new("owned")}}
 }
 
 // samePE compares what capzsim sets: subnet, target and approval mode.
@@ -575,16 +577,6 @@ func ipInAny(ip string, s *clusterSpec, subnet string) bool {
 		}
 	}
 	return false
-}
-
-func to[T any](v T) *T { return &v }
-
-func toAll(in []string) []*string {
-	out := make([]*string, 0, len(in))
-	for _, s := range in {
-		out = append(out, to(s))
-	}
-	return out
 }
 
 func deref[T any](p *T) T {

@@ -20,8 +20,7 @@ type Identity struct {
 // CreateIdentity creates the identity's namespace (if missing), Secret and
 // AzureClusterIdentity, allowed in every namespace.
 func (sb *Sandbox) CreateIdentity(ctx context.Context, id Identity) error {
-	err := sb.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id.Namespace}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := sb.EnsureNamespace(ctx, id.Namespace); err != nil {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.SecretName},
@@ -38,4 +37,13 @@ func (sb *Sandbox) CreateIdentity(ctx context.Context, id Identity) error {
 	u.SetNamespace(id.Namespace)
 	u.SetName(id.Name)
 	return sb.Client.Create(ctx, u)
+}
+
+// EnsureNamespace creates a namespace unless it exists.
+func (sb *Sandbox) EnsureNamespace(ctx context.Context, name string) error {
+	err := sb.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }

@@ -8,15 +8,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -120,8 +117,7 @@ func (w *World) createIdentity(t testing.TB) {
 // Namespace creates a namespace if it does not exist.
 func (w *World) Namespace(t testing.TB, name string) {
 	t.Helper()
-	err := w.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !strings.Contains(err.Error(), "already exists") {
+	if err := w.EnsureNamespace(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -218,7 +218,7 @@ func (b *bench) converge(ctx context.Context) error {
 		objs = append(objs, wcObject(i, b.cfg.Subscriptions))
 	}
 	for i := 0; i < 10 && i < b.cfg.N; i++ {
-		if err := ensureNamespace(ctx, b.sb.Client, wcNamespace(i)); err != nil {
+		if err := b.sb.EnsureNamespace(ctx, wcNamespace(i)); err != nil {
 			return err
 		}
 	}

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
@@ -35,14 +30,6 @@ func wcSubscription(i, k int) string {
 
 func wcNamespace(i int) string { return fmt.Sprintf("org-scale-%02d", i%10) }
 func wcName(i int) string      { return fmt.Sprintf("wc%04d", i) }
-
-func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}
 
 // mcObject is the private MC: its node subnet (a /16) holds N endpoints.
 func mcObject() *unstructured.Unstructured {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -330,28 +331,27 @@ func NewSDK(f *armnetwork.ClientFactory) SDK {
 
 // ListPrivateEndpoints implements API with one paged list.
 func (s SDK) ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]*armnetwork.PrivateEndpoint, error) {
-	var out []*armnetwork.PrivateEndpoint
-	pager := s.Endpoints.NewListPager(resourceGroup, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Value...)
-	}
-	return out, nil
+	return all(ctx, s.Endpoints.NewListPager(resourceGroup, nil), func(p armnetwork.PrivateEndpointsClientListResponse) []*armnetwork.PrivateEndpoint {
+		return p.Value
+	})
 }
 
 // ListSubscriptionPrivateEndpoints implements API with one paged list.
 func (s SDK) ListSubscriptionPrivateEndpoints(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+	return all(ctx, s.Endpoints.NewListBySubscriptionPager(nil), func(p armnetwork.PrivateEndpointsClientListBySubscriptionResponse) []*armnetwork.PrivateEndpoint {
+		return p.Value
+	})
+}
+
+// all follows every page of a pager.
+func all[P any](ctx context.Context, pager *runtime.Pager[P], items func(P) []*armnetwork.PrivateEndpoint) ([]*armnetwork.PrivateEndpoint, error) {
 	var out []*armnetwork.PrivateEndpoint
-	pager := s.Endpoints.NewListBySubscriptionPager(nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Value...)
+		out = append(out, items(page)...)
 	}
 	return out, nil
 }

@@ -20,26 +20,24 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 )
 
-func to[T any](v T) *T { return &v }
-
 func endpoint(name string, manual bool, state string, ips []string, nics ...string) *armnetwork.PrivateEndpoint {
 	conn := []*armnetwork.PrivateLinkServiceConnection{{Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
-		PrivateLinkServiceID:              to("/pls/" + name),
-		PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{Status: to(state), Description: to("why")},
+		PrivateLinkServiceID:              new("/pls/" + name),
+		PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{Status: new(state), Description: new("why")},
 	}}}
-	p := &armnetwork.PrivateEndpointProperties{ProvisioningState: to(armnetwork.ProvisioningStateSucceeded)}
+	p := &armnetwork.PrivateEndpointProperties{ProvisioningState: new(armnetwork.ProvisioningStateSucceeded)}
 	if manual {
 		p.ManualPrivateLinkServiceConnections = conn
 	} else {
 		p.PrivateLinkServiceConnections = conn
 	}
 	if len(ips) > 0 {
-		p.CustomDNSConfigs = []*armnetwork.CustomDNSConfigPropertiesFormat{{IPAddresses: []*string{to(ips[0])}}}
+		p.CustomDNSConfigs = []*armnetwork.CustomDNSConfigPropertiesFormat{{IPAddresses: []*string{new(ips[0])}}}
 	}
 	for _, n := range nics {
-		p.NetworkInterfaces = append(p.NetworkInterfaces, &armnetwork.Interface{ID: to(n)})
+		p.NetworkInterfaces = append(p.NetworkInterfaces, &armnetwork.Interface{ID: new(n)})
 	}
-	return &armnetwork.PrivateEndpoint{Name: to(name), ID: to(peID(name)), Properties: p}
+	return &armnetwork.PrivateEndpoint{Name: new(name), ID: new(peID(name)), Properties: p}
 }
 
 func peID(name string) string {
@@ -78,7 +76,7 @@ func TestObserve(t *testing.T) {
 			reason: "still provisioning: no NIC, no IP, not ready",
 			pe: func() *armnetwork.PrivateEndpoint {
 				pe := endpoint("d", false, "Approved", nil)
-				pe.Properties.ProvisioningState = to(armnetwork.ProvisioningStateUpdating)
+				pe.Properties.ProvisioningState = new(armnetwork.ProvisioningStateUpdating)
 				return pe
 			}(),
 			want: privateendpoints.Observation{Name: "d", ID: peID("d"), ProvisioningState: "Updating",
@@ -86,7 +84,7 @@ func TestObserve(t *testing.T) {
 		},
 		{
 			reason: "no properties at all",
-			pe:     &armnetwork.PrivateEndpoint{Name: to("e")},
+			pe:     &armnetwork.PrivateEndpoint{Name: new("e")},
 			want:   privateendpoints.Observation{Name: "e"},
 		},
 	}
