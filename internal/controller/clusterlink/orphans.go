@@ -26,7 +26,9 @@ const capzOwnedTag = "sigs.k8s.io_cluster-api-provider-azure_cluster_"
 // the operator's entries and left behind when the operator removed them
 // from spec: upstream CAPZ v1.23 does not delete them. It deletes only an
 // endpoint that carries CAPZ's owned tag for the cluster, matches the
-// operator's naming contract, and is neither in spec nor wanted.
+// operator's naming contract, is neither in spec nor wanted, and was found
+// so in two sweeps at least Interval apart: a CAPZ that deletes what leaves
+// spec (the fork) gets that long to do it, so the two do not race.
 type OrphanCleaner struct {
 	Client   client.Client
 	Clients  *azure.Clients
@@ -37,6 +39,9 @@ type OrphanCleaner struct {
 
 	mu   sync.Mutex
 	last map[string]time.Time
+	// seen is when each candidate (scope/resource group/name) was first
+	// found orphaned.
+	seen map[string]time.Time
 }
 
 // Sweep looks for orphans of one cluster, at most once per Interval.
@@ -55,14 +60,56 @@ func (o *OrphanCleaner) Sweep(ctx context.Context, ac *capz.AzureCluster, matche
 		return ctrl.Result{}, nil
 	}
 	keep := keepSet(ac, wanted)
+	prefix := scope + "/" + strings.ToLower(ac.ResourceGroup) + "/"
+	var candidates []string
 	for name, ob := range obs {
 		candidate := capz.PrivateEndpoint{Name: ob.Name, Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: ob.PrivateLinkServiceID}}}
 		if keep[name] || ob.Tags[capzOwnedTag+ac.Name] != "owned" || !matches(candidate) {
 			continue
 		}
-		o.delete(ctx, f.NewPrivateEndpointsClient(), ac, ob.Name, scope)
+		candidates = append(candidates, name)
+	}
+	ripe, waiting := o.ripen(prefix, candidates, time.Now())
+	for _, name := range ripe {
+		o.delete(ctx, f.NewPrivateEndpointsClient(), ac, obs[name].Name, scope)
+	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: o.Interval}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// ripen records when each candidate under prefix was first found orphaned,
+// forgets those under prefix that are no longer candidates, and returns the
+// ones orphaned for at least Interval; waiting says some are not yet.
+func (o *OrphanCleaner) ripen(prefix string, candidates []string, now time.Time) (ripe []string, waiting bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen == nil {
+		o.seen = map[string]time.Time{}
+	}
+	current := map[string]bool{}
+	for _, name := range candidates {
+		k := prefix + name
+		current[k] = true
+		first, ok := o.seen[k]
+		switch {
+		case !ok:
+			o.seen[k] = now
+			waiting = true
+		case now.Sub(first) >= o.Interval:
+			ripe = append(ripe, name)
+			delete(o.seen, k)
+		default:
+			waiting = true
+		}
+	}
+	for k := range o.seen {
+		if strings.HasPrefix(k, prefix) && !current[k] {
+			delete(o.seen, k)
+		}
+	}
+	return ripe, waiting
 }
 
 // due limits sweeps of a cluster to one per Interval.

@@ -117,8 +117,12 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		for _, ep := range toMC {
 			names = append(names, ep.Name)
 		}
-		if _, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), names...); err != nil {
+		res, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), names...)
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if res.RequeueAfter > 0 && (o.result.RequeueAfter == 0 || res.RequeueAfter < o.result.RequeueAfter) {
+			o.result.RequeueAfter = res.RequeueAfter
 		}
 	}
 	return o.result, o.err
