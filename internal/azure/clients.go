@@ -59,7 +59,13 @@ type cachedNetwork struct {
 // Network returns the network clients for a subscription, authenticated
 // with the identity of the cluster.
 func (c *Clients) Network(ctx context.Context, ac *capz.AzureCluster, subscription string) (*armnetwork.ClientFactory, *Credential, error) {
-	cred, err := c.Credentials.For(ctx, ac)
+	return c.NetworkFor(ctx, SubjectOf(ac), subscription)
+}
+
+// NetworkFor returns the network clients for a subscription, authenticated
+// with the subject's identity.
+func (c *Clients) NetworkFor(ctx context.Context, sub Subject, subscription string) (*armnetwork.ClientFactory, *Credential, error) {
+	cred, err := c.Credentials.ForSubject(ctx, sub)
 	if err != nil {
 		return nil, nil, err
 	}

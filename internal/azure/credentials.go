@@ -66,6 +66,10 @@ type Credentials struct {
 	// Context bounds background work of credentials that refresh themselves
 	// (UserAssignedIdentityCredential); cancel it on shutdown.
 	Context context.Context
+	// Own builds the operator's own credential for a cloud, used by objects
+	// that name no identity (AzurePrivateLinkService without identityRef).
+	// Nil: such objects are refused with IdentityRefMissing.
+	Own func(cloud.Configuration, policy.Transporter) (azcore.TokenCredential, error)
 	// SecretRecheckAfter is how long a cached credential is used before its
 	// Secret is read again to notice a rotation. Default 5 minutes.
 	SecretRecheckAfter time.Duration
@@ -97,20 +101,45 @@ type Credential struct {
 	Key string
 }
 
+// Subject is what asks for a credential: an AzureCluster, or one of the
+// operator's own objects.
+type Subject struct {
+	// Kind, Namespace and Name name the object in messages.
+	Kind, Namespace, Name string
+	// IdentityRef is the AzureClusterIdentity; nil means the operator's own
+	// credential (when the operator has one).
+	IdentityRef      *capz.ObjectRef
+	AzureEnvironment string
+}
+
+// SubjectOf is the subject of an AzureCluster.
+func SubjectOf(ac *capz.AzureCluster) Subject {
+	return Subject{Kind: "AzureCluster", Namespace: ac.Namespace, Name: ac.Name, IdentityRef: ac.IdentityRef, AzureEnvironment: ac.AzureEnvironment}
+}
+
 // For returns the credential of the cluster's AzureClusterIdentity.
 func (c *Credentials) For(ctx context.Context, ac *capz.AzureCluster) (*Credential, error) {
-	if ac.IdentityRef == nil {
-		return nil, identityErr(ReasonNoIdentity, "spec.identityRef is not set, so the operator has no Azure credential for %s/%s", ac.Namespace, ac.Name)
+	return c.ForSubject(ctx, SubjectOf(ac))
+}
+
+// ForSubject returns the credential of the subject's AzureClusterIdentity,
+// or the operator's own credential when it names none and Own is set.
+func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential, error) {
+	if sub.IdentityRef == nil && c.Own != nil {
+		return c.own(sub.AzureEnvironment)
 	}
-	cfg, caFile, err := c.Clouds.Resolve(ac.AzureEnvironment)
+	if sub.IdentityRef == nil {
+		return nil, identityErr(ReasonNoIdentity, "spec.identityRef is not set, so the operator has no Azure credential for %s/%s", sub.Namespace, sub.Name)
+	}
+	cfg, caFile, err := c.Clouds.Resolve(sub.AzureEnvironment)
 	if err != nil {
 		return nil, identityErr(ReasonUnknownCloud, "%s", err.Error())
 	}
-	id, err := c.identity(ctx, ac)
+	id, err := c.identity(ctx, sub)
 	if err != nil {
 		return nil, err
 	}
-	cacheKey := id.UID + "|" + ac.AzureEnvironment
+	cacheKey := id.UID + "|" + sub.AzureEnvironment
 	c.mu.Lock()
 	entry := c.cache[cacheKey]
 	c.mu.Unlock()
@@ -130,7 +159,7 @@ func (c *Credentials) For(ctx context.Context, ac *capz.AzureCluster) (*Credenti
 	}
 	transport, err := transportFor(caFile)
 	if err != nil {
-		return nil, identityErr(ReasonUnknownCloud, "the CA file of cloud %q: %v", ac.AzureEnvironment, err)
+		return nil, identityErr(ReasonUnknownCloud, "the CA file of cloud %q: %v", sub.AzureEnvironment, err)
 	}
 	// Building is local (no network), so it is done under the lock: two
 	// reconciles never build the same credential twice.
@@ -160,9 +189,47 @@ func (c *Credentials) Forget(key string) {
 	delete(c.cache, key)
 }
 
-// identity reads the cluster's identity and checks that its namespace may
+// own returns the operator's own credential for a cloud, built once.
+func (c *Credentials) own(env string) (*Credential, error) {
+	cfg, caFile, err := c.Clouds.Resolve(env)
+	if err != nil {
+		return nil, identityErr(ReasonUnknownCloud, "%s", err.Error())
+	}
+	cacheKey := "operator|" + env
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.cache[cacheKey]; e != nil {
+		return &Credential{TokenCredential: e.cred, Cloud: e.cloud, Transport: e.transport, Key: cacheKey}, nil
+	}
+	transport, err := transportFor(caFile)
+	if err != nil {
+		return nil, identityErr(ReasonUnknownCloud, "the CA file of cloud %q: %v", env, err)
+	}
+	cred, err := c.Own(cfg, transport)
+	if err != nil {
+		return nil, identityErr(ReasonCredentialUnavailable, "the operator's own credential: %s", firstLine(err.Error()))
+	}
+	if c.cache == nil {
+		c.cache = map[string]*credEntry{}
+	}
+	c.cache[cacheKey] = &credEntry{cred: cred, cloud: cfg, transport: transport}
+	c.Log.Info("Built the operator's own Azure credential", "cloud", env)
+	return &Credential{TokenCredential: cred, Cloud: cfg, Transport: transport, Key: cacheKey}, nil
+}
+
+// OwnDefault builds the operator's own credential the way the Azure SDK's
+// DefaultAzureCredential does (environment, workload identity, managed
+// identity), for the given cloud.
+func OwnDefault(cfg cloud.Configuration, transport policy.Transporter) (azcore.TokenCredential, error) {
+	return azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
+		ClientOptions:            azcore.ClientOptions{Cloud: cfg, Transport: transport},
+		DisableInstanceDiscovery: isCustom(cfg),
+	})
+}
+
+// identity reads the subject's identity and checks that its namespace may
 // use it.
-func (c *Credentials) identity(ctx context.Context, ac *capz.AzureCluster) (*Identity, error) {
+func (c *Credentials) identity(ctx context.Context, ac Subject) (*Identity, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
 	ref := client.ObjectKey{Namespace: ac.IdentityRef.Namespace, Name: ac.IdentityRef.Name}

@@ -60,6 +60,9 @@ type Classification struct {
 	StatusCode int
 	// RetryAfter is ARM's Retry-After hint, when it gave one.
 	RetryAfter time.Duration
+	// Permission is the action the identity lacks, and on which scope, when
+	// ARM said so (AuthorizationFailed, LinkedAuthorizationFailed).
+	Permission string
 	// Message is short and sanitized: fit for a condition or an event.
 	Message string
 }
@@ -172,6 +175,9 @@ func classifyResponse(re *azcore.ResponseError) Classification {
 		c.Class, c.Reason = ClassTerminal, ReasonAuthenticationFailed
 	case status == http.StatusForbidden:
 		c.Class, c.Reason = ClassTerminal, ReasonAuthorizationFailed
+		if c.Permission = missingPermission(c.Code, re); c.Permission != "" {
+			c.Message = sanitize(c.Code + ": the identity lacks " + c.Permission)
+		}
 	case transientCodes[c.Code], status >= 500, status == http.StatusRequestTimeout, status == http.StatusPreconditionFailed:
 		c.Class, c.Reason = ClassTransient, ReasonAzureUnavailable
 	case status == http.StatusConflict:
@@ -186,6 +192,27 @@ func classifyResponse(re *azcore.ResponseError) Classification {
 		c.Class, c.Reason = ClassTransient, ReasonUnknown
 	}
 	return c
+}
+
+// missingPermission reads the missing action and its scope out of ARM's
+// authorization errors, whose messages are too long to show whole.
+func missingPermission(code string, re *azcore.ResponseError) string {
+	if re.RawResponse == nil {
+		return ""
+	}
+	body, err := runtime.Payload(re.RawResponse)
+	if err != nil {
+		return ""
+	}
+	rx := authRE
+	if code == "LinkedAuthorizationFailed" {
+		rx = linkedRE
+	}
+	m := rx.FindSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s on %s", m[1], m[2])
 }
 
 // IsNotFound reports whether err says the resource does not exist, which a
@@ -250,6 +277,8 @@ func responseMessage(re *azcore.ResponseError) string {
 }
 
 var (
+	linkedRE = regexp.MustCompile(`does not have permission to perform action\(s\) '([^']+)' on the linked scope\(s\) '([^']+)'`)
+	authRE   = regexp.MustCompile(`does not have authorization to perform action '([^']+)' over scope '([^']+)'`)
 	bearerRE  = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]+`)
 	secretRE  = regexp.MustCompile(`(?i)(client_secret|client_assertion|sig|access_token|password)=([^&\s"]+)`)
 	aadCodeRE = regexp.MustCompile(`AADSTS\d+[^\r\n]*`)

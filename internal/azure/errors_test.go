@@ -86,6 +86,20 @@ func TestClassify(t *testing.T) {
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Code: "LinkedAuthorizationFailed", StatusCode: 403, Message: "LinkedAuthorizationFailed: no join/action on the subnet"},
 		},
 		{
+			reason: "authorization failed names the missing action and scope",
+			err:    armError(403, "AuthorizationFailed", "The client 'c' with object id 'o' does not have authorization to perform action 'Microsoft.Network/privateLinkServices/write' over scope '/subscriptions/s/resourceGroups/rg' or the scope is invalid."),
+			want: azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Code: "AuthorizationFailed", StatusCode: 403,
+				Permission: "Microsoft.Network/privateLinkServices/write on /subscriptions/s/resourceGroups/rg",
+				Message:    "AuthorizationFailed: the identity lacks Microsoft.Network/privateLinkServices/write on /subscriptions/s/resourceGroups/rg"},
+		},
+		{
+			reason: "linked authorization failed names the linked action and scope (a NAT subnet in another resource group)",
+			err:    armError(403, "LinkedAuthorizationFailed", "The client 'c' with object id 'o' has permission to perform action 'Microsoft.Network/privateLinkServices/write' on scope 'p'; however, it does not have permission to perform action(s) 'Microsoft.Network/virtualNetworks/subnets/join/action' on the linked scope(s) '/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nat' (respectively) or the linked scope(s) are invalid."),
+			want: azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Code: "LinkedAuthorizationFailed", StatusCode: 403,
+				Permission: "Microsoft.Network/virtualNetworks/subnets/join/action on /subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nat",
+				Message:    "LinkedAuthorizationFailed: the identity lacks Microsoft.Network/virtualNetworks/subnets/join/action on /subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nat"},
+		},
+		{
 			reason: "a validation error needs a spec change",
 			err:    armError(400, "InvalidResourceReference", "Resource s referenced by resource p was not found."),
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonInvalidRequest, Code: "InvalidResourceReference", StatusCode: 400, Message: "InvalidResourceReference: Resource s referenced by resource p was not found."},
