@@ -277,8 +277,8 @@ func responseMessage(re *azcore.ResponseError) string {
 }
 
 var (
-	linkedRE = regexp.MustCompile(`does not have permission to perform action\(s\) '([^']+)' on the linked scope\(s\) '([^']+)'`)
-	authRE   = regexp.MustCompile(`does not have authorization to perform action '([^']+)' over scope '([^']+)'`)
+	linkedRE  = regexp.MustCompile(`does not have permission to perform action\(s\) '([^']+)' on the linked scope\(s\) '([^']+)'`)
+	authRE    = regexp.MustCompile(`does not have authorization to perform action '([^']+)' over scope '([^']+)'`)
 	bearerRE  = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]+`)
 	secretRE  = regexp.MustCompile(`(?i)(client_secret|client_assertion|sig|access_token|password)=([^&\s"]+)`)
 	aadCodeRE = regexp.MustCompile(`AADSTS\d+[^\r\n]*`)
