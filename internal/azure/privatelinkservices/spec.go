@@ -1,0 +1,275 @@
+// Package privatelinkservices decides what an Azure private link service
+// should look like and compares it with what Azure has. Everything here is
+// pure; the controller observes and writes.
+package privatelinkservices
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+)
+
+// OwnerTag marks what the operator created; its value names the object,
+// "<namespace>/<name>".
+const OwnerTag = "azure-private-endpoint-operator.giantswarm.io_owner"
+
+// Desired is the private link service the spec asks for.
+type Desired struct {
+	Name, Location string
+	// FrontendID is the load balancer frontend IP configuration's ID.
+	FrontendID string
+	// NATSubnetID is where every NAT IP configuration gets its address.
+	NATSubnetID string
+	// NATCount is the number of NAT IP configurations, 1 to 8.
+	NATCount int
+	// StaticIPs are the addresses of the first configurations.
+	StaticIPs     []string
+	Visibility    []string
+	AutoApproval  []string
+	ProxyProtocol bool
+	FQDNs         []string
+	// Owner is the tag value naming the object.
+	Owner string
+}
+
+// NATName is the name of the i-th NAT IP configuration; the 0th is the
+// primary.
+func NATName(i int) string { return fmt.Sprintf("nat-ipconfig-%d", i) }
+
+// Ownership says whose a private link service is.
+type Ownership int
+
+const (
+	// Ours: tagged with our owner value.
+	Ours Ownership = iota
+	// Untagged: no owner tag: created by someone else.
+	Untagged
+	// OtherOwner: tagged for another object.
+	OtherOwner
+)
+
+// OwnerOf reads the owner tag of an observed service.
+func OwnerOf(pls *armnetwork.PrivateLinkService, owner string) (Ownership, string) {
+	v := pls.Tags[OwnerTag]
+	switch {
+	case v == nil:
+		return Untagged, ""
+	case *v == owner:
+		return Ours, *v
+	default:
+		return OtherOwner, *v
+	}
+}
+
+// Body is the PUT body for the desired service. Tags the service has beside
+// ours are kept; so are the addresses Azure gave dynamic configurations,
+// and the observed primary configuration when the desired one differs
+// (Azure does not let it change: see PrimaryLocked).
+func Body(d Desired, observed *armnetwork.PrivateLinkService) armnetwork.PrivateLinkService {
+	tags := map[string]*string{}
+	if observed != nil {
+		for k, v := range observed.Tags {
+			tags[k] = v
+		}
+	}
+	tags[OwnerTag] = new(d.Owner)
+	cfgs := natConfigs(d)
+	if observed != nil && observed.Properties != nil {
+		if p := primary(observed.Properties.IPConfigurations); p != nil && PrimaryLocked(d, observed) {
+			cfgs[0] = &armnetwork.PrivateLinkServiceIPConfiguration{Name: p.Name, Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{
+				Primary: new(true), Subnet: &armnetwork.Subnet{ID: p.Properties.Subnet.ID},
+				PrivateIPAllocationMethod: p.Properties.PrivateIPAllocationMethod, PrivateIPAddress: p.Properties.PrivateIPAddress,
+			}}
+		}
+	}
+	props := &armnetwork.PrivateLinkServiceProperties{
+		LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: new(d.FrontendID)}},
+		IPConfigurations:                     cfgs,
+		Visibility:                           &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: ptrs(d.Visibility)},
+		AutoApproval:                         &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: ptrs(d.AutoApproval)},
+		EnableProxyProtocol:                  new(d.ProxyProtocol),
+		Fqdns:                                ptrs(d.FQDNs),
+	}
+	return armnetwork.PrivateLinkService{Location: new(d.Location), Tags: tags, Properties: props}
+}
+
+func natConfigs(d Desired) []*armnetwork.PrivateLinkServiceIPConfiguration {
+	n := max(d.NATCount, 1, len(d.StaticIPs))
+	out := make([]*armnetwork.PrivateLinkServiceIPConfiguration, 0, n)
+	for i := range n {
+		p := &armnetwork.PrivateLinkServiceIPConfigurationProperties{
+			Primary:                   new(i == 0),
+			Subnet:                    &armnetwork.Subnet{ID: new(d.NATSubnetID)},
+			PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodDynamic),
+			PrivateIPAddressVersion:   new(armnetwork.IPVersionIPv4),
+		}
+		if i < len(d.StaticIPs) {
+			p.PrivateIPAllocationMethod = new(armnetwork.IPAllocationMethodStatic)
+			p.PrivateIPAddress = new(d.StaticIPs[i])
+		}
+		out = append(out, &armnetwork.PrivateLinkServiceIPConfiguration{Name: new(NATName(i)), Properties: p})
+	}
+	return out
+}
+
+// PrimaryLocked reports that the desired primary NAT IP configuration
+// differs from the observed one (name, subnet, or a static address), which
+// Azure refuses to change: it is reported, not fought.
+func PrimaryLocked(d Desired, observed *armnetwork.PrivateLinkService) bool {
+	if observed == nil || observed.Properties == nil {
+		return false
+	}
+	p := primary(observed.Properties.IPConfigurations)
+	if p == nil {
+		return false
+	}
+	want := natConfigs(d)[0]
+	if !strings.EqualFold(deref(p.Name), deref(want.Name)) || !strings.EqualFold(subnetOf(p), deref(want.Properties.Subnet.ID)) {
+		return true
+	}
+	if want.Properties.PrivateIPAddress != nil && deref(p.Properties.PrivateIPAddress) != *want.Properties.PrivateIPAddress {
+		return true
+	}
+	return false
+}
+
+// Diff names the fields on which the observed service differs from the
+// desired one; none means up to date and nothing is written.
+func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
+	if observed == nil || observed.Properties == nil {
+		return []string{"service"}
+	}
+	p := observed.Properties
+	var out []string
+	if len(p.LoadBalancerFrontendIPConfigurations) != 1 || !strings.EqualFold(deref(p.LoadBalancerFrontendIPConfigurations[0].ID), d.FrontendID) {
+		out = append(out, "frontend")
+	}
+	if !sameNAT(Body(d, observed).Properties.IPConfigurations, p.IPConfigurations) {
+		out = append(out, "natIPConfigurations")
+	}
+	if p.Visibility == nil || !sameSet(d.Visibility, derefs(p.Visibility.Subscriptions)) {
+		out = append(out, "visibility")
+	}
+	if p.AutoApproval == nil || !sameSet(d.AutoApproval, derefs(p.AutoApproval.Subscriptions)) {
+		out = append(out, "autoApproval")
+	}
+	if deref(p.EnableProxyProtocol) != d.ProxyProtocol {
+		out = append(out, "enableProxyProtocol")
+	}
+	if !sameSet(d.FQDNs, derefs(p.Fqdns)) {
+		out = append(out, "fqdns")
+	}
+	if v := observed.Tags[OwnerTag]; v == nil || *v != d.Owner {
+		out = append(out, "tags")
+	}
+	return out
+}
+
+// sameNAT compares NAT IP configurations by name: subnet, primary, and the
+// address of static ones.
+func sameNAT(want, got []*armnetwork.PrivateLinkServiceIPConfiguration) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	byName := map[string]*armnetwork.PrivateLinkServiceIPConfiguration{}
+	for _, g := range got {
+		if g != nil && g.Properties != nil {
+			byName[strings.ToLower(deref(g.Name))] = g
+		}
+	}
+	for _, w := range want {
+		g := byName[strings.ToLower(deref(w.Name))]
+		if g == nil || !strings.EqualFold(subnetOf(g), deref(w.Properties.Subnet.ID)) || deref(g.Properties.Primary) != deref(w.Properties.Primary) {
+			return false
+		}
+		if deref(w.Properties.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic &&
+			(deref(g.Properties.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic || deref(g.Properties.PrivateIPAddress) != deref(w.Properties.PrivateIPAddress)) {
+			return false
+		}
+		if deref(w.Properties.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic && deref(g.Properties.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic {
+			return false
+		}
+	}
+	return true
+}
+
+// NATAddresses are the observed NAT addresses, primary first.
+func NATAddresses(pls *armnetwork.PrivateLinkService) []string {
+	if pls == nil || pls.Properties == nil {
+		return nil
+	}
+	var out []string
+	cfgs := slices.Clone(pls.Properties.IPConfigurations)
+	slices.SortStableFunc(cfgs, func(a, b *armnetwork.PrivateLinkServiceIPConfiguration) int {
+		pa, pb := a.Properties != nil && deref(a.Properties.Primary), b.Properties != nil && deref(b.Properties.Primary)
+		switch {
+		case pa && !pb:
+			return -1
+		case pb && !pa:
+			return 1
+		}
+		return strings.Compare(deref(a.Name), deref(b.Name))
+	})
+	for _, c := range cfgs {
+		if c.Properties != nil && c.Properties.PrivateIPAddress != nil {
+			out = append(out, *c.Properties.PrivateIPAddress)
+		}
+	}
+	return out
+}
+
+func primary(cfgs []*armnetwork.PrivateLinkServiceIPConfiguration) *armnetwork.PrivateLinkServiceIPConfiguration {
+	for _, c := range cfgs {
+		if c != nil && c.Properties != nil && deref(c.Properties.Primary) && c.Properties.Subnet != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+func subnetOf(c *armnetwork.PrivateLinkServiceIPConfiguration) string {
+	if c.Properties == nil || c.Properties.Subnet == nil {
+		return ""
+	}
+	return deref(c.Properties.Subnet.ID)
+}
+
+func sameSet(a, b []string) bool {
+	norm := func(l []string) []string {
+		out := make([]string, 0, len(l))
+		for _, s := range l {
+			out = append(out, strings.ToLower(s))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(norm(a), norm(b))
+}
+
+func ptrs(in []string) []*string {
+	out := make([]*string, 0, len(in))
+	for _, s := range in {
+		out = append(out, new(s))
+	}
+	return out
+}
+
+func derefs(in []*string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if s != nil {
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
