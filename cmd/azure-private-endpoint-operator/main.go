@@ -28,9 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 )
 
 // Exit codes.
@@ -90,6 +92,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -122,9 +127,18 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		SecretRecheckAfter: opts.secretRecheck,
 		Log:                ctrl.Log.WithName("credentials"),
 	}
+	if opts.operatorCredential == "default" {
+		creds.Own = azure.OwnDefault
+	}
+	clients := &azure.Clients{Credentials: creds}
 	observer := &privateendpoints.Observer{TTL: opts.azureObserveTTL}
-	if err := clusterlink.Setup(mgr, opts.linkOptions(), &azure.Clients{Credentials: creds}, observer); err != nil {
+	if err := clusterlink.Setup(mgr, opts.linkOptions(), clients, observer); err != nil {
 		return nil, fmt.Errorf("setting up the AzureCluster controllers: %w", err)
+	}
+	if opts.plsController {
+		if err := privatelinkservice.Setup(mgr, opts.plsOptions(), clients); err != nil {
+			return nil, fmt.Errorf("setting up the AzurePrivateLinkService controller: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 )
 
 // inClusterNamespaceFile exists in every pod that mounts a service account
@@ -59,6 +60,13 @@ type options struct {
 	secretRecheck           time.Duration
 	azureObserveTTL         time.Duration
 
+	plsController      bool
+	plsDrift           time.Duration
+	plsRecheck         time.Duration
+	plsConcurrency     int
+	managePLS          bool
+	operatorCredential string
+
 	// inCluster reports whether the process runs in a pod; a field so tests
 	// can set it.
 	inCluster bool
@@ -66,6 +74,13 @@ type options struct {
 
 // errUsage marks errors caused by the command line, which exit with code 2.
 var errUsage = errors.New("invalid command line")
+
+// plsOptions are the AzurePrivateLinkService controller's options.
+func (o *options) plsOptions() privatelinkservice.Options {
+	return privatelinkservice.Options{
+		DriftInterval: o.plsDrift, Recheck: o.plsRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.plsConcurrency,
+	}
+}
 
 // linkOptions are the AzureCluster controllers' options from the flags.
 func (o *options) linkOptions() clusterlink.Options {
@@ -162,6 +177,18 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
 		"How long one list of a subscription's (or resource group's) private endpoints answers every reconcile that needs it.")
+	fs.BoolVar(&o.plsController, "enable-private-link-service-controller", true,
+		"Run the AzurePrivateLinkService controller (its CRD must be installed).")
+	fs.DurationVar(&o.plsDrift, "private-link-service-drift-interval", 10*time.Minute,
+		"How often a ready AzurePrivateLinkService is read again from Azure to repair out-of-band changes (jittered by up to +10%).")
+	fs.DurationVar(&o.plsRecheck, "private-link-service-recheck-interval", 10*time.Second,
+		"How soon Azure is read again while an AzurePrivateLinkService waits (a long-running operation, a missing load balancer).")
+	fs.IntVar(&o.plsConcurrency, "private-link-service-concurrency", 4,
+		"AzurePrivateLinkService objects reconciled in parallel.")
+	fs.BoolVar(&o.managePLS, "manage-private-link-services", false,
+		"For every private workload cluster whose AzureCluster declares no privateLinks (upstream CAPZ), create an AzurePrivateLinkService for its API server load balancer. Per cluster: the annotation <annotation-prefix>/manage-private-link-service=true|false.")
+	fs.StringVar(&o.operatorCredential, "operator-credential", "default",
+		"Credential for AzurePrivateLinkService objects without spec.identityRef: default (the Azure SDK's DefaultAzureCredential: environment, workload identity, managed identity) or none (such objects are refused).")
 	o.zap.BindFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
@@ -181,6 +208,16 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 
 func (o *options) validate() error {
 	errs := o.validateManager()
+	if o.operatorCredential != "default" && o.operatorCredential != "none" {
+		errs = append(errs, fmt.Errorf("--operator-credential=%q: must be default or none", o.operatorCredential))
+	}
+	if o.plsConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--private-link-service-concurrency=%d: must be at least 1", o.plsConcurrency))
+	}
+	errs = append(errs, positive(map[string]time.Duration{
+		"--private-link-service-drift-interval":   o.plsDrift,
+		"--private-link-service-recheck-interval": o.plsRecheck,
+	})...)
 	errs = append(errs, o.validateWiring()...)
 	return errors.Join(errs...)
 }

@@ -107,9 +107,12 @@ type Subject struct {
 	// Kind, Namespace and Name name the object in messages.
 	Kind, Namespace, Name string
 	// IdentityRef is the AzureClusterIdentity; nil means the operator's own
-	// credential (when the operator has one).
+	// credential when AllowOwn is set and the operator has one.
 	IdentityRef      *capz.ObjectRef
 	AzureEnvironment string
+	// AllowOwn lets a subject without IdentityRef use the operator's own
+	// credential. AzureClusters never do: like CAPZ, they need an identity.
+	AllowOwn bool
 }
 
 // SubjectOf is the subject of an AzureCluster.
@@ -125,11 +128,11 @@ func (c *Credentials) For(ctx context.Context, ac *capz.AzureCluster) (*Credenti
 // ForSubject returns the credential of the subject's AzureClusterIdentity,
 // or the operator's own credential when it names none and Own is set.
 func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential, error) {
-	if sub.IdentityRef == nil && c.Own != nil {
+	if sub.IdentityRef == nil && sub.AllowOwn && c.Own != nil {
 		return c.own(sub.AzureEnvironment)
 	}
 	if sub.IdentityRef == nil {
-		return nil, identityErr(ReasonNoIdentity, "spec.identityRef is not set, so the operator has no Azure credential for %s/%s", sub.Namespace, sub.Name)
+		return nil, identityErr(ReasonNoIdentity, "spec.identityRef is not set, so the operator has no Azure credential for %s %s/%s", sub.Kind, sub.Namespace, sub.Name)
 	}
 	cfg, caFile, err := c.Clouds.Resolve(sub.AzureEnvironment)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -77,6 +78,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +21,8 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
 // StartOperator runs the AzureCluster controllers in-process against the
@@ -38,6 +43,35 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
 	if opts.TerminalRecheck == 0 {
 		opts.TerminalRecheck = 2 * time.Second
 	}
+	w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
+		return clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond})
+	})
+}
+
+// StartPrivateLinkServices runs the AzurePrivateLinkService controller
+// in-process with short intervals (zero fields of opts get them). The
+// operator's own credential is CAPZ's principal in the emulator.
+func (w *World) StartPrivateLinkServices(t testing.TB, opts privatelinkservice.Options) {
+	t.Helper()
+	if opts.Recheck == 0 {
+		opts.Recheck = 200 * time.Millisecond
+	}
+	if opts.TerminalRecheck == 0 {
+		opts.TerminalRecheck = 2 * time.Second
+	}
+	if opts.DriftInterval == 0 {
+		opts.DriftInterval = time.Minute
+	}
+	w.StartManager(t, true, func(mgr ctrl.Manager, clients *azure.Clients) error {
+		return privatelinkservice.Setup(mgr, opts, clients)
+	})
+}
+
+// StartManager runs a manager configured like the binary's (custom cloud,
+// its CA, caches) with the controllers setup registers; own gives the
+// operator its own credential (CAPZ's principal). It stops with the test.
+func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *azure.Clients) error) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
 		Scheme:                 w.Env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -58,9 +92,16 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
 		}}},
 		Log: ctrl.Log.WithName("credentials"),
 	}
+	if own {
+		creds.Own = func(cfg cloud.Configuration, transport policy.Transporter) (azcore.TokenCredential, error) {
+			return azidentity.NewClientSecretCredential(sandbox.CAPZTenantID, sandbox.CAPZClientID, sandbox.CAPZSecret, &azidentity.ClientSecretCredentialOptions{
+				ClientOptions: azcore.ClientOptions{Cloud: cfg, Transport: transport}, DisableInstanceDiscovery: true,
+			})
+		}
+	}
 	retry := policy.RetryOptions{MaxRetries: 2, RetryDelay: 50 * time.Millisecond, MaxRetryDelay: time.Second, TryTimeout: 30 * time.Second}
-	clients := &azure.Clients{Credentials: creds, Retry: &retry}
-	if err := clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond}); err != nil {
+	if err := setup(mgr, &azure.Clients{Credentials: creds, Retry: &retry}); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

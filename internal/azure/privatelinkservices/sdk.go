@@ -1,0 +1,213 @@
+package privatelinkservices
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+)
+
+// Factories returns the network clients of a subscription, for one
+// identity.
+type Factories func(ctx context.Context, subscription string) (*armnetwork.ClientFactory, error)
+
+// SDK talks to ARM through the Azure SDK. Every write only starts its
+// long-running operation: the caller re-observes provisioningState later
+// instead of waiting (DESIGN.md principle 5).
+type SDK struct {
+	Subscription string
+	Factories    Factories
+}
+
+func (s SDK) factory(ctx context.Context, sub string) (*armnetwork.ClientFactory, error) {
+	if sub == "" {
+		sub = s.Subscription
+	}
+	return s.Factories(ctx, sub)
+}
+
+// Get returns the private link service, or nil when it does not exist.
+func (s SDK) Get(ctx context.Context, rg, name string) (*armnetwork.PrivateLinkService, error) {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.NewPrivateLinkServicesClient().Get(ctx, rg, name, nil)
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp.PrivateLinkService, nil
+}
+
+// Put starts creating or updating the private link service.
+func (s SDK) Put(ctx context.Context, rg, name string, body armnetwork.PrivateLinkService) error {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, err = f.NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, rg, name, body, nil)
+	return err
+}
+
+// Delete starts deleting the private link service; a missing one is fine.
+func (s SDK) Delete(ctx context.Context, rg, name string) error {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, err = f.NewPrivateLinkServicesClient().BeginDelete(ctx, rg, name, nil)
+	if azure.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// SetConnection sets a connection's state (synchronous in ARM).
+func (s SDK) SetConnection(ctx context.Context, rg, pls string, d Decision) error {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, err = f.NewPrivateLinkServicesClient().UpdatePrivateEndpointConnection(ctx, rg, pls, d.Name, armnetwork.PrivateEndpointConnection{
+		Name: new(d.Name),
+		Properties: &armnetwork.PrivateEndpointConnectionProperties{PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{
+			Status: new(d.State), Description: new(d.Description),
+		}},
+	}, nil)
+	return err
+}
+
+// DeleteConnection starts removing a connection; a missing one is fine.
+func (s SDK) DeleteConnection(ctx context.Context, rg, pls, conn string) error {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, err = f.NewPrivateLinkServicesClient().BeginDeletePrivateEndpointConnection(ctx, rg, pls, conn, nil)
+	if azure.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// LoadBalancer returns a load balancer, or nil when it does not exist.
+func (s SDK) LoadBalancer(ctx context.Context, rg, name string) (*armnetwork.LoadBalancer, error) {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.NewLoadBalancersClient().Get(ctx, rg, name, nil)
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp.LoadBalancer, nil
+}
+
+// LoadBalancers lists a resource group's load balancers.
+func (s SDK) LoadBalancers(ctx context.Context, rg string) ([]*armnetwork.LoadBalancer, error) {
+	f, err := s.factory(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []*armnetwork.LoadBalancer
+	pager := f.NewLoadBalancersClient().NewListPager(rg, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Value...)
+	}
+	return out, nil
+}
+
+// VirtualNetwork returns a virtual network with its subnets, or nil when it
+// does not exist.
+func (s SDK) VirtualNetwork(ctx context.Context, id string) (*armnetwork.VirtualNetwork, error) {
+	p, err := parse(id, 1)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.factory(ctx, p.sub)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.NewVirtualNetworksClient().Get(ctx, p.rg, p.names[0], nil)
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp.VirtualNetwork, nil
+}
+
+// PutSubnet starts creating or updating a subnet.
+func (s SDK) PutSubnet(ctx context.Context, id string, body armnetwork.Subnet) error {
+	p, err := parse(id, 2)
+	if err != nil {
+		return err
+	}
+	f, err := s.factory(ctx, p.sub)
+	if err != nil {
+		return err
+	}
+	_, err = f.NewSubnetsClient().BeginCreateOrUpdate(ctx, p.rg, p.names[0], p.names[1], body, nil)
+	return err
+}
+
+// DeleteSubnet starts deleting a subnet; a missing one is fine.
+func (s SDK) DeleteSubnet(ctx context.Context, id string) error {
+	p, err := parse(id, 2)
+	if err != nil {
+		return err
+	}
+	f, err := s.factory(ctx, p.sub)
+	if err != nil {
+		return err
+	}
+	_, err = f.NewSubnetsClient().BeginDelete(ctx, p.rg, p.names[0], p.names[1], nil)
+	if azure.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+type idParts struct {
+	sub, rg string
+	names   []string
+}
+
+// parse reads /subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v[/subnets/n].
+func parse(id string, depth int) (idParts, error) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 6+2*depth || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") || !strings.EqualFold(segs[4], "providers") {
+		return idParts{}, fmt.Errorf("%q is not a virtual network or subnet resource ID", id)
+	}
+	p := idParts{sub: segs[1], rg: segs[3]}
+	for i := 7; i < len(segs); i += 2 {
+		p.names = append(p.names, segs[i])
+	}
+	if len(p.names) != depth {
+		return idParts{}, errors.New("unexpected resource ID shape: " + id)
+	}
+	return p, nil
+}
+
+// VNetOf is the virtual network ID of a subnet ID.
+func VNetOf(subnetID string) string {
+	if i := strings.Index(strings.ToLower(subnetID), "/subnets/"); i >= 0 {
+		return subnetID[:i]
+	}
+	return subnetID
+}

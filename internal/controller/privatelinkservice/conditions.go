@@ -1,0 +1,99 @@
+package privatelinkservice
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+)
+
+// Condition reasons beside azure's (NotFound, AuthorizationFailed, ...).
+// They are constant: alerts and scripts may match them.
+const (
+	ReasonFound                  = "Found"
+	ReasonReady                  = "Ready"
+	ReasonNotReady               = "NotReady"
+	ReasonPaused                 = "Paused"
+	ReasonProvisioning           = "Provisioning"
+	ReasonProvisioningFailed     = "ProvisioningFailed"
+	ReasonPrimaryNATLocked       = "PrimaryNATIPConfigurationLocked"
+	ReasonNotOwned               = "NotOwned"
+	ReasonFrontendNotInternal    = "FrontendNotInternal"
+	ReasonFrontendChanged        = "FrontendChanged"
+	ReasonServiceNotLoadBalancer = "ServiceNotLoadBalancer"
+	ReasonServiceHasNoIP         = "ServiceHasNoIP"
+	ReasonNetworkPoliciesEnabled = "NetworkPoliciesEnabled"
+	ReasonSubnetNotInVNet        = "SubnetNotInLoadBalancerVNet"
+	ReasonNoFreeRange            = "NoFreeAddressRange"
+	ReasonWaitingForSubnet       = "WaitingForSubnet"
+)
+
+// Event reasons.
+const (
+	EventCreated            = "PrivateLinkServiceCreated"
+	EventUpdated            = "PrivateLinkServiceUpdated"
+	EventRecreated          = "PrivateLinkServiceRecreated"
+	EventDeleted            = "PrivateLinkServiceDeleted"
+	EventOrphaned           = "PrivateLinkServiceOrphaned"
+	EventConnectionApproved = "ConnectionApproved"
+	EventConnectionRejected = "ConnectionRejected"
+	EventConnectionRemoved  = "ConnectionRemoved"
+	EventNATSubnetCreated   = "NATSubnetCreated"
+	EventNATSubnetFixed     = "NATSubnetNetworkPoliciesDisabled"
+	EventNATSubnetDeleted   = "NATSubnetDeleted"
+)
+
+// specError is a problem the controller found itself, classified like an
+// Azure error.
+type specError struct {
+	class   azure.Class
+	reason  string
+	message string
+}
+
+func (e *specError) Error() string { return e.message }
+
+func waitFor(reason, format string, args ...any) error {
+	return &specError{class: azure.ClassWait, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+func terminal(reason, format string, args ...any) error {
+	return &specError{class: azure.ClassTerminal, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// classify turns any error into what to do; Azure's errors go through
+// azure.Classify, the one place that knows Azure's codes.
+func classify(err error) azure.Classification {
+	var se *specError
+	if errors.As(err, &se) {
+		return azure.Classification{Class: se.class, Reason: se.reason, Message: se.message}
+	}
+	return azure.Classify(err)
+}
+
+func setCondition(obj *v1alpha1.AzurePrivateLinkService, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
+	})
+}
+
+// summarize sets Ready from the other three conditions: True when all are,
+// otherwise False (or Unknown) with the first one that is not.
+func summarize(obj *v1alpha1.AzurePrivateLinkService) {
+	for _, t := range []string{v1alpha1.ConditionLoadBalancerFound, v1alpha1.ConditionNATSubnetReady, v1alpha1.ConditionPrivateLinkServiceReady} {
+		c := meta.FindStatusCondition(obj.Status.Conditions, t)
+		if c == nil {
+			setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, t+" is not known yet")
+			return
+		}
+		if c.Status != metav1.ConditionTrue {
+			setCondition(obj, v1alpha1.ConditionReady, c.Status, c.Reason, t+": "+c.Message)
+			return
+		}
+	}
+	setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady, "the private link service is provisioned and matches the spec")
+}

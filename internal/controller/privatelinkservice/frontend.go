@@ -1,0 +1,115 @@
+package privatelinkservice
+
+import (
+	"context"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+)
+
+// frontend is a resolved load balancer frontend IP configuration.
+type frontend struct {
+	status v1alpha1.FrontendStatus
+	// subnetID is the frontend's subnet; its VNet holds the NAT subnet.
+	subnetID string
+}
+
+func (f frontend) vnetID() string { return pls.VNetOf(f.subnetID) }
+
+// frontend finds the frontend IP configuration the spec names.
+func (r *Reconciler) frontend(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api networkAPI) (frontend, error) {
+	spec, rg := obj.Spec.Frontend, obj.Spec.ResourceGroup
+	if spec.LoadBalancer != nil {
+		lb, err := api.LoadBalancer(ctx, rg, spec.LoadBalancer.Name)
+		if err != nil {
+			return frontend{}, err
+		}
+		if lb == nil {
+			return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s does not exist in resource group %s", spec.LoadBalancer.Name, rg)
+		}
+		for _, fe := range frontends(lb) {
+			if strings.EqualFold(deref(fe.Name), spec.LoadBalancer.FrontendIPConfigurationName) {
+				return internalFrontend(lb, fe)
+			}
+		}
+		return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s has no frontend IP configuration %s", spec.LoadBalancer.Name, spec.LoadBalancer.FrontendIPConfigurationName)
+	}
+	ip := spec.PrivateIPAddress
+	if spec.Service != nil {
+		var err error
+		if ip, err = r.serviceIP(ctx, obj.Namespace, spec.Service.Name); err != nil {
+			return frontend{}, err
+		}
+	}
+	lbs, err := api.LoadBalancers(ctx, rg)
+	if err != nil {
+		return frontend{}, err
+	}
+	for _, lb := range lbs {
+		for _, fe := range frontends(lb) {
+			if fe.Properties != nil && deref(fe.Properties.PrivateIPAddress) == ip {
+				return internalFrontend(lb, fe)
+			}
+		}
+	}
+	return frontend{}, waitFor(azure.ReasonNotFound, "no internal load balancer in resource group %s has a frontend with IP %s", rg, ip)
+}
+
+// serviceIP is the ingress IP of a Service of type LoadBalancer.
+func (r *Reconciler) serviceIP(ctx context.Context, ns, name string) (string, error) {
+	svc := &corev1.Service{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", waitFor(azure.ReasonNotFound, "Service %s/%s does not exist", ns, name)
+		}
+		return "", err
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return "", terminal(ReasonServiceNotLoadBalancer, "Service %s/%s is of type %s, not LoadBalancer", ns, name, svc.Spec.Type)
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP, nil
+		}
+	}
+	return "", waitFor(ReasonServiceHasNoIP, "Service %s/%s has no load balancer ingress IP yet", ns, name)
+}
+
+// internalFrontend checks that a frontend can carry a private link service:
+// a Standard load balancer's frontend with a private IP in a subnet.
+func internalFrontend(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfiguration) (frontend, error) {
+	if fe.Properties == nil || fe.Properties.Subnet == nil || fe.Properties.Subnet.ID == nil {
+		return frontend{}, terminal(ReasonFrontendNotInternal, "frontend %s of load balancer %s is public: a private link service needs an internal frontend", deref(fe.Name), deref(lb.Name))
+	}
+	if lb.SKU == nil || deref(lb.SKU.Name) != armnetwork.LoadBalancerSKUNameStandard {
+		return frontend{}, terminal(ReasonFrontendNotInternal, "load balancer %s is not of the Standard SKU, which a private link service needs", deref(lb.Name))
+	}
+	return frontend{
+		status: v1alpha1.FrontendStatus{
+			LoadBalancerID: deref(lb.ID), FrontendIPConfigurationID: deref(fe.ID), PrivateIPAddress: deref(fe.Properties.PrivateIPAddress),
+		},
+		subnetID: *fe.Properties.Subnet.ID,
+	}, nil
+}
+
+func frontends(lb *armnetwork.LoadBalancer) []*armnetwork.FrontendIPConfiguration {
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	return lb.Properties.FrontendIPConfigurations
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,148 @@
+package privatelinkservice
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Reconciler reconciles one AzurePrivateLinkService: observe the frontend,
+// the NAT subnet and the service in Azure, write only what differs, decide
+// Pending connections, record status.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads Services uncached: the operator does not watch every
+	// Service of the cluster for the few objects that name one.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Opts      Options
+	Azure     func(context.Context, *v1alpha1.AzurePrivateLinkService) (azureAPI, error)
+}
+
+// SubjectOf is the credential subject of an object: its identityRef (the
+// namespace defaults to the object's), or the operator's own credential.
+func SubjectOf(obj *v1alpha1.AzurePrivateLinkService) azure.Subject {
+	s := azure.Subject{Kind: "AzurePrivateLinkService", Namespace: obj.Namespace, Name: obj.Name, AzureEnvironment: obj.Spec.AzureEnvironment, AllowOwn: true}
+	if ref := obj.Spec.IdentityRef; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = obj.Namespace
+		}
+		s.IdentityRef = &capz.ObjectRef{Name: ref.Name, Namespace: ns}
+	}
+	return s
+}
+
+// Reconcile is the controller's entry point.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &v1alpha1.AzurePrivateLinkService{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := obj.DeepCopy()
+	if isPaused(obj) {
+		setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionUnknown, ReasonPaused, "reconciliation is paused by an annotation")
+		return ctrl.Result{}, r.writeStatus(ctx, before, obj)
+	}
+	if obj.DeletionTimestamp != nil {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(obj, Finalizer)
+		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		before.Finalizers, before.ResourceVersion = obj.Finalizers, obj.ResourceVersion
+	}
+	res, err := r.reconcileAzure(ctx, obj)
+	obj.Status.ObservedGeneration = obj.Generation
+	summarize(obj)
+	if werr := r.writeStatus(ctx, before, obj); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return res, err
+}
+
+// reconcileAzure runs the phases in order; each either is done or says
+// what to wait for.
+func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService) (ctrl.Result, error) {
+	api, err := r.Azure(ctx, obj)
+	if err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionLoadBalancerFound, err)
+	}
+	fe, err := r.frontend(ctx, obj, api)
+	if err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionLoadBalancerFound, err)
+	}
+	setCondition(obj, v1alpha1.ConditionLoadBalancerFound, metav1.ConditionTrue, ReasonFound, "frontend "+fe.status.FrontendIPConfigurationID)
+	obj.Status.Frontend = &fe.status
+	subnetID, err := r.natSubnet(ctx, obj, api, fe)
+	if err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionNATSubnetReady, err)
+	}
+	return r.service(ctx, obj, api, fe, subnetID)
+}
+
+// fail records an error on a condition and says when to try again: the one
+// place where the controller acts on an error's class.
+func (r *Reconciler) fail(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, cond string, err error) (ctrl.Result, error) {
+	c := classify(err)
+	status := metav1.ConditionFalse
+	log := ctrl.LoggerFrom(ctx).WithValues("condition", cond, "reason", c.Reason)
+	switch c.Class {
+	case azure.ClassWait:
+		setCondition(obj, cond, status, c.Reason, c.Message)
+		return ctrl.Result{RequeueAfter: r.Opts.Recheck}, nil
+	case azure.ClassTransient:
+		log.Info("Azure is not ready, retrying", "message", c.Message)
+		if meta.FindStatusCondition(obj.Status.Conditions, cond) == nil {
+			setCondition(obj, cond, metav1.ConditionUnknown, c.Reason, c.Message)
+		}
+		if c.RetryAfter > 0 {
+			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
+		}
+		return ctrl.Result{}, err
+	default:
+		if old := meta.FindStatusCondition(obj.Status.Conditions, cond); old == nil || old.Reason != c.Reason || old.Message != c.Message {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, cond, "%s", c.Message)
+		}
+		setCondition(obj, cond, status, c.Reason, c.Message)
+		log.Info("Needs a person", "message", c.Message)
+		return ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}, nil
+	}
+}
+
+// writeStatus patches the status when it changed: one write per reconcile
+// at most.
+func (r *Reconciler) writeStatus(ctx context.Context, before, obj *v1alpha1.AzurePrivateLinkService) error {
+	if equality.Semantic.DeepEqual(before.Status, obj.Status) {
+		return nil
+	}
+	err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func isPaused(obj *v1alpha1.AzurePrivateLinkService) bool {
+	_, a := obj.Annotations[PausedAnnotation]
+	_, b := obj.Annotations[capz.PausedAnnotation]
+	return a || b
+}
+
+// requeueSoon is the result while Azure works on something.
+func (r *Reconciler) requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter: r.Opts.Recheck} }

@@ -1,0 +1,181 @@
+package privatelinkservice
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+)
+
+// desired is the service the spec asks for, on the resolved frontend and
+// NAT subnet.
+func desired(obj *v1alpha1.AzurePrivateLinkService, fe frontend, subnetID string) pls.Desired {
+	s := obj.Spec
+	d := pls.Desired{
+		Name: obj.AzurePrivateLinkServiceName(), Location: s.Location, FrontendID: fe.status.FrontendIPConfigurationID,
+		NATSubnetID: subnetID, NATCount: int(s.NATIPConfigurations.Count), StaticIPs: s.NATIPConfigurations.StaticIPs,
+		Visibility: s.Visibility, AutoApproval: s.AutoApproval, ProxyProtocol: s.EnableProxyProtocol, FQDNs: s.FQDNs,
+		Owner: owner(obj),
+	}
+	return d
+}
+
+// owner is the owner tag's value: the object's namespace and name.
+func owner(obj *v1alpha1.AzurePrivateLinkService) string { return obj.Namespace + "/" + obj.Name }
+
+// service observes the private link service and writes it only when it is
+// missing or differs on the fields the operator sets; then it decides the
+// Pending connections.
+func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, fe frontend, subnetID string) (ctrl.Result, error) {
+	rg, name := obj.Spec.ResourceGroup, obj.AzurePrivateLinkServiceName()
+	cond := v1alpha1.ConditionPrivateLinkServiceReady
+	observed, err := api.Get(ctx, rg, name)
+	if err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	want := desired(obj, fe, subnetID)
+	if observed == nil {
+		return r.create(ctx, obj, api, want)
+	}
+	if err := r.checkOwner(obj, observed); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	r.record(obj, observed)
+	switch st := deref(observed.Properties.ProvisioningState); st {
+	case armnetwork.ProvisioningStateSucceeded:
+	case armnetwork.ProvisioningStateFailed:
+		// Retried: the same PUT often passes once Azure recovers.
+		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioningFailed, "Azure reports provisioningState Failed; the operator wrote the service again")
+		return r.requeueSoon(), nil
+	default:
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "Azure reports provisioningState "+string(st))
+		return r.requeueSoon(), nil
+	}
+	diff := pls.Diff(want, observed)
+	if len(diff) > 0 && diff[0] == "frontend" {
+		return r.fail(ctx, obj, cond, terminal(ReasonFrontendChanged,
+			"the private link service is bound to frontend %s, not %s; Azure cannot move it: delete and recreate the object",
+			deref(observed.Properties.LoadBalancerFrontendIPConfigurations[0].ID), want.FrontendID))
+	}
+	if len(diff) > 0 {
+		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUpdated, "Update", "updating private link service %s: %s differ", name, strings.Join(diff, ", "))
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "updating "+strings.Join(diff, ", "))
+		return r.requeueSoon(), nil
+	}
+	if err := r.decide(ctx, obj, api); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	if pls.PrimaryLocked(want, observed) {
+		setCondition(obj, cond, metav1.ConditionTrue, ReasonPrimaryNATLocked,
+			"provisioned; the primary NAT IP configuration differs from the spec, which Azure does not allow to change: recreate the service to change it")
+	} else {
+		setCondition(obj, cond, metav1.ConditionTrue, ReasonReady, "provisioned, alias "+obj.Status.Alias)
+	}
+	return ctrl.Result{RequeueAfter: r.Opts.drift()}, nil
+}
+
+// create starts creating the service; a service that was there before (its
+// alias is in status) was deleted behind the operator's back.
+func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, want pls.Desired) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionPrivateLinkServiceReady
+	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pls.Body(want, nil)); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	if obj.Status.ResourceID != "" {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventRecreated, "Recreate",
+			"private link service %s was deleted outside the operator and is being recreated; its alias %s will change", want.Name, obj.Status.Alias)
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning,
+			fmt.Sprintf("recreating: the service was deleted outside the operator; the alias %s changes and consumers must use the new one", obj.Status.Alias))
+	} else {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventCreated, "Create", "creating private link service %s", want.Name)
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating")
+	}
+	obj.Status.ProvisioningState, obj.Status.Connections = "", nil
+	obj.Status.ApprovedConnections, obj.Status.PendingConnections = 0, 0
+	return r.requeueSoon(), nil
+}
+
+// checkOwner refuses a service the operator did not create, unless the
+// spec adopts it; one owned by another object is never taken.
+func (r *Reconciler) checkOwner(obj *v1alpha1.AzurePrivateLinkService, observed *armnetwork.PrivateLinkService) error {
+	o, by := pls.OwnerOf(observed, owner(obj))
+	switch {
+	case o == pls.OtherOwner:
+		return terminal(ReasonNotOwned, "private link service %s belongs to AzurePrivateLinkService %s (tag %s); the operator leaves it alone", deref(observed.Name), by, pls.OwnerTag)
+	case o == pls.Untagged && !obj.Spec.Adopt:
+		return terminal(ReasonNotOwned, "private link service %s exists and was not created by the operator (no %s tag); set spec.adopt to manage it", deref(observed.Name), pls.OwnerTag)
+	}
+	return nil
+}
+
+// record copies what Azure says into status; an alias that changed since
+// the last observation is announced.
+func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *armnetwork.PrivateLinkService) {
+	st := &obj.Status
+	alias := deref(observed.Properties.Alias)
+	if st.Alias != "" && alias != "" && st.Alias != alias {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventRecreated, "AliasChanged", "the alias changed from %s to %s: consumers that connect by alias must use the new one", st.Alias, alias)
+	}
+	st.ResourceID, st.Alias = deref(observed.ID), alias
+	st.ProvisioningState = string(deref(observed.Properties.ProvisioningState))
+	st.NATIPAddresses = pls.NATAddresses(observed)
+	st.Connections, st.ApprovedConnections, st.PendingConnections = nil, 0, 0
+	for _, c := range pls.Connections(observed) {
+		st.Connections = append(st.Connections, v1alpha1.PrivateEndpointConnection(c))
+	}
+	countConnections(st)
+}
+
+func countConnections(st *v1alpha1.AzurePrivateLinkServiceStatus) {
+	st.ApprovedConnections, st.PendingConnections = 0, 0
+	for _, c := range st.Connections {
+		switch c.State {
+		case pls.StateApproved:
+			st.ApprovedConnections++
+		case pls.StatePending:
+			st.PendingConnections++
+		}
+	}
+}
+
+// decide approves or rejects Pending connections by the spec's policy.
+func (r *Reconciler) decide(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI) error {
+	ca := obj.Spec.ConnectionApproval
+	if ca == nil {
+		return nil
+	}
+	var conns []pls.Connection
+	for _, c := range obj.Status.Connections {
+		conns = append(conns, pls.Connection(c))
+	}
+	for _, d := range pls.Decide(conns, pls.Policy{Approve: ca.ApproveSubscriptions, RejectOthers: ca.RejectOthers, Description: ca.Description}) {
+		if err := api.SetConnection(ctx, obj.Spec.ResourceGroup, obj.AzurePrivateLinkServiceName(), d); err != nil {
+			return err
+		}
+		reason := EventConnectionApproved
+		if d.State == pls.StateRejected {
+			reason = EventConnectionRejected
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Decide", "%s connection %s: %s", strings.ToLower(d.State), d.Name, d.Description)
+		for i := range obj.Status.Connections {
+			if obj.Status.Connections[i].Name == d.Name {
+				obj.Status.Connections[i].State, obj.Status.Connections[i].Description = d.State, d.Description
+			}
+		}
+	}
+	countConnections(&obj.Status)
+	return nil
+}
