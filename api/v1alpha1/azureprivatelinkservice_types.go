@@ -376,7 +376,3 @@ type AzurePrivateLinkServiceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AzurePrivateLinkService `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&AzurePrivateLinkService{}, &AzurePrivateLinkServiceList{})
-}

@@ -6,8 +6,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -15,8 +16,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "privatelink.giantswarm.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the API's types.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = k8sruntime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the API's types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *k8sruntime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &AzurePrivateLinkService{}, &AzurePrivateLinkServiceList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

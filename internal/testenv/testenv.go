@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,6 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 )
 
 // K8sVersion is the Kubernetes version of the envtest binaries; it matches

@@ -27,19 +27,7 @@ func (f frontend) vnetID() string { return pls.VNetOf(f.subnetID) }
 func (r *Reconciler) frontend(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api networkAPI) (frontend, error) {
 	spec, rg := obj.Spec.Frontend, obj.Spec.ResourceGroup
 	if spec.LoadBalancer != nil {
-		lb, err := api.LoadBalancer(ctx, rg, spec.LoadBalancer.Name)
-		if err != nil {
-			return frontend{}, err
-		}
-		if lb == nil {
-			return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s does not exist in resource group %s", spec.LoadBalancer.Name, rg)
-		}
-		for _, fe := range frontends(lb) {
-			if strings.EqualFold(deref(fe.Name), spec.LoadBalancer.FrontendIPConfigurationName) {
-				return internalFrontend(lb, fe)
-			}
-		}
-		return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s has no frontend IP configuration %s", spec.LoadBalancer.Name, spec.LoadBalancer.FrontendIPConfigurationName)
+		return byName(ctx, api, rg, spec.LoadBalancer)
 	}
 	ip := spec.PrivateIPAddress
 	if spec.Service != nil {
@@ -60,6 +48,23 @@ func (r *Reconciler) frontend(ctx context.Context, obj *v1alpha1.AzurePrivateLin
 		}
 	}
 	return frontend{}, waitFor(azure.ReasonNotFound, "no internal load balancer in resource group %s has a frontend with IP %s", rg, ip)
+}
+
+// byName finds a frontend by load balancer and frontend name.
+func byName(ctx context.Context, api networkAPI, rg string, ref *v1alpha1.LoadBalancerFrontend) (frontend, error) {
+	lb, err := api.LoadBalancer(ctx, rg, ref.Name)
+	if err != nil {
+		return frontend{}, err
+	}
+	if lb == nil {
+		return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s does not exist in resource group %s", ref.Name, rg)
+	}
+	for _, fe := range frontends(lb) {
+		if strings.EqualFold(deref(fe.Name), ref.FrontendIPConfigurationName) {
+			return internalFrontend(lb, fe)
+		}
+	}
+	return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s has no frontend IP configuration %s", ref.Name, ref.FrontendIPConfigurationName)
 }
 
 // serviceIP is the ingress IP of a Service of type LoadBalancer.

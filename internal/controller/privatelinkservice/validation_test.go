@@ -35,7 +35,9 @@ func TestValidation(t *testing.T) {
 		{"a prefix too small for Azure", func(o *v1alpha1.AzurePrivateLinkService) {
 			o.Spec.NATSubnet = v1alpha1.NATSubnet{Create: &v1alpha1.NATSubnetCreate{Name: "x", PrefixLength: 30}}
 		}, "spec.natSubnet.create.prefixLength"},
-		{"a subnet ID that is not one", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.NATSubnet = v1alpha1.NATSubnet{ID: "/subscriptions/x/nat"} },
+		{"a subnet ID that is not one", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.NATSubnet = v1alpha1.NATSubnet{ID: "/subscriptions/x/nat"}
+		},
 			"spec.natSubnet.id"},
 		{"nine NAT IP configurations", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.NATIPConfigurations.Count = 9 },
 			"spec.natIPConfigurations.count"},
