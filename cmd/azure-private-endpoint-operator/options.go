@@ -91,16 +91,18 @@ func (o *options) linkOptions() clusterlink.Options {
 		}
 	}
 	return clusterlink.Options{
-		Config:                  clusterlink.Config{MCLinkNames: links, MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet},
-		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
-		AnnotationPrefix:        o.annotationPrefix,
-		WatchFilter:             o.watchFilter,
-		PendingRecheck:          o.pendingRecheck,
-		DriftCheck:              o.driftCheck,
-		TerminalRecheck:         o.terminalRecheck,
-		MCWriteDelay:            o.mcWriteDelay,
-		MaxConcurrentReconciles: o.maxConcurrentReconciles,
-		DeleteOrphanedEndpoints: o.deleteOrphanedEndpoints,
+		Config:                    clusterlink.Config{MCLinkNames: links, MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet},
+		ManagementCluster:         types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
+		AnnotationPrefix:          o.annotationPrefix,
+		WatchFilter:               o.watchFilter,
+		PendingRecheck:            o.pendingRecheck,
+		DriftCheck:                o.driftCheck,
+		TerminalRecheck:           o.terminalRecheck,
+		MCWriteDelay:              o.mcWriteDelay,
+		MaxConcurrentReconciles:   o.maxConcurrentReconciles,
+		DeleteOrphanedEndpoints:   o.deleteOrphanedEndpoints,
+		PrivateLinkServices:       o.plsController,
+		ManagePrivateLinkServices: o.managePLS,
 	}
 }
 
@@ -210,6 +212,9 @@ func (o *options) validate() error {
 	errs := o.validateManager()
 	if o.operatorCredential != "default" && o.operatorCredential != "none" {
 		errs = append(errs, fmt.Errorf("--operator-credential=%q: must be default or none", o.operatorCredential))
+	}
+	if o.managePLS && !o.plsController {
+		errs = append(errs, errors.New("--manage-private-link-services needs --enable-private-link-service-controller"))
 	}
 	if o.plsConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--private-link-service-concurrency=%d: must be at least 1", o.plsConcurrency))

@@ -41,6 +41,12 @@ type AzureCluster struct {
 	// APIServerLBType is spec.networkSpec.apiServerLB.type ("" when unset;
 	// CAPZ defaults it to Public).
 	APIServerLBType string
+	// APIServerLBName and APIServerFrontendName are the API server load
+	// balancer and its first frontend IP configuration, with CAPZ's defaults
+	// for an internal load balancer ("<cluster>-internal-lb",
+	// "<lb>-frontEnd") where spec leaves them empty.
+	APIServerLBName       string
+	APIServerFrontendName string
 	// PrivateLinks are the fork's apiServerLB.privateLinks, whichever spelling
 	// of the NAT list the schema uses; nil on upstream CAPZ.
 	PrivateLinks []PrivateLink
@@ -131,6 +137,16 @@ func FromUnstructured(u *unstructured.Unstructured) (*AzureCluster, field.ErrorL
 	}
 	for i, m := range r.list(net.Child("subnets")) {
 		ac.Subnets = append(ac.Subnets, r.subnet(net.Child("subnets").Index(i), m))
+	}
+	ac.APIServerLBName = r.str(net.Child("apiServerLB", "name"))
+	if ac.APIServerLBName == "" && ac.APIServerLBType == LBTypeInternal {
+		ac.APIServerLBName = ac.Name + "-internal-lb"
+	}
+	if fes := r.list(net.Child("apiServerLB", "frontendIPs")); len(fes) > 0 {
+		ac.APIServerFrontendName, _ = fes[0]["name"].(string)
+	}
+	if ac.APIServerFrontendName == "" && ac.APIServerLBName != "" {
+		ac.APIServerFrontendName = ac.APIServerLBName + "-frontEnd"
 	}
 	ac.PrivateLinksReady = conditionTrue(r, ConditionPrivateLinksReady)
 	return ac, r.errs

@@ -35,6 +35,12 @@ const (
 const (
 	ReasonSubscriptionNotAllowed = "SubscriptionNotAllowed"
 	ReasonWaitingForPrivateLinks = "WaitingForPrivateLinks"
+	// ReasonPrivateLinkServiceRequested: the operator created an
+	// AzurePrivateLinkService for a WC (upstream CAPZ loop).
+	ReasonPrivateLinkServiceRequested = "PrivateLinkServiceRequested"
+	// ReasonPrivateLinkServiceReleased: the operator deleted the WC's
+	// AzurePrivateLinkService (the WC is deleted or opted out).
+	ReasonPrivateLinkServiceReleased = "PrivateLinkServiceReleased"
 	ReasonInvalidSpec            = "InvalidSpec"
 	ReasonNameConflict           = "PrivateEndpointNameConflict"
 )
@@ -128,7 +134,7 @@ func MCToWC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 	}
 	if !wc.PrivateLinksReady {
 		return nil, append(problems, Problem{id, ReasonWaitingForPrivateLinks,
-			"waiting for CAPZ to create the private link services (condition PrivateLinksReady)"})
+			"waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"})
 	}
 	var out []Endpoint
 	for _, pl := range allowed {

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -85,6 +86,13 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
+	var links map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService
+	if r.Opts.PrivateLinkServices {
+		var err error
+		if links, err = managedLinks(ctx, r.Client); err != nil {
+			return nil, nil, err
+		}
+	}
 	var active, pausedWCs []*capz.AzureCluster
 	for i := range list.Items {
 		u := &list.Items[i]
@@ -94,6 +102,9 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 		view, errs := capz.FromUnstructured(u)
 		if len(errs) > 0 {
 			continue // reported on the WC by its own reconcile
+		}
+		if ManagesLink(view, r.Opts) {
+			view = WithManagedLink(view, links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}])
 		}
 		if paused(ctx, r.Client, u, view) {
 			pausedWCs = append(pausedWCs, view)

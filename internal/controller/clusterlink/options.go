@@ -45,6 +45,13 @@ type Options struct {
 	// DeleteOrphanedEndpoints deletes, in Azure, private endpoints the
 	// operator removed from spec that CAPZ left behind (upstream CAPZ does).
 	DeleteOrphanedEndpoints bool
+	// PrivateLinkServices enables the upstream-CAPZ loop: the
+	// AzurePrivateLinkService controller runs, so private WCs without
+	// privateLinks may get one (see ManagePrivateLinkServices).
+	PrivateLinkServices bool
+	// ManagePrivateLinkServices is the loop's default for every WC; the
+	// annotation <prefix>/manage-private-link-service overrides it per WC.
+	ManagePrivateLinkServices bool
 
 	// tickPhase offsets this process's recheck ticks (random, so that
 	// operators in different installations do not tick together).

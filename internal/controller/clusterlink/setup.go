@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -39,21 +40,34 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	selected := func(o client.Object) bool { return opts.selected(o) }
 	// Every AzureCluster and Cluster event asks for one MC reconcile after
 	// MCWriteDelay: events of that window collapse into it.
-	err := ctrl.NewControllerManagedBy(mgr).Named("management-cluster").
+	mcb := ctrl.NewControllerManagedBy(mgr).Named("management-cluster").
 		Watches(newAzureCluster(), delayed(mcKey, opts.MCWriteDelay, selected)).
-		Watches(newCluster(), delayed(mcKey, opts.MCWriteDelay, selected)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(mcr)
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).Named("workload-cluster").
+		Watches(newCluster(), delayed(mcKey, opts.MCWriteDelay, selected))
+	wcb := ctrl.NewControllerManagedBy(mgr).Named("workload-cluster").
 		For(newAzureCluster()).
 		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
-		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient()))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(wcr)
+		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())))
+	if opts.PrivateLinkServices {
+		// The WC's managed AzurePrivateLinkService becoming Ready is its
+		// "private links ready".
+		managed := func(o client.Object) bool { return o.GetLabels()[ManagedForLabel] != "" }
+		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, managed))
+		wcb = wcb.Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(wcOfManagedLink))
+	}
+	if err := mcb.WithOptions(controller.Options{MaxConcurrentReconciles: 1}).Complete(mcr); err != nil {
+		return err
+	}
+	return wcb.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Complete(wcr)
+}
+
+// wcOfManagedLink maps a managed AzurePrivateLinkService to its WC.
+func wcOfManagedLink(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[ManagedForLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // delayed enqueues one fixed request, after a delay, for any event of a

@@ -74,6 +74,16 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if wc.Deleting {
+		if r.Opts.PrivateLinkServices {
+			if p, err := managedLink(ctx, r.Client, wc); err != nil || p != nil {
+				if err == nil {
+					err = r.deleteManagedLink(ctx, u, p)
+				}
+				if err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
 		return r.release(ctx, u, wc, mcU, mc)
 	}
 	if mc == nil {
@@ -89,6 +99,10 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 }
 
 func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (ctrl.Result, error) {
+	wc, err := r.ensureManagedLink(ctx, u, wc, mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	toMC, p1 := WCToMC(mc, wc, r.Opts.Config)
 	toWC, p2 := MCToWC(mc, wc, r.Opts.Config)
 	r.reportProblems(u, append(p1, p2...))

@@ -1,0 +1,217 @@
+package clusterlink
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Upstream CAPZ creates no private link services, so a private WC on it has
+// nothing for the MC to connect to. With the loop on, the operator creates
+// an AzurePrivateLinkService for the WC's API server load balancer and
+// treats it as the WC's private link: the MC -> WC flow then works
+// unchanged.
+
+// ManagedForLabel marks an AzurePrivateLinkService the operator created
+// for a WC; its value is the WC's name (same namespace).
+const ManagedForLabel = "privatelink.giantswarm.io/managed-for"
+
+// Annotations on a WC's AzureCluster, under the annotation prefix.
+const (
+	// ManageAnnotation ("true"/"false") overrides --manage-private-link-services.
+	ManageAnnotation = "manage-private-link-service"
+	// NATSubnetAnnotation names the NAT subnet (default: the control-plane
+	// subnet).
+	NATSubnetAnnotation = "private-link-service-nat-subnet"
+)
+
+// ManagedLinkName is the name of a WC's managed private link service (the
+// object and the Azure resource), the fork's convention for the API link.
+func ManagedLinkName(wc *capz.AzureCluster) string { return wc.Name + "-api-privatelink" }
+
+// ManagesLink reports whether the operator provides the WC's private link:
+// a private API server, no privateLinks in spec, and the loop on for it.
+func ManagesLink(wc *capz.AzureCluster, opts Options) bool {
+	if !opts.PrivateLinkServices || wc.APIServerLBType != capz.LBTypeInternal || len(wc.PrivateLinks) > 0 {
+		return false
+	}
+	switch strings.ToLower(wc.Annotations[opts.AnnotationPrefix+"/"+ManageAnnotation]) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return opts.ManagePrivateLinkServices
+}
+
+// DesiredManagedLink is the AzurePrivateLinkService for a WC, as the
+// unstructured object the operator applies: the API server load
+// balancer's frontend, NAT IPs in the control-plane subnet (or the
+// annotated one, whose network policies it may disable), visible to and
+// auto-approving the MC's subscription, owned by the WC's AzureCluster.
+func DesiredManagedLink(mc, wc *capz.AzureCluster, wcUID types.UID, prefix string) *unstructured.Unstructured {
+	nat := wc.Annotations[prefix+"/"+NATSubnetAnnotation]
+	if nat == "" {
+		nat = controlPlaneSubnet(wc)
+	}
+	mcSub := strings.ToLower(mc.SubscriptionID)
+	spec := map[string]any{
+		"subscriptionID": wc.SubscriptionID,
+		"resourceGroup":  wc.ResourceGroup,
+		"location":       wc.Location,
+		"frontend": map[string]any{"loadBalancer": map[string]any{
+			"name": wc.APIServerLBName, "frontendIPConfigurationName": wc.APIServerFrontendName,
+		}},
+		"natSubnet":    map[string]any{"name": nat, "fixNetworkPolicies": true},
+		"visibility":   []any{mcSub},
+		"autoApproval": []any{mcSub},
+	}
+	if wc.AzureEnvironment != "" {
+		spec["azureEnvironment"] = wc.AzureEnvironment
+	}
+	if wc.IdentityRef != nil {
+		spec["identityRef"] = map[string]any{"name": wc.IdentityRef.Name, "namespace": wc.IdentityRef.Namespace}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AzurePrivateLinkService"))
+	u.SetNamespace(wc.Namespace)
+	u.SetName(ManagedLinkName(wc))
+	u.SetLabels(map[string]string{ManagedForLabel: wc.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: capz.AzureClusterGVK.GroupVersion().String(), Kind: capz.AzureClusterGVK.Kind, Name: wc.Name, UID: wcUID,
+	}})
+	return u
+}
+
+func controlPlaneSubnet(wc *capz.AzureCluster) string {
+	for _, s := range wc.Subnets {
+		if s.Role == capz.SubnetRoleControlPlane {
+			return s.Name
+		}
+	}
+	if len(wc.Subnets) > 0 {
+		return wc.Subnets[0].Name
+	}
+	return ""
+}
+
+// WithManagedLink is the WC as the wiring sees it when the operator
+// provides its private link: the link declared, and ready when the
+// AzurePrivateLinkService is Ready for its current spec.
+func WithManagedLink(wc *capz.AzureCluster, pls *v1alpha1.AzurePrivateLinkService) *capz.AzureCluster {
+	out := *wc
+	if pls == nil {
+		return &out
+	}
+	out.PrivateLinks = []capz.PrivateLink{{
+		Name: pls.AzurePrivateLinkServiceName(), AllowedSubscriptions: pls.Spec.Visibility, AutoApprovedSubscriptions: pls.Spec.AutoApproval,
+	}}
+	c := meta.FindStatusCondition(pls.Status.Conditions, v1alpha1.ConditionReady)
+	out.PrivateLinksReady = c != nil && c.Status == metav1.ConditionTrue && pls.Status.ObservedGeneration == pls.Generation
+	return &out
+}
+
+// managedLinks reads the operator's managed AzurePrivateLinkServices from
+// the cache, by WC.
+func managedLinks(ctx context.Context, c client.Reader) (map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService, error) {
+	list := &v1alpha1.AzurePrivateLinkServiceList{}
+	if err := c.List(ctx, list, client.HasLabels{ManagedForLabel}); err != nil {
+		return nil, err
+	}
+	out := make(map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		out[types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[ManagedForLabel]}] = p
+	}
+	return out, nil
+}
+
+// managedLink reads one WC's managed AzurePrivateLinkService; nil if none.
+func managedLink(ctx context.Context, c client.Reader, wc *capz.AzureCluster) (*v1alpha1.AzurePrivateLinkService, error) {
+	p := &v1alpha1.AzurePrivateLinkService{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: wc.Namespace, Name: ManagedLinkName(wc)}, p)
+	if err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if p.Labels[ManagedForLabel] != wc.Name {
+		return nil, nil // a user's object of that name: not ours to use
+	}
+	return p, nil
+}
+
+// upToDate reports whether the existing object already has every field of
+// the desired one that the operator applies.
+func upToDate(existing *v1alpha1.AzurePrivateLinkService, want *unstructured.Unstructured) bool {
+	if existing == nil {
+		return false
+	}
+	got, err := toUnstructuredSpec(existing)
+	if err != nil {
+		return false
+	}
+	wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
+	for k, v := range wantSpec {
+		if !equality.Semantic.DeepEqual(got[k], v) {
+			return false
+		}
+	}
+	return existing.Labels[ManagedForLabel] == want.GetLabels()[ManagedForLabel] && len(existing.OwnerReferences) > 0 &&
+		existing.OwnerReferences[0].UID == want.GetOwnerReferences()[0].UID
+}
+
+func toUnstructuredSpec(p *v1alpha1.AzurePrivateLinkService) (map[string]any, error) {
+	return k8sruntime.DefaultUnstructuredConverter.ToUnstructured(&p.Spec)
+}
+
+// ensureManagedLink applies the WC's managed AzurePrivateLinkService when
+// it is missing or differs, deletes it when the WC opted out, and returns
+// the WC as the wiring sees it.
+func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (*capz.AzureCluster, error) {
+	if !r.Opts.PrivateLinkServices {
+		return wc, nil
+	}
+	existing, err := managedLink(ctx, r.Client, wc)
+	if err != nil {
+		return nil, err
+	}
+	if !ManagesLink(wc, r.Opts) {
+		if existing != nil {
+			return wc, r.deleteManagedLink(ctx, u, existing)
+		}
+		return wc, nil
+	}
+	want := DesiredManagedLink(mc, wc, u.GetUID(), r.Opts.AnnotationPrefix)
+	if !upToDate(existing, want) {
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+			return nil, err
+		}
+		if existing == nil {
+			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceRequested, "ManagePrivateLink",
+				"created AzurePrivateLinkService %s/%s for the API server load balancer %s (upstream CAPZ has no private link services)", wc.Namespace, want.GetName(), wc.APIServerLBName)
+		}
+	}
+	return WithManagedLink(wc, existing), nil
+}
+
+func (r *WCReconciler) deleteManagedLink(ctx context.Context, u *unstructured.Unstructured, p *v1alpha1.AzurePrivateLinkService) error {
+	if p.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceReleased, "ManagePrivateLink",
+		"deleting AzurePrivateLinkService %s/%s, which the operator created for this cluster", p.Namespace, p.Name)
+	return nil
+}
