@@ -41,8 +41,8 @@ const (
 	// ReasonPrivateLinkServiceReleased: the operator deleted the WC's
 	// AzurePrivateLinkService (the WC is deleted or opted out).
 	ReasonPrivateLinkServiceReleased = "PrivateLinkServiceReleased"
-	ReasonInvalidSpec            = "InvalidSpec"
-	ReasonNameConflict           = "PrivateEndpointNameConflict"
+	ReasonInvalidSpec                = "InvalidSpec"
+	ReasonNameConflict               = "PrivateEndpointNameConflict"
 )
 
 // Direction says which way an endpoint connects.

@@ -204,6 +204,20 @@ func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Un
 	return WithManagedLink(wc, existing), nil
 }
 
+// releaseManagedLink deletes a deleted WC's managed AzurePrivateLinkService
+// at once: waiting for garbage collection would deadlock, since CAPZ cannot
+// delete the load balancer while a private link service uses it.
+func (r *WCReconciler) releaseManagedLink(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster) error {
+	if !r.Opts.PrivateLinkServices {
+		return nil
+	}
+	p, err := managedLink(ctx, r.Client, wc)
+	if err != nil || p == nil {
+		return err
+	}
+	return r.deleteManagedLink(ctx, u, p)
+}
+
 func (r *WCReconciler) deleteManagedLink(ctx context.Context, u *unstructured.Unstructured, p *v1alpha1.AzurePrivateLinkService) error {
 	if p.DeletionTimestamp != nil {
 		return nil

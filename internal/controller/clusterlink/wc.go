@@ -74,15 +74,8 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if wc.Deleting {
-		if r.Opts.PrivateLinkServices {
-			if p, err := managedLink(ctx, r.Client, wc); err != nil || p != nil {
-				if err == nil {
-					err = r.deleteManagedLink(ctx, u, p)
-				}
-				if err != nil {
-					return ctrl.Result{}, err
-				}
-			}
+		if err := r.releaseManagedLink(ctx, u, wc); err != nil {
+			return ctrl.Result{}, err
 		}
 		return r.release(ctx, u, wc, mcU, mc)
 	}
