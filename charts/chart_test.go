@@ -121,6 +121,26 @@ func TestChartRefusesMissingManagementCluster(t *testing.T) {
 	}
 }
 
+// TestChartCRDsMatchGenerated: the chart ships exactly the CRDs
+// controller-gen generated (make generate copies them).
+func TestChartCRDsMatchGenerated(t *testing.T) {
+	generated, err := filepath.Glob("../config/crd/bases/*.yaml")
+	if err != nil || len(generated) == 0 {
+		t.Fatalf("no generated CRDs: %v", err)
+	}
+	shipped, _ := filepath.Glob("azure-private-endpoint-operator/crds/*.yaml")
+	if len(shipped) != len(generated) {
+		t.Errorf("the chart ships %v, generated are %v: run make generate", shipped, generated)
+	}
+	for _, g := range generated {
+		want, _ := os.ReadFile(g)
+		got, err := os.ReadFile(filepath.Join("azure-private-endpoint-operator/crds", filepath.Base(g)))
+		if err != nil || !bytes.Equal(want, got) {
+			t.Errorf("%s differs from the chart's copy (%v): run make generate", g, err)
+		}
+	}
+}
+
 // TestChartRulesMatchGenerated: the chart grants exactly the rules
 // controller-gen generated from the controllers (make generate copies them).
 func TestChartRulesMatchGenerated(t *testing.T) {
@@ -219,7 +239,7 @@ type access struct {
 }
 
 func checkAccess(t *testing.T, c client.Client) {
-	capzGroup, capiGroup := "infrastructure.cluster.x-k8s.io", "cluster.x-k8s.io"
+	capzGroup, capiGroup, plsGroup := "infrastructure.cluster.x-k8s.io", "cluster.x-k8s.io", "privatelink.giantswarm.io"
 	for _, a := range []access{
 		{"get", capzGroup, "azureclusters", "", "org-a", true},
 		{"list", capzGroup, "azureclusters", "", "", true},
@@ -232,6 +252,13 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"create", "events.k8s.io", "events", "", "org-a", true},
 		{"get", "coordination.k8s.io", "leases", "", namespace, true},
 		{"update", "coordination.k8s.io", "leases", "", namespace, true},
+		{"watch", plsGroup, "azureprivatelinkservices", "", "", true},
+		{"create", plsGroup, "azureprivatelinkservices", "", "org-a", true},
+		{"patch", plsGroup, "azureprivatelinkservices", "", "org-a", true},
+		{"delete", plsGroup, "azureprivatelinkservices", "", "org-a", true},
+		{"patch", plsGroup, "azureprivatelinkservices", "status", "org-a", true},
+		{"update", plsGroup, "azureprivatelinkservices", "finalizers", "org-a", true},
+		{"get", "", "services", "", "org-a", true},
 		// What the controllers never do.
 		{"delete", capzGroup, "azureclusters", "", "org-a", false},
 		{"create", capzGroup, "azureclusters", "", "org-a", false},
@@ -243,6 +270,8 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"create", "", "secrets", "", namespace, false},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", false},
 		{"get", "", "pods", "", namespace, false},
+		{"list", "", "services", "", "", false},
+		{"update", "", "services", "", "org-a", false},
 		{"create", "apps", "deployments", "", namespace, false},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -63,6 +63,11 @@ func TestParseFlags(t *testing.T) {
 			azureObserveTTL:         10 * time.Second,
 			kubeAPIQPS:              50,
 			kubeAPIBurst:            100,
+			plsController:           true,
+			plsDrift:                10 * time.Minute,
+			plsRecheck:              10 * time.Second,
+			plsConcurrency:          4,
+			operatorCredential:      "default",
 		}
 	}
 	tests := []struct {
@@ -93,6 +98,21 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a custom cloud file that does not exist is refused",
 			args:    []string{"--azure-custom-cloud=/does/not/exist.json"},
 			wantErr: "--azure-custom-cloud=/does/not/exist.json: reading custom cloud",
+		},
+		{
+			reason:  "an unknown operator credential is refused",
+			args:    []string{"--operator-credential=msi"},
+			wantErr: `--operator-credential="msi": must be default or none`,
+		},
+		{
+			reason:  "the upstream-CAPZ loop needs the AzurePrivateLinkService controller",
+			args:    []string{"--manage-private-link-services", "--enable-private-link-service-controller=false"},
+			wantErr: "--manage-private-link-services needs --enable-private-link-service-controller",
+		},
+		{
+			reason:  "a zero private link service drift interval is refused",
+			args:    []string{"--private-link-service-drift-interval=0s"},
+			wantErr: "--private-link-service-drift-interval",
 		},
 		{
 			reason:  "a positional argument is refused",

@@ -10,16 +10,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
@@ -56,6 +59,7 @@ func TestSamplesAreValid(t *testing.T) {
 		}
 	}
 	checkWiring(t, clusters)
+	checkPrivateLinkServiceVariants(t, files)
 	if _, err := azure.LoadCustomCloud("custom-cloud.json"); err != nil {
 		t.Errorf("custom-cloud.json: %v", err)
 	}
@@ -125,5 +129,43 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 		if len(u.Object) > 0 {
 			out = append(out, u)
 		}
+	}
+}
+
+// checkPrivateLinkServiceVariants checks that the AzurePrivateLinkService
+// samples show every variant the README promises.
+func checkPrivateLinkServiceVariants(t *testing.T, files []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, f := range files {
+		for _, u := range readObjects(t, f) {
+			if u.GetKind() != "AzurePrivateLinkService" {
+				continue
+			}
+			var p v1alpha1.AzurePrivateLinkService
+			if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, &p, true); err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			s := p.Spec
+			for variant, ok := range map[string]bool{
+				"frontend.loadBalancer": s.Frontend.LoadBalancer != nil, "frontend.privateIPAddress": s.Frontend.PrivateIPAddress != "",
+				"frontend.service": s.Frontend.Service != nil, "natSubnet.name": s.NATSubnet.Name != "", "natSubnet.id": s.NATSubnet.ID != "",
+				"natSubnet.create": s.NATSubnet.Create != nil, "natSubnet.fixNetworkPolicies": s.NATSubnet.FixNetworkPolicies,
+				"natIPConfigurations.staticIPs": len(s.NATIPConfigurations.StaticIPs) > 0, "visibility *": slices.Contains(s.Visibility, "*"),
+				"connectionApproval": s.ConnectionApproval != nil, "adopt": s.Adopt, "deletionPolicy Orphan": s.DeletionPolicy == v1alpha1.DeletionPolicyOrphan,
+				"operator credential": s.IdentityRef == nil, "proxy protocol and FQDNs": s.EnableProxyProtocol && len(s.FQDNs) > 0,
+			} {
+				seen[variant] = seen[variant] || ok
+			}
+		}
+	}
+	for variant, ok := range seen {
+		if !ok {
+			t.Errorf("no AzurePrivateLinkService sample shows %s", variant)
+		}
+	}
+	if len(seen) == 0 {
+		t.Error("no AzurePrivateLinkService samples")
 	}
 }
