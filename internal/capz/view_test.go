@@ -47,6 +47,8 @@ func TestFromUnstructured(t *testing.T) {
 			Name: "wc1", Namespace: "org-a", SubscriptionID: "sub-wc", ResourceGroup: "wc1-rg", Location: "westeurope",
 			IdentityRef:     &capz.ObjectRef{Name: "id", Namespace: "org-a"},
 			APIServerLBType: capz.LBTypeInternal,
+			// CAPZ's defaults for an internal load balancer without a name.
+			APIServerLBName: "wc1-internal-lb", APIServerFrontendName: "wc1-internal-lb-frontEnd",
 			Subnets: []capz.Subnet{
 				{Name: "cp", Role: "control-plane"},
 				{Name: "nodes", Role: "node", ID: "/subscriptions/sub-wc/x", PrivateEndpoints: []capz.PrivateEndpoint{{
@@ -141,6 +143,14 @@ func TestFromUnstructured(t *testing.T) {
 			want:       func() *capz.AzureCluster { w := wantBase(); w.Subnets = nil; return w },
 			wantErrors: []string{"spec.networkSpec.subnets"},
 		},
+	}
+	// The API server load balancer's name and first frontend, when given.
+	named := base()
+	named["spec"].(map[string]any)["networkSpec"].(map[string]any)["apiServerLB"] = map[string]any{
+		"type": "Internal", "name": "api-lb", "frontendIPs": []any{map[string]any{"name": "api-fe"}, map[string]any{"name": "second"}},
+	}
+	if got, _ := capz.FromUnstructured(&unstructured.Unstructured{Object: named}); got.APIServerLBName != "api-lb" || got.APIServerFrontendName != "api-fe" {
+		t.Errorf("named load balancer: %q %q", got.APIServerLBName, got.APIServerFrontendName)
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {

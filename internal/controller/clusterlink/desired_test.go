@@ -129,7 +129,7 @@ func TestMCToWC(t *testing.T) {
 		{
 			reason: "links not ready yet: wait",
 			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
-			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for CAPZ to create the private link services (condition PrivateLinksReady)"}},
+			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
 		},
 		{
 			reason: "a WC without resource group: the PLS ID cannot be built",
