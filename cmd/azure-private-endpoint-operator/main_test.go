@@ -67,6 +67,7 @@ func TestParseFlags(t *testing.T) {
 			plsDrift:                10 * time.Minute,
 			plsRecheck:              10 * time.Second,
 			plsConcurrency:          4,
+			plsConnectionCheck:      time.Minute,
 			operatorCredential:      "default",
 		}
 	}

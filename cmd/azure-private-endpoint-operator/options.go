@@ -64,6 +64,7 @@ type options struct {
 	plsDrift           time.Duration
 	plsRecheck         time.Duration
 	plsConcurrency     int
+	plsConnectionCheck time.Duration
 	managePLS          bool
 	operatorCredential string
 
@@ -79,6 +80,7 @@ var errUsage = errors.New("invalid command line")
 func (o *options) plsOptions() privatelinkservice.Options {
 	return privatelinkservice.Options{
 		DriftInterval: o.plsDrift, Recheck: o.plsRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.plsConcurrency,
+		ConnectionCheck: o.plsConnectionCheck,
 	}
 }
 
@@ -185,6 +187,8 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 		"How often a ready AzurePrivateLinkService is read again from Azure to repair out-of-band changes (jittered by up to +10%).")
 	fs.DurationVar(&o.plsRecheck, "private-link-service-recheck-interval", 10*time.Second,
 		"How soon Azure is read again while an AzurePrivateLinkService waits (a long-running operation, a missing load balancer).")
+	fs.DurationVar(&o.plsConnectionCheck, "private-link-service-connection-check-interval", time.Minute,
+		"How often an AzurePrivateLinkService with spec.connectionApproval is read again to decide new Pending connections (Azure does not notify the provider).")
 	fs.IntVar(&o.plsConcurrency, "private-link-service-concurrency", 4,
 		"AzurePrivateLinkService objects reconciled in parallel.")
 	fs.BoolVar(&o.managePLS, "manage-private-link-services", false,
@@ -220,8 +224,9 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("--private-link-service-concurrency=%d: must be at least 1", o.plsConcurrency))
 	}
 	errs = append(errs, positive(map[string]time.Duration{
-		"--private-link-service-drift-interval":   o.plsDrift,
-		"--private-link-service-recheck-interval": o.plsRecheck,
+		"--private-link-service-drift-interval":            o.plsDrift,
+		"--private-link-service-recheck-interval":          o.plsRecheck,
+		"--private-link-service-connection-check-interval": o.plsConnectionCheck,
 	})...)
 	errs = append(errs, o.validateWiring()...)
 	return errors.Join(errs...)

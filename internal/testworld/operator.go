@@ -62,6 +62,9 @@ func (w *World) StartPrivateLinkServices(t testing.TB, opts privatelinkservice.O
 	if opts.DriftInterval == 0 {
 		opts.DriftInterval = time.Minute
 	}
+	if opts.ConnectionCheck == 0 {
+		opts.ConnectionCheck = time.Second
+	}
 	w.StartManager(t, true, func(mgr ctrl.Manager, clients *azure.Clients) error {
 		return privatelinkservice.Setup(mgr, opts, clients)
 	})

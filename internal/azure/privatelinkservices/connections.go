@@ -17,6 +17,8 @@ const (
 // Connection is one private endpoint connection as the operator sees it.
 type Connection struct {
 	Name, PrivateEndpointID, SubscriptionID, State, Description, LinkIdentifier string
+	// Deleting says Azure is removing the connection.
+	Deleting bool
 }
 
 // Connections reads an observed service's connections.
@@ -29,7 +31,8 @@ func Connections(pls *armnetwork.PrivateLinkService) []Connection {
 		if c == nil || c.Properties == nil {
 			continue
 		}
-		conn := Connection{Name: deref(c.Name), LinkIdentifier: deref(c.Properties.LinkIdentifier)}
+		conn := Connection{Name: deref(c.Name), LinkIdentifier: deref(c.Properties.LinkIdentifier),
+			Deleting: deref(c.Properties.ProvisioningState) == armnetwork.ProvisioningStateDeleting}
 		if c.Properties.PrivateEndpoint != nil {
 			conn.PrivateEndpointID = deref(c.Properties.PrivateEndpoint.ID)
 			conn.SubscriptionID = SubscriptionOf(conn.PrivateEndpointID)

@@ -41,8 +41,11 @@ const (
 	// ReasonPrivateLinkServiceReleased: the operator deleted the WC's
 	// AzurePrivateLinkService (the WC is deleted or opted out).
 	ReasonPrivateLinkServiceReleased = "PrivateLinkServiceReleased"
-	ReasonInvalidSpec                = "InvalidSpec"
-	ReasonNameConflict               = "PrivateEndpointNameConflict"
+	// ReasonPrivateLinkServiceNameTaken: an object of the managed name
+	// exists that the operator did not create for the WC.
+	ReasonPrivateLinkServiceNameTaken = "PrivateLinkServiceNameTaken"
+	ReasonInvalidSpec                 = "InvalidSpec"
+	ReasonNameConflict                = "PrivateEndpointNameConflict"
 )
 
 // Direction says which way an endpoint connects.

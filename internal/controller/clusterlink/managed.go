@@ -2,6 +2,7 @@ package clusterlink
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,17 +138,15 @@ func managedLinks(ctx context.Context, c client.Reader) (map[types.NamespacedNam
 	return out, nil
 }
 
-// managedLink reads one WC's managed AzurePrivateLinkService; nil if none.
-func managedLink(ctx context.Context, c client.Reader, wc *capz.AzureCluster) (*v1alpha1.AzurePrivateLinkService, error) {
-	p := &v1alpha1.AzurePrivateLinkService{}
-	err := c.Get(ctx, types.NamespacedName{Namespace: wc.Namespace, Name: ManagedLinkName(wc)}, p)
-	if err != nil {
-		return nil, client.IgnoreNotFound(err)
+// managedLink reads the AzurePrivateLinkService named for the WC; nil if
+// none. foreign says it is someone else's (no managed-for label for this
+// WC): the operator neither changes, uses nor deletes it.
+func managedLink(ctx context.Context, c client.Reader, wc *capz.AzureCluster) (p *v1alpha1.AzurePrivateLinkService, foreign bool, err error) {
+	p = &v1alpha1.AzurePrivateLinkService{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: wc.Namespace, Name: ManagedLinkName(wc)}, p); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
 	}
-	if p.Labels[ManagedForLabel] != wc.Name {
-		return nil, nil // a user's object of that name: not ours to use
-	}
-	return p, nil
+	return p, p.Labels[ManagedForLabel] != wc.Name, nil
 }
 
 // upToDate reports whether the existing object already has every field of
@@ -181,9 +180,17 @@ func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Un
 	if !r.Opts.PrivateLinkServices {
 		return wc, nil
 	}
-	existing, err := managedLink(ctx, r.Client, wc)
+	existing, foreign, err := managedLink(ctx, r.Client, wc)
 	if err != nil {
 		return nil, err
+	}
+	if foreign {
+		if ManagesLink(wc, r.Opts) {
+			r.warnOnce(u, ReasonPrivateLinkServiceNameTaken, fmt.Sprintf(
+				"AzurePrivateLinkService %s/%s exists and was not created by the operator for this cluster (no label %s=%s); the operator leaves it alone and creates none",
+				wc.Namespace, existing.Name, ManagedForLabel, wc.Name))
+		}
+		return wc, nil
 	}
 	if !ManagesLink(wc, r.Opts) {
 		if existing != nil {
@@ -211,8 +218,8 @@ func (r *WCReconciler) releaseManagedLink(ctx context.Context, u *unstructured.U
 	if !r.Opts.PrivateLinkServices {
 		return nil
 	}
-	p, err := managedLink(ctx, r.Client, wc)
-	if err != nil || p == nil {
+	p, foreign, err := managedLink(ctx, r.Client, wc)
+	if err != nil || p == nil || foreign {
 		return err
 	}
 	return r.deleteManagedLink(ctx, u, p)

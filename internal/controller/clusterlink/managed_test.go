@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -25,9 +26,17 @@ import (
 // WC gets none; deleting the WC removes it.
 func TestUpstreamCAPZManagedPrivateLinkServices(t *testing.T) {
 	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
-	wc1, wc2 := wcCluster("wc1", 20), wcCluster("wc2", 21)
-	wc1.PrivateLinks, wc2.PrivateLinks = nil, nil
-	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc1, wc2)
+	wc1, wc2, wc3 := wcCluster("wc1", 20), wcCluster("wc2", 21), wcCluster("wc3", 22)
+	wc1.PrivateLinks, wc2.PrivateLinks, wc3.PrivateLinks = nil, nil, nil
+	// A user's object already has wc3's managed name: it is left alone.
+	users := &v1alpha1.AzurePrivateLinkService{ObjectMeta: metav1.ObjectMeta{Namespace: wcNS, Name: "wc3-api-privatelink"},
+		Spec: v1alpha1.AzurePrivateLinkServiceSpec{SubscriptionID: wcSub, ResourceGroup: "elsewhere", Location: "westeurope",
+			Frontend:  v1alpha1.Frontend{PrivateIPAddress: "10.99.0.4"},
+			NATSubnet: v1alpha1.NATSubnet{Name: "users"}, DeletionPolicy: v1alpha1.DeletionPolicyOrphan}}
+	if err := w.Client.Create(context.Background(), users); err != nil {
+		t.Fatal(err)
+	}
+	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc1, wc2, wc3)
 	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"},
 		`{"metadata":{"annotations":{"`+clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.ManageAnnotation+`":"false"}}}`)
 	operator(t, w, func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true })
@@ -58,6 +67,13 @@ func TestUpstreamCAPZManagedPrivateLinkServices(t *testing.T) {
 	}
 	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc2-api-privatelink-privateendpoint") {
 		t.Errorf("MC endpoints %v", names)
+	}
+
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc3"}, clusterlink.ReasonPrivateLinkServiceNameTaken)
+	got := &v1alpha1.AzurePrivateLinkService{}
+	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: wcNS, Name: "wc3-api-privatelink"}, got); err != nil ||
+		got.Spec.ResourceGroup != "elsewhere" || got.Labels[clusterlink.ManagedForLabel] != "" || len(got.OwnerReferences) != 0 {
+		t.Errorf("the user's object was changed: %v %+v", err, got)
 	}
 
 	// Deleting the WC removes its private link service, in Kubernetes and

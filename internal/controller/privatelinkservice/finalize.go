@@ -74,6 +74,9 @@ func (r *Reconciler) deleteService(ctx context.Context, obj *v1alpha1.AzurePriva
 	}
 	conns := pls.Connections(observed)
 	for _, c := range conns {
+		if c.Deleting {
+			continue // started by an earlier pass
+		}
 		if err := api.DeleteConnection(ctx, rg, name, c.Name); err != nil {
 			return r.fail(ctx, obj, cond, err)
 		}

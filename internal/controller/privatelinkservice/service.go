@@ -84,7 +84,13 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	} else {
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonReady, "provisioned, alias "+obj.Status.Alias)
 	}
-	return ctrl.Result{RequeueAfter: r.Opts.drift()}, nil
+	next := r.Opts.drift()
+	if obj.Spec.ConnectionApproval != nil && r.Opts.ConnectionCheck < next {
+		// Azure does not tell the provider about new connections: a policy
+		// decides them within ConnectionCheck.
+		next = r.Opts.ConnectionCheck
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // create starts creating the service; a service that was there before (its
@@ -134,7 +140,10 @@ func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *arm
 	st.NATIPAddresses = pls.NATAddresses(observed)
 	st.Connections, st.ApprovedConnections, st.PendingConnections = nil, 0, 0
 	for _, c := range pls.Connections(observed) {
-		st.Connections = append(st.Connections, v1alpha1.PrivateEndpointConnection(c))
+		st.Connections = append(st.Connections, v1alpha1.PrivateEndpointConnection{
+			Name: c.Name, PrivateEndpointID: c.PrivateEndpointID, SubscriptionID: c.SubscriptionID,
+			State: c.State, Description: c.Description, LinkIdentifier: c.LinkIdentifier,
+		})
 	}
 	countConnections(st)
 }
@@ -159,7 +168,7 @@ func (r *Reconciler) decide(ctx context.Context, obj *v1alpha1.AzurePrivateLinkS
 	}
 	var conns []pls.Connection
 	for _, c := range obj.Status.Connections {
-		conns = append(conns, pls.Connection(c))
+		conns = append(conns, pls.Connection{Name: c.Name, SubscriptionID: c.SubscriptionID, State: c.State})
 	}
 	for _, d := range pls.Decide(conns, pls.Policy{Approve: ca.ApproveSubscriptions, RejectOthers: ca.RejectOthers, Description: ca.Description}) {
 		if err := api.SetConnection(ctx, obj.Spec.ResourceGroup, obj.AzurePrivateLinkServiceName(), d); err != nil {

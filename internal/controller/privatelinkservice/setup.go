@@ -43,6 +43,10 @@ type Options struct {
 	// TerminalRecheck is how soon an object whose error needs a person is
 	// tried again without a spec change (a granted role, a fixed subnet).
 	TerminalRecheck time.Duration
+	// ConnectionCheck is how often an object with a connection approval
+	// policy is read again to decide new Pending connections (Azure does
+	// not notify the provider). Default 1 minute.
+	ConnectionCheck time.Duration
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
 }
@@ -56,6 +60,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.TerminalRecheck <= 0 {
 		o.TerminalRecheck = 5 * time.Minute
+	}
+	if o.ConnectionCheck <= 0 {
+		o.ConnectionCheck = time.Minute
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
