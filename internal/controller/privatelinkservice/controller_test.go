@@ -332,6 +332,17 @@ func TestAzureErrors(t *testing.T) {
 			t.Errorf("PUTs: %d, want a retry after the failed operation", n)
 		}
 	})
+	t.Run("server errors and AnotherOperationInProgress are retried with backoff", func(t *testing.T) {
+		fault(t, w, azuresim.Fault{Method: http.MethodGet, PathRegex: plsPath("busy"), Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable", Count: 4})
+		fault(t, w, azuresim.Fault{Method: http.MethodPut, PathRegex: plsPath("busy"), Status: http.StatusConflict, Code: "AnotherOperationInProgress", Count: 1})
+		create(t, w, apls("busy"))
+		o := ready(t, w, "busy")
+		for _, c := range o.Status.Conditions {
+			if c.Reason == azure.ReasonAzureUnavailable || c.Reason == azure.ReasonOperationInProgress {
+				t.Errorf("a transient error stayed in the conditions: %+v", c)
+			}
+		}
+	})
 	t.Run("an identity that does not exist", func(t *testing.T) {
 		obj := apls("no-identity")
 		obj.Spec.IdentityRef = &v1alpha1.IdentityReference{Name: "missing"}
