@@ -29,6 +29,8 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Opts      Options
 	Azure     func(context.Context, *v1alpha1.AzurePrivateLinkService) (azureAPI, error)
+
+	failures failureBackoff
 }
 
 // SubjectOf is the credential subject of an object: its identityRef (the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
@@ -50,13 +52,16 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	r.record(obj, observed)
 	switch st := deref(observed.Properties.ProvisioningState); st {
 	case armnetwork.ProvisioningStateSucceeded:
+		r.failures.reset(owner(obj))
 	case armnetwork.ProvisioningStateFailed:
-		// Retried: the same PUT often passes once Azure recovers.
+		// Retried: the same PUT often passes once Azure recovers. A service
+		// that failed again waits TerminalRecheck, not to hammer Azure.
+		next := ctrl.Result{RequeueAfter: r.failures.next(owner(obj), r.Opts.Recheck, r.Opts.TerminalRecheck)}
 		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
 			return r.fail(ctx, obj, cond, err)
 		}
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioningFailed, "Azure reports provisioningState Failed; the operator wrote the service again")
-		return r.requeueSoon(), nil
+		return next, nil
 	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "Azure reports provisioningState "+string(st))
 		return r.requeueSoon(), nil
@@ -187,4 +192,29 @@ func (r *Reconciler) decide(ctx context.Context, obj *v1alpha1.AzurePrivateLinkS
 	}
 	countConnections(&obj.Status)
 	return nil
+}
+
+// failureBackoff doubles the wait after each provisioning failure of an
+// object, from Recheck up to TerminalRecheck, so a service Azure keeps
+// failing is not written every few seconds.
+type failureBackoff struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (b *failureBackoff) next(key string, base, limit time.Duration) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == nil {
+		b.n = map[string]int{}
+	}
+	d := base << min(b.n[key], 16)
+	b.n[key]++
+	return min(d, limit)
+}
+
+func (b *failureBackoff) reset(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.n, key)
 }
