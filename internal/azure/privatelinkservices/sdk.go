@@ -20,10 +20,16 @@ type Factories func(ctx context.Context, subscription string) (*armnetwork.Clien
 // instead of waiting (DESIGN.md principle 5).
 type SDK struct {
 	Subscription string
-	Factories    Factories
+	// Primary serves Subscription; Factories serves others (a virtual
+	// network in another subscription).
+	Primary   *armnetwork.ClientFactory
+	Factories Factories
 }
 
 func (s SDK) factory(ctx context.Context, sub string) (*armnetwork.ClientFactory, error) {
+	if (sub == "" || strings.EqualFold(sub, s.Subscription)) && s.Primary != nil {
+		return s.Primary, nil
+	}
 	if sub == "" {
 		sub = s.Subscription
 	}
@@ -37,13 +43,7 @@ func (s SDK) Get(ctx context.Context, rg, name string) (*armnetwork.PrivateLinkS
 		return nil, err
 	}
 	resp, err := f.NewPrivateLinkServicesClient().Get(ctx, rg, name, nil)
-	if azure.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &resp.PrivateLinkService, nil
+	return orNil(&resp.PrivateLinkService, err)
 }
 
 // Put starts creating or updating the private link service.
@@ -63,10 +63,7 @@ func (s SDK) Delete(ctx context.Context, rg, name string) error {
 		return err
 	}
 	_, err = f.NewPrivateLinkServicesClient().BeginDelete(ctx, rg, name, nil)
-	if azure.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return ignoreNotFound(err)
 }
 
 // SetConnection sets a connection's state (synchronous in ARM).
@@ -91,10 +88,7 @@ func (s SDK) DeleteConnection(ctx context.Context, rg, pls, conn string) error {
 		return err
 	}
 	_, err = f.NewPrivateLinkServicesClient().BeginDeletePrivateEndpointConnection(ctx, rg, pls, conn, nil)
-	if azure.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return ignoreNotFound(err)
 }
 
 // LoadBalancer returns a load balancer, or nil when it does not exist.
@@ -104,13 +98,7 @@ func (s SDK) LoadBalancer(ctx context.Context, rg, name string) (*armnetwork.Loa
 		return nil, err
 	}
 	resp, err := f.NewLoadBalancersClient().Get(ctx, rg, name, nil)
-	if azure.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &resp.LoadBalancer, nil
+	return orNil(&resp.LoadBalancer, err)
 }
 
 // LoadBalancers lists a resource group's load balancers.
@@ -143,13 +131,7 @@ func (s SDK) VirtualNetwork(ctx context.Context, id string) (*armnetwork.Virtual
 		return nil, err
 	}
 	resp, err := f.NewVirtualNetworksClient().Get(ctx, p.rg, p.names[0], nil)
-	if azure.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &resp.VirtualNetwork, nil
+	return orNil(&resp.VirtualNetwork, err)
 }
 
 // PutSubnet starts creating or updating a subnet.
@@ -177,6 +159,23 @@ func (s SDK) DeleteSubnet(ctx context.Context, id string) error {
 		return err
 	}
 	_, err = f.NewSubnetsClient().BeginDelete(ctx, p.rg, p.names[0], p.names[1], nil)
+	return ignoreNotFound(err)
+}
+
+// orNil is a GET's result: nil (and no error) when the resource does not
+// exist.
+func orNil[T any](v *T, err error) (*T, error) {
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ignoreNotFound makes a DELETE of a missing resource a success.
+func ignoreNotFound(err error) error {
 	if azure.IsNotFound(err) {
 		return nil
 	}

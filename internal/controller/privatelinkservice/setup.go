@@ -126,11 +126,12 @@ var relevant = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.An
 func sdkFor(clients *azure.Clients) func(context.Context, *v1alpha1.AzurePrivateLinkService) (azureAPI, error) {
 	return func(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService) (azureAPI, error) {
 		subject := SubjectOf(obj)
-		// Resolve the credential now, so identity problems surface here.
-		if _, _, err := clients.NetworkFor(ctx, subject, obj.Spec.SubscriptionID); err != nil {
+		// Resolved once per reconcile, so identity problems surface here.
+		primary, _, err := clients.NetworkFor(ctx, subject, obj.Spec.SubscriptionID)
+		if err != nil {
 			return nil, err
 		}
-		return pls.SDK{Subscription: obj.Spec.SubscriptionID, Factories: func(ctx context.Context, sub string) (*armnetwork.ClientFactory, error) {
+		return pls.SDK{Subscription: obj.Spec.SubscriptionID, Primary: primary, Factories: func(ctx context.Context, sub string) (*armnetwork.ClientFactory, error) {
 			f, _, err := clients.NetworkFor(ctx, subject, sub)
 			return f, err
 		}}, nil
