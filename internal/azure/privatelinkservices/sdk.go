@@ -19,60 +19,44 @@ type Factories func(ctx context.Context, subscription string) (*armnetwork.Clien
 // long-running operation: the caller re-observes provisioningState later
 // instead of waiting (DESIGN.md principle 5).
 type SDK struct {
+	// Primary serves the object's subscription: its private link service
+	// and load balancers.
+	Primary *armnetwork.ClientFactory
+	// Subscription is Primary's; Factories serves others (a virtual network
+	// in another subscription).
 	Subscription string
-	// Primary serves Subscription; Factories serves others (a virtual
-	// network in another subscription).
-	Primary   *armnetwork.ClientFactory
-	Factories Factories
+	Factories    Factories
 }
 
+// factory serves a virtual network's subscription.
 func (s SDK) factory(ctx context.Context, sub string) (*armnetwork.ClientFactory, error) {
-	if (sub == "" || strings.EqualFold(sub, s.Subscription)) && s.Primary != nil {
+	if strings.EqualFold(sub, s.Subscription) {
 		return s.Primary, nil
-	}
-	if sub == "" {
-		sub = s.Subscription
 	}
 	return s.Factories(ctx, sub)
 }
 
 // Get returns the private link service, or nil when it does not exist.
 func (s SDK) Get(ctx context.Context, rg, name string) (*armnetwork.PrivateLinkService, error) {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	resp, err := f.NewPrivateLinkServicesClient().Get(ctx, rg, name, nil)
+	resp, err := s.Primary.NewPrivateLinkServicesClient().Get(ctx, rg, name, nil)
 	return orNil(&resp.PrivateLinkService, err)
 }
 
 // Put starts creating or updating the private link service.
 func (s SDK) Put(ctx context.Context, rg, name string, body armnetwork.PrivateLinkService) error {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return err
-	}
-	_, err = f.NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, rg, name, body, nil)
+	_, err := s.Primary.NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, rg, name, body, nil)
 	return err
 }
 
 // Delete starts deleting the private link service; a missing one is fine.
 func (s SDK) Delete(ctx context.Context, rg, name string) error {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return err
-	}
-	_, err = f.NewPrivateLinkServicesClient().BeginDelete(ctx, rg, name, nil)
+	_, err := s.Primary.NewPrivateLinkServicesClient().BeginDelete(ctx, rg, name, nil)
 	return ignoreNotFound(err)
 }
 
 // SetConnection sets a connection's state (synchronous in ARM).
 func (s SDK) SetConnection(ctx context.Context, rg, pls string, d Decision) error {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return err
-	}
-	_, err = f.NewPrivateLinkServicesClient().UpdatePrivateEndpointConnection(ctx, rg, pls, d.Name, armnetwork.PrivateEndpointConnection{
+	_, err := s.Primary.NewPrivateLinkServicesClient().UpdatePrivateEndpointConnection(ctx, rg, pls, d.Name, armnetwork.PrivateEndpointConnection{
 		Name: new(d.Name),
 		Properties: &armnetwork.PrivateEndpointConnectionProperties{PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{
 			Status: new(d.State), Description: new(d.Description),
@@ -83,32 +67,20 @@ func (s SDK) SetConnection(ctx context.Context, rg, pls string, d Decision) erro
 
 // DeleteConnection starts removing a connection; a missing one is fine.
 func (s SDK) DeleteConnection(ctx context.Context, rg, pls, conn string) error {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return err
-	}
-	_, err = f.NewPrivateLinkServicesClient().BeginDeletePrivateEndpointConnection(ctx, rg, pls, conn, nil)
+	_, err := s.Primary.NewPrivateLinkServicesClient().BeginDeletePrivateEndpointConnection(ctx, rg, pls, conn, nil)
 	return ignoreNotFound(err)
 }
 
 // LoadBalancer returns a load balancer, or nil when it does not exist.
 func (s SDK) LoadBalancer(ctx context.Context, rg, name string) (*armnetwork.LoadBalancer, error) {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	resp, err := f.NewLoadBalancersClient().Get(ctx, rg, name, nil)
+	resp, err := s.Primary.NewLoadBalancersClient().Get(ctx, rg, name, nil)
 	return orNil(&resp.LoadBalancer, err)
 }
 
 // LoadBalancers lists a resource group's load balancers.
 func (s SDK) LoadBalancers(ctx context.Context, rg string) ([]*armnetwork.LoadBalancer, error) {
-	f, err := s.factory(ctx, "")
-	if err != nil {
-		return nil, err
-	}
 	var out []*armnetwork.LoadBalancer
-	pager := f.NewLoadBalancersClient().NewListPager(rg, nil)
+	pager := s.Primary.NewLoadBalancersClient().NewListPager(rg, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

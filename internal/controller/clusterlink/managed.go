@@ -127,7 +127,8 @@ func WithManagedLink(wc *capz.AzureCluster, pls *v1alpha1.AzurePrivateLinkServic
 // the cache, by WC.
 func managedLinks(ctx context.Context, c client.Reader) (map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService, error) {
 	list := &v1alpha1.AzurePrivateLinkServiceList{}
-	if err := c.List(ctx, list, client.HasLabels{ManagedForLabel}); err != nil {
+	// Read only, like the WC list beside it: no deep copy per MC reconcile.
+	if err := c.List(ctx, list, client.HasLabels{ManagedForLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make(map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService, len(list.Items))

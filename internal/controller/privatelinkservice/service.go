@@ -20,13 +20,12 @@ import (
 // NAT subnet.
 func desired(obj *v1alpha1.AzurePrivateLinkService, fe frontend, subnetID string) pls.Desired {
 	s := obj.Spec
-	d := pls.Desired{
+	return pls.Desired{
 		Name: obj.AzurePrivateLinkServiceName(), Location: s.Location, FrontendID: fe.status.FrontendIPConfigurationID,
 		NATSubnetID: subnetID, NATCount: int(s.NATIPConfigurations.Count), StaticIPs: s.NATIPConfigurations.StaticIPs,
 		Visibility: s.Visibility, AutoApproval: s.AutoApproval, ProxyProtocol: s.EnableProxyProtocol, FQDNs: s.FQDNs,
 		Owner: owner(obj),
 	}
-	return d
 }
 
 // owner is the owner tag's value: the object's namespace and name.
