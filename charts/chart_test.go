@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,20 +175,17 @@ func TestChartRulesMatchGenerated(t *testing.T) {
 	}
 }
 
-// TestChartExposesEveryFlag: every flag the README documents (and a test of
-// the operator keeps that list complete) is set by the Deployment, except
-// --kubeconfig, which in-cluster runs do not need.
+// TestChartExposesEveryFlag: every flag of docs/flags.md (generated from the
+// binary, and tested current) is set by the Deployment, except --kubeconfig,
+// which in-cluster runs do not need.
 func TestChartExposesEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/flags.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The operator's flag table: from "### Flags" to the next heading.
-	_, table, _ := strings.Cut(string(readme), "\n### Flags\n")
-	table, _, _ = strings.Cut(table, "\n#")
-	flags := regexp.MustCompile("(?m)^\\| `--([a-z0-9-]+)`").FindAllStringSubmatch(table, -1)
+	flags := regexp.MustCompile("(?m)^\\| `--([a-z0-9-]+)`").FindAllStringSubmatch(string(doc), -1)
 	if len(flags) < 30 {
-		t.Fatalf("found only %d flags in the README", len(flags))
+		t.Fatalf("found only %d flags in docs/flags.md", len(flags))
 	}
 	args := strings.Join(containerArgs(t), " ")
 	for _, f := range flags {
@@ -229,6 +227,7 @@ func TestChartInCluster(t *testing.T) {
 		}
 	}
 	t.Run("least privilege", func(t *testing.T) { checkAccess(t, w.Client) })
+	t.Run("metrics readers", func(t *testing.T) { checkMetricsReaders(t, w.Client) })
 	t.Run("restricted pod security", func(t *testing.T) { checkPodSecurity(t, w.Client) })
 	t.Run("the operator works with exactly this RBAC", func(t *testing.T) { runAsServiceAccount(t, w) })
 }
@@ -259,6 +258,9 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"patch", plsGroup, "azureprivatelinkservices", "status", "org-a", true},
 		{"update", plsGroup, "azureprivatelinkservices", "finalizers", "org-a", true},
 		{"get", "", "services", "", "org-a", true},
+		// The metrics endpoint's authentication and authorization filter.
+		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 		// What the controllers never do.
 		{"delete", capzGroup, "azureclusters", "", "org-a", false},
 		{"create", capzGroup, "azureclusters", "", "org-a", false},
@@ -287,6 +289,32 @@ func checkAccess(t *testing.T, c client.Client) {
 		if sar.Status.Allowed != a.allowed {
 			t.Errorf("%s %s/%s %s in %q: allowed=%v, want %v (%s)", a.verb, a.group, a.resource, a.subresource, a.namespace,
 				sar.Status.Allowed, a.allowed, sar.Status.Reason)
+		}
+	}
+}
+
+// checkMetricsReaders: the subjects in metrics.readers may scrape /metrics
+// (the non-resource URL the operator's filter authorizes), the operator's own
+// ServiceAccount and everyone else may not.
+func checkMetricsReaders(t *testing.T, c client.Client) {
+	for _, r := range []struct {
+		user   string
+		groups []string
+		want   bool
+	}{
+		{"system:serviceaccount:monitoring:prometheus", []string{"system:serviceaccounts", "system:serviceaccounts:monitoring", "system:authenticated"}, true},
+		{"system:serviceaccount:" + namespace + ":" + serviceAccount, []string{"system:serviceaccounts", "system:authenticated"}, false},
+		{"someone", []string{"system:authenticated"}, false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: r.user, Groups: r.groups,
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+		}}
+		if err := c.Create(context.Background(), sar); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(r.want, sar.Status.Allowed); diff != "" {
+			t.Errorf("%s may GET /metrics (-want +got):\n%s%s", r.user, diff, sar.Status.Reason)
 		}
 	}
 }
@@ -379,13 +407,13 @@ func grepLines(s, sub string) string {
 }
 
 // TestDashboardUsesDocumentedMetrics: every operator metric the Grafana
-// dashboard queries is one the README documents.
+// dashboard queries is one docs/operations.md documents.
 func TestDashboardUsesDocumentedMetrics(t *testing.T) {
 	dash, err := os.ReadFile("../docs/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +423,7 @@ func TestDashboardUsesDocumentedMetrics(t *testing.T) {
 	}
 	for _, n := range names {
 		if !strings.Contains(string(readme), "`"+n+"`") {
-			t.Errorf("the dashboard queries %s, which the README does not document", n)
+			t.Errorf("the dashboard queries %s, which docs/operations.md does not document", n)
 		}
 	}
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +27,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	// The image has no CA bundle (an empty base): fall back to these roots
+	// when the system has none, so Azure's certificates verify.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -44,6 +50,9 @@ const (
 
 const userAgent = "azure-private-endpoint-operator"
 
+// version is set at build time (make image: -X main.version=...).
+var version = "dev"
+
 func main() {
 	os.Exit(run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
 }
@@ -55,7 +64,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "azure-private-endpoint-operator: %v\nRun with --help for the list of flags.\n", err)
+		_, _ = fmt.Fprintf(stderr, "azure-private-endpoint-operator: %v\nRun with --help for the list of flags.\n", err)
 		return exitUsage
 	}
 	logger := zap.New(zap.UseFlagOptions(&opts.zap), zap.WriteTo(stderr))
@@ -68,7 +77,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		log.Error(err, "Unable to set up the manager")
 		return exitError
 	}
-	log.Info("Starting manager", "metricsAddr", opts.metricsAddr, "probeAddr", opts.probeAddr,
+	log.Info("Starting manager", "version", version, "metricsAddr", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probeAddr", opts.probeAddr,
 		"leaderElection", opts.leaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
@@ -98,7 +107,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
@@ -123,7 +132,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		Reader:             mgr.GetClient(),
 		SecretReader:       mgr.GetAPIReader(),
 		Clouds:             opts.clouds(),
-		Context:            ctx,
+		Done:               ctx.Done(),
 		SecretRecheckAfter: opts.secretRecheck,
 		Log:                ctrl.Log.WithName("credentials"),
 	}
@@ -147,6 +156,27 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// The metrics filter asks the API server who a scraper is and whether it
+// may GET /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves /metrics over HTTPS behind the API server's
+// authentication and authorization by default (a scraper needs the
+// metrics-reader ClusterRole), or plain HTTP with --metrics-secure=false.
+func metricsOptions(opts *options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.metricsAddr, SecureServing: opts.metricsSecure}
+	if !opts.metricsSecure {
+		return o
+	}
+	o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	o.CertDir = opts.metricsCertDir
+	if !opts.enableHTTP2 {
+		o.TLSOpts = append(o.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return o
 }
 
 // cacheSynced reports ready once the manager's informers have synced, so a

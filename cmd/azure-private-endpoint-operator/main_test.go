@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -12,17 +12,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/docgen"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
@@ -42,7 +47,8 @@ func TestMain(m *testing.M) {
 func TestParseFlags(t *testing.T) {
 	defaults := func() options {
 		return options{
-			metricsAddr:             ":8080",
+			metricsAddr:             ":8443",
+			metricsSecure:           true,
 			probeAddr:               ":8081",
 			leaderElectionID:        "azure-private-endpoint-operator.giantswarm.io",
 			leaseDuration:           15 * time.Second,
@@ -230,13 +236,13 @@ func TestBinaryLifecycle(t *testing.T) {
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	probe := freeAddr(t)
+	probe, metrics := freeAddr(t), freeAddr(t)
 	const leaseName = "apeo-lifecycle-test"
 
 	var stderr bytes.Buffer
 	cmd := exec.Command(os.Args[0],
 		"--kubeconfig="+kubeconfig,
-		"--metrics-bind-address="+freeAddr(t),
+		"--metrics-bind-address="+metrics,
 		"--health-probe-bind-address="+probe,
 		"--leader-elect",
 		"--leader-election-namespace=default",
@@ -274,6 +280,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	if !httpOK(ctx, "http://"+probe+"/healthz") {
 		t.Errorf("/healthz is not OK while /readyz is")
 	}
+	checkSecureMetrics(ctx, t, env, "https://"+metrics+"/metrics")
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		return leaseHolder(ctx, env.Client, leaseName) != "", nil
 	})
@@ -300,6 +307,101 @@ func TestBinaryLifecycle(t *testing.T) {
 	}
 }
 
+// metricsScrapers returns the tokens of two service accounts: one bound to
+// the rule the chart's metrics-reader ClusterRole grants, one without it.
+func metricsScrapers(ctx context.Context, t *testing.T, env *testenv.Env) (reader, stranger string) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	token := func(sa string) string {
+		t.Helper()
+		if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	reader, stranger = token("scraper"), token("stranger")
+	// The rule the chart's metrics-reader ClusterRole grants.
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "test-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "default", Name: "scraper"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return reader, stranger
+}
+
+// checkSecureMetrics: the default metrics endpoint speaks HTTPS (HTTP/1.1
+// only), refuses anonymous scrapers and authenticated ones without the
+// metrics-reader rule, and serves the operator's metrics to one with it.
+func checkSecureMetrics(ctx context.Context, t *testing.T, env *testenv.Env, url string) {
+	t.Helper()
+	reader, stranger := metricsScrapers(ctx, t, env)
+	// The certificate is self-signed: the test checks the protocol, not the
+	// chain. HTTP/2 is offered and must be refused.
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}, //nolint:gosec // self-signed test certificate
+		ForceAttemptHTTP2: true,
+	}
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func(bearer string) (int, string, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Proto, string(body)
+	}
+	type answer struct{ Code int }
+	cases := []struct {
+		reason string
+		token  string
+		want   answer
+	}{
+		{"no token", "", answer{http.StatusUnauthorized}},
+		{"a token the API server does not know", "not-a-token", answer{http.StatusUnauthorized}},
+		{"a service account without the metrics-reader rule", stranger, answer{http.StatusForbidden}},
+		{"a service account with the metrics-reader rule", reader, answer{http.StatusOK}},
+	}
+	for _, c := range cases {
+		var code int
+		var proto, body string
+		// RBAC reaches the authorizer's cache a moment after the create.
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			code, proto, body = get(c.token)
+			return code == c.want.Code, nil
+		})
+		if diff := cmp.Diff(c.want, answer{code}); err != nil || diff != "" {
+			t.Errorf("%s (-want +got):\n%s%s", c.reason, diff, body)
+		}
+		if diff := cmp.Diff("HTTP/1.1", proto); diff != "" {
+			t.Errorf("%s: protocol (-want +got):\n%s", c.reason, diff)
+		}
+		if c.want.Code == http.StatusOK && !strings.Contains(body, "azure_private_endpoint_operator_") {
+			t.Errorf("%s: the operator's metrics are missing:\n%.500s", c.reason, body)
+		}
+	}
+}
+
 func leaseHolder(ctx context.Context, c client.Client, name string) string {
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, lease); err != nil {
@@ -320,7 +422,7 @@ func httpOK(ctx context.Context, url string) bool {
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	return resp.StatusCode == http.StatusOK
 }
 
@@ -331,27 +433,13 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
-// TestREADMEDocumentsEveryFlag keeps the README's flag table complete.
-func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	var usage strings.Builder
-	if _, err := parseFlags([]string{"--help"}, &usage); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1)
-	if len(names) < 30 {
-		t.Fatalf("found only %d flags in the usage text:\n%s", len(names), usage.String())
-	}
-	for _, m := range names {
-		if !strings.Contains(string(readme), "`--"+m[1]+"`") {
-			t.Errorf("README.md does not document --%s", m[1])
-		}
-	}
+// TestFlagReferenceIsCurrent keeps docs/flags.md's table equal to the
+// binary's flags (APEO_UPDATE_DOCS=1, as make generate sets it, rewrites it).
+func TestFlagReferenceIsCurrent(t *testing.T) {
+	o := &options{}
+	docgen.Check(t, "../../docs/flags.md", "flags", docgen.FlagTable(o.flagSet()))
 }

@@ -26,13 +26,16 @@ import (
 // token; leader election defaults to that namespace when running in a cluster.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// options are the operator's command-line settings. Every flag is documented
-// in the README's configuration table; keep the two in step.
+// options are the operator's command-line settings. docs/flags.md is
+// generated from the flag set (flagSet).
 type options struct {
 	kubeconfig              string
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	enableHTTP2             bool
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -121,16 +124,42 @@ func (o *options) clouds() azure.Clouds {
 // after printing usage to out.
 func parseFlags(args []string, out io.Writer) (*options, error) {
 	o := &options{inCluster: fileExists(inClusterNamespaceFile)}
-	fs := flag.NewFlagSet("azure-private-endpoint-operator", flag.ContinueOnError)
+	fs := o.flagSet()
 	fs.SetOutput(out)
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected arguments %q (every setting is a --flag)", errUsage, fs.Args())
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return o, nil
+}
+
+// flagSet binds every flag to o. docs/flags.md is generated from it
+// (make generate), and a test keeps the two equal.
+func (o *options) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("azure-private-endpoint-operator", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Only needed out of cluster; otherwise KUBECONFIG, the in-cluster config, then ~/.kube/config are used.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50,
 		"Requests per second the operator may send to the Kubernetes API server (client-side limit).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100,
 		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
-		"Address (host:port) the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address (host:port) the Prometheus metrics endpoint (/metrics) binds to; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS, only to clients the API server authenticates and authorizes for GET /metrics (a TokenReview and a SubjectAccessReview per scrape, cached). false serves plain HTTP to anyone who reaches the port: for local use only.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory with tls.crt and tls.key for the metrics endpoint (reloaded when they change). Default: a self-signed certificate made at start.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Allow HTTP/2 on the metrics endpoint. Off by default: HTTP/2 Rapid Reset and stream cancellation attacks (CVE-2023-44487, CVE-2023-39325).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address (host:port) the /healthz and /readyz endpoints bind to; \"0\" disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
@@ -196,24 +225,14 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.operatorCredential, "operator-credential", "default",
 		"Credential for AzurePrivateLinkService objects without spec.identityRef: default (the Azure SDK's DefaultAzureCredential: environment, workload identity, managed identity) or none (such objects are refused).")
 	o.zap.BindFlags(fs)
-
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: unexpected arguments %q (every setting is a --flag)", errUsage, fs.Args())
-	}
-	if err := o.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	return o, nil
+	return fs
 }
 
 func (o *options) validate() error {
 	errs := o.validateManager()
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		errs = append(errs, errors.New("--metrics-cert-dir needs --metrics-secure"))
+	}
 	if o.operatorCredential != "default" && o.operatorCredential != "none" {
 		errs = append(errs, fmt.Errorf("--operator-credential=%q: must be default or none", o.operatorCredential))
 	}

@@ -89,7 +89,9 @@ func (sb *Sandbox) StartOperator(binary, logFile string, extra ...string) (*Oper
 	if err != nil {
 		return nil, err
 	}
-	args := append(sb.OperatorFlags(), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)
+	// Plain HTTP metrics on loopback: the demo and the benchmark scrape
+	// them without a token (production keeps the HTTPS default).
+	args := append(sb.OperatorFlags(), "--metrics-bind-address="+metrics, "--metrics-secure=false", "--health-probe-bind-address="+health)
 	args = append(args, extra...)
 	// Not CommandContext: the caller decides when to stop, and stopping is
 	// a SIGTERM with a grace period, not a kill.
