@@ -20,10 +20,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +44,7 @@ type options struct {
 	timeout        time.Duration
 	latency        time.Duration
 	keep           bool
+	kubectl        string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -55,6 +60,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.latency, "azure-latency", 3*time.Second,
 		"How long Azure's long-running operations take in the emulator (real ones take 30s-2min).")
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep the temporary directory (kubeconfig, logs) after stopping.")
+	fs.StringVar(&o.kubectl, "kubectl", "kubectl",
+		"The kubectl the closing hints name (make demo builds one from the API server's Kubernetes release: make kubectl).")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -65,9 +72,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 func main() {
+	os.Exit(runWithSignals())
+}
+
+// runWithSignals is run, stopped by SIGINT or SIGTERM; its deferred
+// cleanup runs before main exits.
+func runWithSignals() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -76,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "demo: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "demo: %v\n", err)
 		return 2
 	}
 	// capzsim runs in this process; its logs are not the demo's output.
@@ -84,16 +97,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	d := &demo{opts: opts, out: stdout, started: time.Now()}
 	err = d.run(ctx, stdin)
 	if cerr := d.cleanup(); cerr != nil {
-		fmt.Fprintf(stderr, "demo: cleaning up: %v\n", cerr)
+		_, _ = fmt.Fprintf(stderr, "demo: cleaning up: %v\n", cerr)
 	}
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stdout, "Stopped.")
+		_, _ = fmt.Fprintln(stdout, "Stopped.")
 		return 0
 	default:
-		fmt.Fprintf(stderr, "demo: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "demo: %v\n", err)
 		return 1
 	}
 }
@@ -109,7 +122,7 @@ type demo struct {
 }
 
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.started).Seconds(), fmt.Sprintf(format, args...))
+	_, _ = fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.started).Seconds(), fmt.Sprintf(format, args...))
 }
 
 func (d *demo) run(ctx context.Context, stdin io.Reader) error {
@@ -180,8 +193,8 @@ func (d *demo) approve(ctx context.Context, stdin io.Reader, w *watcher, p *row)
 	if err != nil {
 		return err
 	}
-	id := deref(conn.conn.ID)
-	fmt.Fprintf(d.out, `The management cluster's endpoint %q waits for approval by the owner
+	id := ptr.Deref(conn.conn.ID, "")
+	_, _ = fmt.Fprintf(d.out, `The management cluster's endpoint %q waits for approval by the owner
 of the workload cluster's private link service (Event PrivateEndpointPendingApproval
 on %s). In Azure, the owner runs:
 
@@ -189,7 +202,7 @@ on %s). In Azure, the owner runs:
 
 `, p.endpoint, p.cluster, id)
 	if !d.opts.nonInteractive {
-		fmt.Fprint(d.out, "Press Enter to approve it in the emulator as that owner (Ctrl-C stops the demo): ")
+		_, _ = fmt.Fprint(d.out, "Press Enter to approve it in the emulator as that owner (Ctrl-C stops the demo): ")
 		if err := waitForEnter(ctx, stdin); err != nil {
 			return err
 		}
@@ -220,18 +233,31 @@ func waitForEnter(ctx context.Context, stdin io.Reader) error {
 }
 
 func (d *demo) explain() {
-	fmt.Fprintf(d.out, `
-Everything keeps running. Look around with kubectl, if you have it:
+	_, _ = fmt.Fprint(d.out, hints(d.opts.kubectl, d.sb.Kubeconfig, d.samples.wcs[0].GetNamespace(), d.samples.wcs[0].GetName(),
+		d.op.LogFile, d.op.MetricsURL, d.dir))
+}
 
-  export KUBECONFIG=%s
-  kubectl get azureclusters -A
-  kubectl describe azurecluster -n %s %s
-  kubectl get events -A --field-selector reason=PrivateEndpointReady
-
-The operator's log is %s and its metrics are at %s.
-Press Ctrl-C to stop every process and remove %s.
-`, d.sb.Kubeconfig, d.samples.wcs[0].GetNamespace(), d.samples.wcs[0].GetName(),
-		d.op.LogFile, d.op.MetricsURL, d.dir)
+// hints is what the demo suggests once everything runs. Every command in it
+// works as printed: kubectl is named by the path make demo built it at, or
+// the user is told how to get one.
+func hints(kubectl, kubeconfig, ns, name, logFile, metricsURL, dir string) string {
+	var b strings.Builder
+	b.WriteString("\nEverything keeps running. ")
+	if path, err := exec.LookPath(kubectl); err == nil {
+		fmt.Fprintf(&b, "Look around with kubectl:\n\n  export KUBECONFIG=%s\n", kubeconfig)
+		for _, c := range []string{
+			"get azureclusters -A",
+			"describe azurecluster -n " + ns + " " + name,
+			"get events -A --field-selector reason=PrivateEndpointReady",
+		} {
+			fmt.Fprintf(&b, "  %s %s\n", path, c)
+		}
+	} else {
+		fmt.Fprintf(&b, "To look around with kubectl, build one (make kubectl) and use the kubeconfig %s.\n", kubeconfig)
+	}
+	fmt.Fprintf(&b, "\nThe operator's log is %s and its metrics are at %s .\nPress Ctrl-C to stop every process and remove %s.\n",
+		logFile, metricsURL, dir)
+	return b.String()
 }
 
 // cleanup stops what run started, in reverse order, and removes the files.

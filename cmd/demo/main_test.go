@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -189,4 +190,45 @@ func TestDemoInteractiveStopsOnInterrupt(t *testing.T) {
 		}
 	}
 	checkCleanedUp(t, got)
+}
+
+// TestHintsNameAWorkingKubectl: the closing hints name kubectl by a path
+// that exists, or say how to build one; they never suggest a command that
+// is not there.
+func TestHintsNameAWorkingKubectl(t *testing.T) {
+	dir := t.TempDir()
+	kubectl := filepath.Join(dir, "kubectl")
+	if err := os.WriteFile(kubectl, []byte("#!/bin/sh\n"), 0o755); err != nil { //nolint:gosec // a stand-in executable
+		t.Fatal(err)
+	}
+	cases := []struct {
+		reason, kubectl string
+		want, wantNot   []string
+	}{
+		{
+			reason:  "a built kubectl is named by its path",
+			kubectl: kubectl,
+			want:    []string{"export KUBECONFIG=/k/config\n", "  " + kubectl + " get azureclusters -A\n", "  " + kubectl + " describe azurecluster -n org-a wc1\n"},
+			wantNot: []string{"make kubectl", "if you have it"},
+		},
+		{
+			reason:  "no kubectl: say how to build one",
+			kubectl: filepath.Join(dir, "missing"),
+			want:    []string{"build one (make kubectl) and use the kubeconfig /k/config"},
+			wantNot: []string{"get azureclusters"},
+		},
+	}
+	for _, c := range cases {
+		got := hints(c.kubectl, "/k/config", "org-a", "wc1", "/k/operator.log", "http://127.0.0.1:1/metrics", "/k")
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: hints lack %q:\n%s", c.reason, w, got)
+			}
+		}
+		for _, w := range c.wantNot {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: hints contain %q:\n%s", c.reason, w, got)
+			}
+		}
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -238,8 +240,8 @@ func (w *watcher) progress(wc *capz.AzureCluster, rows []row, problems []cluster
 
 func (w *watcher) printTable() {
 	tw := tabwriter.NewWriter(w.d.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w.d.out)
-	fmt.Fprintln(tw, "CLUSTER\tDIRECTION\tPRIVATE ENDPOINT\tIP\tCONNECTION\tANNOTATION")
+	_, _ = fmt.Fprintln(w.d.out)
+	_, _ = fmt.Fprintln(tw, "CLUSTER\tDIRECTION\tPRIVATE ENDPOINT\tIP\tCONNECTION\tANNOTATION")
 	for _, r := range w.rows {
 		ip, state := "-", "-"
 		if r.observed != nil {
@@ -249,10 +251,10 @@ func (w *watcher) printTable() {
 		if r.value != "" {
 			ann = strings.TrimPrefix(r.annotation, clusterlink.DefaultAnnotationPrefix+"/") + "=" + r.value
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.cluster, r.direction, r.endpoint, ip, state, ann)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.cluster, r.direction, r.endpoint, ip, state, ann)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w.d.out)
+	_, _ = fmt.Fprintln(w.d.out)
 }
 
 // connection is a private endpoint's connection on the private link service.
@@ -281,7 +283,7 @@ func (w *watcher) connection(ctx context.Context, r *row) (*connection, error) {
 			return nil, err
 		}
 		for _, conn := range page.Value {
-			if p := conn.Properties; p != nil && p.PrivateEndpoint != nil && strings.EqualFold(deref(p.PrivateEndpoint.ID), r.observed.ID) {
+			if p := conn.Properties; p != nil && p.PrivateEndpoint != nil && strings.EqualFold(ptr.Deref(p.PrivateEndpoint.ID, ""), r.observed.ID) {
 				return &connection{client: c, rg: rg, pls: name, conn: conn}, nil
 			}
 		}
@@ -298,7 +300,7 @@ func (c *connection) approve(ctx context.Context) error {
 	body.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{
 		Status: new("Approved"), Description: new("Approved in the demo"),
 	}
-	_, err := c.client.UpdatePrivateEndpointConnection(ctx, c.rg, c.pls, deref(c.conn.Name), body, nil)
+	_, err := c.client.UpdatePrivateEndpointConnection(ctx, c.rg, c.pls, ptr.Deref(c.conn.Name, ""), body, nil)
 	return err
 }
 
@@ -308,13 +310,6 @@ func splitPLS(id string) (sub, rg, name string, err error) {
 		return "", "", "", fmt.Errorf("not a private link service ID: %q", id)
 	}
 	return parts[1], parts[3], parts[7], nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func orDash(s string) string {
