@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
@@ -42,7 +41,7 @@ type Clouds struct {
 
 // LoadCustomCloud reads a CustomCloud from a JSON file and validates it.
 func LoadCustomCloud(path string) (CustomCloud, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := ReadConfigFile(path)
 	if err != nil {
 		return CustomCloud{}, fmt.Errorf("reading custom cloud: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -36,7 +38,7 @@ const (
 	ReasonIdentitySecret      = "IdentitySecretUnavailable"
 	ReasonUnknownCloud        = "UnknownAzureEnvironment"
 	defaultSecretRecheckAfter = 5 * time.Minute
-	defaultTokenFile          = "/var/run/secrets/azure/tokens/azure-identity-token"
+	defaultTokenFile          = "/var/run/secrets/azure/tokens/azure-identity-token" //nolint:gosec // G101: a well-known path, not a credential
 	federatedTokenFileEnv     = "AZURE_FEDERATED_TOKEN_FILE"
 )
 
@@ -63,9 +65,10 @@ type Credentials struct {
 	// few Secrets identities reference instead of watching all of them.
 	SecretReader client.Reader
 	Clouds       Clouds
-	// Context bounds background work of credentials that refresh themselves
-	// (UserAssignedIdentityCredential); cancel it on shutdown.
-	Context context.Context
+	// Done, closed on shutdown, stops the background work of credentials
+	// that refresh themselves (UserAssignedIdentityCredential watches its
+	// file). A replaced or forgotten credential's work stops at once.
+	Done <-chan struct{}
 	// Own builds the operator's own credential for a cloud, used by objects
 	// that name no identity (AzurePrivateLinkService without identityRef).
 	// Nil: such objects are refused with IdentityRefMissing.
@@ -74,15 +77,17 @@ type Credentials struct {
 	// Secret is read again to notice a rotation. Default 5 minutes.
 	SecretRecheckAfter time.Duration
 	Log                logr.Logger
-	// Now is the clock; default time.Now.
-	Now func() time.Time
+	// Clock tells the time; default the real clock.
+	Clock clock.PassiveClock
 
 	mu    sync.Mutex
 	cache map[string]*credEntry // identity UID + cloud name
 }
 
 type credEntry struct {
-	cred            azcore.TokenCredential
+	cred azcore.TokenCredential
+	// stop ends the credential's background work, if it has any.
+	stop            context.CancelFunc
 	identityVersion string
 	secretVersion   string
 	checked         time.Time
@@ -171,15 +176,14 @@ func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential,
 	if e := c.cache[cacheKey]; e != nil && e.identityVersion == id.ResourceVersion && e.secretVersion == secretVersion && e != entry {
 		return &Credential{TokenCredential: e.cred, Cloud: e.cloud, Transport: e.transport, Key: cacheKey}, nil
 	}
-	cred, err := c.build(id, secret, cfg, transport)
+	bctx, stop := c.entryContext()
+	cred, err := c.build(bctx, id, secret, cfg, transport)
 	if err != nil {
+		stop()
 		return nil, err
 	}
-	entry = &credEntry{cred: cred, identityVersion: id.ResourceVersion, secretVersion: secretVersion, checked: now, cloud: cfg, transport: transport}
-	if c.cache == nil {
-		c.cache = map[string]*credEntry{}
-	}
-	c.cache[cacheKey] = entry
+	entry = &credEntry{cred: cred, stop: stop, identityVersion: id.ResourceVersion, secretVersion: secretVersion, checked: now, cloud: cfg, transport: transport}
+	c.replace(cacheKey, entry)
 	c.Log.Info("Built Azure credential", "identity", id.Namespace+"/"+id.Name, "type", id.Spec.Type)
 	return &Credential{TokenCredential: cred, Cloud: cfg, Transport: transport, Key: cacheKey}, nil
 }
@@ -189,7 +193,40 @@ func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential,
 func (c *Credentials) Forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.cache, key)
+	c.replace(key, nil)
+}
+
+// replace sets (or, with nil, removes) the cache entry for key and stops
+// the background work of the entry it replaces. c.mu must be held.
+func (c *Credentials) replace(key string, e *credEntry) {
+	if old := c.cache[key]; old != nil && old != e && old.stop != nil {
+		old.stop()
+	}
+	if e == nil {
+		delete(c.cache, key)
+		return
+	}
+	if c.cache == nil {
+		c.cache = map[string]*credEntry{}
+	}
+	c.cache[key] = e
+}
+
+// entryContext bounds one cached credential's background work: it ends
+// when the entry is replaced or forgotten (the returned cancel) or when
+// c.Done closes.
+func (c *Credentials) entryContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if c.Done != nil {
+		go func() {
+			select {
+			case <-c.Done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // own returns the operator's own credential for a cloud, built once.
@@ -212,10 +249,7 @@ func (c *Credentials) own(env string) (*Credential, error) {
 	if err != nil {
 		return nil, identityErr(ReasonCredentialUnavailable, "the operator's own credential: %s", firstLine(err.Error()))
 	}
-	if c.cache == nil {
-		c.cache = map[string]*credEntry{}
-	}
-	c.cache[cacheKey] = &credEntry{cred: cred, cloud: cfg, transport: transport}
+	c.replace(cacheKey, &credEntry{cred: cred, cloud: cfg, transport: transport})
 	c.Log.Info("Built the operator's own Azure credential", "cloud", env)
 	return &Credential{TokenCredential: cred, Cloud: cfg, Transport: transport, Key: cacheKey}, nil
 }
@@ -290,7 +324,7 @@ func (c *Credentials) secret(ctx context.Context, id *Identity) (string, string,
 }
 
 // build makes the credential for an identity type, the way CAPZ does.
-func (c *Credentials) build(id *Identity, secret string, cfg cloud.Configuration, transport policy.Transporter) (azcore.TokenCredential, error) {
+func (c *Credentials) build(ctx context.Context, id *Identity, secret string, cfg cloud.Configuration, transport policy.Transporter) (azcore.TokenCredential, error) {
 	opts := azcore.ClientOptions{Cloud: cfg, Transport: transport}
 	s := id.Spec
 	var cred azcore.TokenCredential
@@ -328,7 +362,7 @@ func (c *Credentials) build(id *Identity, secret string, cfg cloud.Configuration
 		// cloud type.
 		uaOpts := azcore.ClientOptions{Cloud: credentialsCloud(s.UserAssignedIdentityCredentialsCloudType, cfg), Transport: transport}
 		log := c.Log.WithName("user-assigned-identity-credential")
-		cred, err = dataplane.NewUserAssignedIdentityCredential(c.ctx(), s.UserAssignedIdentityCredentialsPath,
+		cred, err = dataplane.NewUserAssignedIdentityCredential(ctx, s.UserAssignedIdentityCredentialsPath,
 			dataplane.WithClientOpts(uaOpts), dataplane.WithLogger(&log))
 	default:
 		return nil, identityErr(ReasonIdentityInvalid, "identity type %q is not supported", s.Type)
@@ -375,7 +409,7 @@ func transportFor(caFile string) (policy.Transporter, error) {
 	if caFile == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(caFile)
+	pem, err := ReadConfigFile(caFile)
 	if err != nil {
 		return nil, err
 	}
@@ -386,14 +420,18 @@ func transportFor(caFile string) (policy.Transporter, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, errors.New("no PEM certificate in it")
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil, errors.New("http.DefaultTransport was replaced by a transport the operator cannot configure")
+	}
+	tr := base.Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{Transport: tr}, nil
 }
 
 func (c *Credentials) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+	if c.Clock != nil {
+		return c.Clock.Now()
 	}
 	return time.Now()
 }
@@ -403,11 +441,4 @@ func (c *Credentials) recheckAfter() time.Duration {
 		return c.SecretRecheckAfter
 	}
 	return defaultSecretRecheckAfter
-}
-
-func (c *Credentials) ctx() context.Context {
-	if c.Context != nil {
-		return c.Context
-	}
-	return context.Background()
 }

@@ -12,9 +12,10 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
@@ -45,7 +46,7 @@ type credEnv struct {
 	c     client.Client
 	sim   *azuresim.Server
 	creds *azure.Credentials
-	clock *atomic.Int64
+	clock *clocktesting.FakePassiveClock
 }
 
 func newCredEnv(t *testing.T) *credEnv {
@@ -63,15 +64,14 @@ func newCredEnv(t *testing.T) *credEnv {
 	if err := sim.Seed(azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: simSubscribed, Name: "rg", Location: "westeurope"}}}); err != nil {
 		t.Fatal(err)
 	}
-	clock := &atomic.Int64{}
-	clock.Store(time.Now().UnixNano())
+	clock := clocktesting.NewFakePassiveClock(time.Now())
 	ce := &credEnv{c: env.Client, sim: sim, clock: clock, creds: &azure.Credentials{
 		Reader:       env.Client,
 		SecretReader: env.Client,
 		Clouds: azure.Clouds{Default: simCloud, Custom: []azure.CustomCloud{{
 			Name: simCloud, ResourceManagerEndpoint: sim.URL(), ActiveDirectoryAuthorityHost: sim.URL(), CAFile: caFile,
 		}}},
-		Now: func() time.Time { return time.Unix(0, clock.Load()) },
+		Clock: clock,
 	}}
 	for _, ns := range []string{identityNS, clusterNS} {
 		if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "a"}}}); err != nil {
@@ -300,7 +300,7 @@ func TestCredentialCache(t *testing.T) {
 	if within.TokenCredential != first.TokenCredential {
 		t.Error("the Secret was read again before the recheck interval")
 	}
-	ce.clock.Add(int64(6 * time.Minute))
+	ce.clock.SetTime(ce.clock.Now().Add(6 * time.Minute))
 	rotated, err := ce.creds.For(ctx, cluster("sp"))
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 )
 
-// Class is what a controller does about an error (DESIGN.md principle 6).
+// Class is what a controller does about an error (docs/design.md, *Classify errors once*).
 type Class string
 
 const (
@@ -42,7 +42,7 @@ const (
 	ReasonAzureUnavailable      = "AzureUnavailable"
 	ReasonTimeout               = "Timeout"
 	ReasonAuthenticationFailed  = "AuthenticationFailed"
-	ReasonCredentialUnavailable = "CredentialUnavailable"
+	ReasonCredentialUnavailable = "CredentialUnavailable" //nolint:gosec // G101: a condition reason, not a credential
 	ReasonAuthorizationFailed   = "AuthorizationFailed"
 	ReasonInvalidRequest        = "InvalidRequest"
 	ReasonConflict              = "Conflict"

@@ -1,6 +1,6 @@
 // Package privateendpoints observes private endpoints in Azure: their IP,
 // connection state and provisioning state, with as few reads as Azure
-// allows (DESIGN.md principle 4).
+// allows (docs/design.md, *Read Azure sparingly*).
 package privateendpoints
 
 import (
@@ -10,6 +10,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
@@ -51,12 +55,12 @@ func (o Observation) Ready() bool {
 // Observe reads an SDK private endpoint. The IP comes from customDnsConfigs
 // when Azure fills it, else from nicIP (a NIC address lookup).
 func Observe(pe *armnetwork.PrivateEndpoint, nicIP func(nicID string) string) Observation {
-	o := Observation{Name: deref(pe.Name), ID: deref(pe.ID)}
+	o := Observation{Name: ptr.Deref(pe.Name, ""), ID: ptr.Deref(pe.ID, "")}
 	for k, v := range pe.Tags {
 		if o.Tags == nil {
 			o.Tags = map[string]string{}
 		}
-		o.Tags[k] = deref(v)
+		o.Tags[k] = ptr.Deref(v, "")
 	}
 	p := pe.Properties
 	if p == nil {
@@ -85,16 +89,16 @@ func readConnection(o *Observation, p *armnetwork.PrivateEndpointProperties) {
 		return
 	}
 	cp := conns[0].Properties
-	o.PrivateLinkServiceID = deref(cp.PrivateLinkServiceID)
+	o.PrivateLinkServiceID = ptr.Deref(cp.PrivateLinkServiceID, "")
 	if st := cp.PrivateLinkServiceConnectionState; st != nil {
-		o.ConnectionState, o.ConnectionDescription = deref(st.Status), deref(st.Description)
+		o.ConnectionState, o.ConnectionDescription = ptr.Deref(st.Status, ""), ptr.Deref(st.Description, "")
 	}
 }
 
 // address is the endpoint's IP: from customDnsConfigs, else from a NIC.
 func address(p *armnetwork.PrivateEndpointProperties, nicIDs []string, nicIP func(string) string) string {
 	for _, dns := range p.CustomDNSConfigs {
-		if dns != nil && len(dns.IPAddresses) > 0 && deref(dns.IPAddresses[0]) != "" {
+		if dns != nil && len(dns.IPAddresses) > 0 && ptr.Deref(dns.IPAddresses[0], "") != "" {
 			return *dns.IPAddresses[0]
 		}
 	}
@@ -134,8 +138,8 @@ type Observer struct {
 	// SubscriptionRetry is how long a scope whose subscription-wide list was
 	// refused is read per resource group; default 1 hour.
 	SubscriptionRetry time.Duration
-	// Now is the clock; default time.Now.
-	Now func() time.Time
+	// Clock tells the time; default the real clock.
+	Clock clock.PassiveClock
 
 	mu       sync.Mutex
 	lists    map[string]*listing
@@ -305,8 +309,8 @@ func wait(ctx context.Context, l *listing) (map[string]map[string]Observation, e
 }
 
 func (o *Observer) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
+	if o.Clock != nil {
+		return o.Clock.Now()
 	}
 	return time.Now()
 }
@@ -390,11 +394,4 @@ func splitID(id string) (string, string, bool) {
 		return "", "", false
 	}
 	return rg, segs[len(segs)-1], true
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

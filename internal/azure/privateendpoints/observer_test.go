@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
@@ -203,8 +205,8 @@ func TestObserverFallsBackToResourceGroups(t *testing.T) {
 		pes:    []*armnetwork.PrivateEndpoint{endpoint("a", false, "Approved", []string{"10.0.0.5"})},
 		subErr: &azcore.ResponseError{StatusCode: http.StatusForbidden, ErrorCode: "AuthorizationFailed"},
 	}
-	now := time.Now()
-	obs := &privateendpoints.Observer{TTL: time.Second, SubscriptionRetry: time.Minute, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	obs := &privateendpoints.Observer{TTL: time.Second, SubscriptionRetry: time.Minute, Clock: clk}
 	ctx := context.Background()
 	for range 3 {
 		got, err := obs.ResourceGroup(ctx, api, "scope", "RG")
@@ -214,12 +216,12 @@ func TestObserverFallsBackToResourceGroups(t *testing.T) {
 		if got["a"].IP != "10.0.0.5" {
 			t.Fatalf("observations: %+v", got)
 		}
-		now = now.Add(2 * time.Second) // past TTL: every round lists again
+		clk.SetTime(clk.Now().Add(2 * time.Second)) // past TTL: every round lists again
 	}
 	if api.subLists != 1 || api.groupLists != 3 {
 		t.Errorf("subscription lists %d (want 1), resource group lists %d (want 3)", api.subLists, api.groupLists)
 	}
-	now = now.Add(time.Minute)
+	clk.SetTime(clk.Now().Add(time.Minute))
 	api.subErr = nil
 	if _, err := obs.ResourceGroup(ctx, api, "scope", "rg"); err != nil {
 		t.Fatal(err)
@@ -229,7 +231,7 @@ func TestObserverFallsBackToResourceGroups(t *testing.T) {
 	}
 
 	api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
-	other := &privateendpoints.Observer{Now: func() time.Time { return now }}
+	other := &privateendpoints.Observer{Clock: clk}
 	if _, err := other.ResourceGroup(ctx, api, "scope", "rg"); err == nil {
 		t.Error("a 500 from the subscription-wide list was hidden")
 	}
@@ -243,8 +245,8 @@ func TestObserverReadsEachNICOnce(t *testing.T) {
 		endpoint("a", false, "Approved", nil, "/nic/1"),
 		endpoint("b", false, "Approved", nil, "/nic/2"),
 	}}
-	now := time.Now()
-	obs := &privateendpoints.Observer{TTL: time.Second, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	obs := &privateendpoints.Observer{TTL: time.Second, Clock: clk}
 	for range 3 {
 		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg")
 		if err != nil {
@@ -253,7 +255,7 @@ func TestObserverReadsEachNICOnce(t *testing.T) {
 		if got["a"].IP != "10.1.0.1" || got["b"].IP != "10.1.0.2" {
 			t.Errorf("IPs: %+v", got)
 		}
-		now = now.Add(2 * time.Second) // every round lists again
+		clk.SetTime(clk.Now().Add(2 * time.Second)) // every round lists again
 	}
 	if api.nicGets != 2 {
 		t.Errorf("3 lists of 2 endpoints read NICs %d times; a NIC's IP never changes, so want 2", api.nicGets)

@@ -3,6 +3,8 @@ package privatelinkservices
 import (
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 )
 
@@ -31,14 +33,14 @@ func Connections(pls *armnetwork.PrivateLinkService) []Connection {
 		if c == nil || c.Properties == nil {
 			continue
 		}
-		conn := Connection{Name: deref(c.Name), LinkIdentifier: deref(c.Properties.LinkIdentifier),
-			Deleting: deref(c.Properties.ProvisioningState) == armnetwork.ProvisioningStateDeleting}
+		conn := Connection{Name: ptr.Deref(c.Name, ""), LinkIdentifier: ptr.Deref(c.Properties.LinkIdentifier, ""),
+			Deleting: ptr.Deref(c.Properties.ProvisioningState, "") == armnetwork.ProvisioningStateDeleting}
 		if c.Properties.PrivateEndpoint != nil {
-			conn.PrivateEndpointID = deref(c.Properties.PrivateEndpoint.ID)
+			conn.PrivateEndpointID = ptr.Deref(c.Properties.PrivateEndpoint.ID, "")
 			conn.SubscriptionID = SubscriptionOf(conn.PrivateEndpointID)
 		}
 		if s := c.Properties.PrivateLinkServiceConnectionState; s != nil {
-			conn.State, conn.Description = deref(s.Status), deref(s.Description)
+			conn.State, conn.Description = ptr.Deref(s.Status, ""), ptr.Deref(s.Description, "")
 		}
 		out = append(out, conn)
 	}

@@ -17,7 +17,7 @@ type Factories func(ctx context.Context, subscription string) (*armnetwork.Clien
 
 // SDK talks to ARM through the Azure SDK. Every write only starts its
 // long-running operation: the caller re-observes provisioningState later
-// instead of waiting (DESIGN.md principle 5).
+// instead of waiting (docs/design.md, *Never block on Azure*).
 type SDK struct {
 	// Primary serves the object's subscription: its private link service
 	// and load balancers.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 )
 
@@ -42,11 +44,11 @@ func NATName(i int) string { return fmt.Sprintf("nat-ipconfig-%d", i) }
 type Ownership int
 
 const (
-	// Ours: tagged with our owner value.
+	// Ours means tagged with our owner value.
 	Ours Ownership = iota
-	// Untagged: no owner tag: created by someone else.
+	// Untagged means no owner tag: created by someone else.
 	Untagged
-	// OtherOwner: tagged for another object.
+	// OtherOwner means tagged for another object.
 	OtherOwner
 )
 
@@ -126,10 +128,10 @@ func PrimaryLocked(d Desired, observed *armnetwork.PrivateLinkService) bool {
 		return false
 	}
 	want := natConfigs(d)[0]
-	if !strings.EqualFold(deref(p.Name), deref(want.Name)) || !strings.EqualFold(subnetOf(p), deref(want.Properties.Subnet.ID)) {
+	if !strings.EqualFold(ptr.Deref(p.Name, ""), ptr.Deref(want.Name, "")) || !strings.EqualFold(subnetOf(p), ptr.Deref(want.Properties.Subnet.ID, "")) {
 		return true
 	}
-	if want.Properties.PrivateIPAddress != nil && deref(p.Properties.PrivateIPAddress) != *want.Properties.PrivateIPAddress {
+	if want.Properties.PrivateIPAddress != nil && ptr.Deref(p.Properties.PrivateIPAddress, "") != *want.Properties.PrivateIPAddress {
 		return true
 	}
 	return false
@@ -143,7 +145,7 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 	}
 	p := observed.Properties
 	var out []string
-	if len(p.LoadBalancerFrontendIPConfigurations) != 1 || !strings.EqualFold(deref(p.LoadBalancerFrontendIPConfigurations[0].ID), d.FrontendID) {
+	if len(p.LoadBalancerFrontendIPConfigurations) != 1 || !strings.EqualFold(ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, ""), d.FrontendID) {
 		out = append(out, "frontend")
 	}
 	if !sameNAT(Body(d, observed).Properties.IPConfigurations, p.IPConfigurations) {
@@ -155,7 +157,7 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 	if p.AutoApproval == nil || !sameSet(d.AutoApproval, derefs(p.AutoApproval.Subscriptions)) {
 		out = append(out, "autoApproval")
 	}
-	if deref(p.EnableProxyProtocol) != d.ProxyProtocol {
+	if ptr.Deref(p.EnableProxyProtocol, false) != d.ProxyProtocol {
 		out = append(out, "enableProxyProtocol")
 	}
 	if !sameSet(d.FQDNs, derefs(p.Fqdns)) {
@@ -176,19 +178,19 @@ func sameNAT(want, got []*armnetwork.PrivateLinkServiceIPConfiguration) bool {
 	byName := map[string]*armnetwork.PrivateLinkServiceIPConfiguration{}
 	for _, g := range got {
 		if g != nil && g.Properties != nil {
-			byName[strings.ToLower(deref(g.Name))] = g
+			byName[strings.ToLower(ptr.Deref(g.Name, ""))] = g
 		}
 	}
 	for _, w := range want {
-		g := byName[strings.ToLower(deref(w.Name))]
-		if g == nil || !strings.EqualFold(subnetOf(g), deref(w.Properties.Subnet.ID)) || deref(g.Properties.Primary) != deref(w.Properties.Primary) {
+		g := byName[strings.ToLower(ptr.Deref(w.Name, ""))]
+		if g == nil || !strings.EqualFold(subnetOf(g), ptr.Deref(w.Properties.Subnet.ID, "")) || ptr.Deref(g.Properties.Primary, false) != ptr.Deref(w.Properties.Primary, false) {
 			return false
 		}
-		if deref(w.Properties.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic &&
-			(deref(g.Properties.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic || deref(g.Properties.PrivateIPAddress) != deref(w.Properties.PrivateIPAddress)) {
+		if ptr.Deref(w.Properties.PrivateIPAllocationMethod, "") == armnetwork.IPAllocationMethodStatic &&
+			(ptr.Deref(g.Properties.PrivateIPAllocationMethod, "") != armnetwork.IPAllocationMethodStatic || ptr.Deref(g.Properties.PrivateIPAddress, "") != ptr.Deref(w.Properties.PrivateIPAddress, "")) {
 			return false
 		}
-		if deref(w.Properties.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic && deref(g.Properties.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic {
+		if ptr.Deref(w.Properties.PrivateIPAllocationMethod, "") != armnetwork.IPAllocationMethodStatic && ptr.Deref(g.Properties.PrivateIPAllocationMethod, "") == armnetwork.IPAllocationMethodStatic {
 			return false
 		}
 	}
@@ -203,14 +205,14 @@ func NATAddresses(pls *armnetwork.PrivateLinkService) []string {
 	var out []string
 	cfgs := slices.Clone(pls.Properties.IPConfigurations)
 	slices.SortStableFunc(cfgs, func(a, b *armnetwork.PrivateLinkServiceIPConfiguration) int {
-		pa, pb := a.Properties != nil && deref(a.Properties.Primary), b.Properties != nil && deref(b.Properties.Primary)
+		pa, pb := a.Properties != nil && ptr.Deref(a.Properties.Primary, false), b.Properties != nil && ptr.Deref(b.Properties.Primary, false)
 		switch {
 		case pa && !pb:
 			return -1
 		case pb && !pa:
 			return 1
 		}
-		return strings.Compare(deref(a.Name), deref(b.Name))
+		return strings.Compare(ptr.Deref(a.Name, ""), ptr.Deref(b.Name, ""))
 	})
 	for _, c := range cfgs {
 		if c.Properties != nil && c.Properties.PrivateIPAddress != nil {
@@ -222,7 +224,7 @@ func NATAddresses(pls *armnetwork.PrivateLinkService) []string {
 
 func primary(cfgs []*armnetwork.PrivateLinkServiceIPConfiguration) *armnetwork.PrivateLinkServiceIPConfiguration {
 	for _, c := range cfgs {
-		if c != nil && c.Properties != nil && deref(c.Properties.Primary) && c.Properties.Subnet != nil {
+		if c != nil && c.Properties != nil && ptr.Deref(c.Properties.Primary, false) && c.Properties.Subnet != nil {
 			return c
 		}
 	}
@@ -233,7 +235,7 @@ func subnetOf(c *armnetwork.PrivateLinkServiceIPConfiguration) string {
 	if c.Properties == nil || c.Properties.Subnet == nil {
 		return ""
 	}
-	return deref(c.Properties.Subnet.ID)
+	return ptr.Deref(c.Properties.Subnet.ID, "")
 }
 
 func sameSet(a, b []string) bool {
@@ -264,12 +266,4 @@ func derefs(in []*string) []string {
 		}
 	}
 	return out
-}
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
 }

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/google/go-cmp/cmp"
 )
@@ -105,7 +107,7 @@ func TestBody(t *testing.T) {
 	}
 	var got []cfg
 	for _, c := range b.Properties.IPConfigurations {
-		got = append(got, cfg{deref(c.Name), string(deref(c.Properties.PrivateIPAllocationMethod)), deref(c.Properties.PrivateIPAddress), deref(c.Properties.Primary)})
+		got = append(got, cfg{ptr.Deref(c.Name, ""), string(ptr.Deref(c.Properties.PrivateIPAllocationMethod, "")), ptr.Deref(c.Properties.PrivateIPAddress, ""), ptr.Deref(c.Properties.Primary, false)})
 	}
 	// The primary stays as Azure has it (its static address cannot be
 	// set afterwards); the others follow the spec.
@@ -116,11 +118,11 @@ func TestBody(t *testing.T) {
 	if !PrimaryLocked(d, obs) {
 		t.Error("a static primary address on an existing dynamic primary is locked")
 	}
-	if deref(b.Tags["team"]) != "x" || deref(b.Tags[OwnerTag]) != "ns/pls" {
+	if ptr.Deref(b.Tags["team"], "") != "x" || ptr.Deref(b.Tags[OwnerTag], "") != "ns/pls" {
 		t.Errorf("tags: %v", b.Tags)
 	}
 	fresh := Body(d, nil)
-	if a := deref(fresh.Properties.IPConfigurations[0].Properties.PrivateIPAddress); a != "10.1.0.10" {
+	if a := ptr.Deref(fresh.Properties.IPConfigurations[0].Properties.PrivateIPAddress, ""); a != "10.1.0.10" {
 		t.Errorf("a new service gets the static primary, got %q", a)
 	}
 	if PrimaryLocked(desired(), obs) {

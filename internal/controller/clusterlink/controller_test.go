@@ -90,7 +90,7 @@ func addUserEndpoint(mc *unstructured.Unstructured) {
 // IDs) survived the operator's.
 func checkMC(t *testing.T, w *testworld.World, want []string) {
 	t.Helper()
-	testworld.Eventually(t, testworld.Timeout, fmt.Sprintf("the MC holding %v", want), func(ctx context.Context) (bool, string) {
+	testworld.Eventually(t, testworld.Timeout, fmt.Sprintf("the MC holding %v", want), func(context.Context) (bool, string) {
 		names := endpointNames(t, w, mcKey)
 		slices.Sort(names)
 		return slices.Equal(names, want), fmt.Sprint(names)
@@ -135,7 +135,7 @@ func TestManualApprovalAndProblems(t *testing.T) {
 	// connection: approve until the approval sticks.
 	pls := "/subscriptions/" + wcSub + "/resourceGroups/wc-manual-rg/providers/Microsoft.Network/privateLinkServices/wc-manual-api-privatelink"
 	pe := "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateEndpoints/wc-manual-api-privatelink-privateendpoint"
-	testworld.Eventually(t, testworld.Timeout, "the approved endpoint's IP annotated", func(ctx context.Context) (bool, string) {
+	testworld.Eventually(t, testworld.Timeout, "the approved endpoint's IP annotated", func(context.Context) (bool, string) {
 		err := w.Sim.ActOnConnection(azuresim.ConnectionAction{PrivateLinkServiceID: pls, PrivateEndpointID: pe, Status: "Approved"})
 		_, annotated := getAnnotations(t, w, "wc-manual")[apiAnn]
 		return annotated, fmt.Sprint(err)

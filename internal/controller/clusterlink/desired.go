@@ -1,5 +1,5 @@
 // Package clusterlink wires management and workload clusters together
-// through Azure Private Link (DESIGN.md section 1). This file is the pure
+// through Azure Private Link (docs/design.md, *The problem*). This file is the pure
 // decision of what private endpoints should exist; it reads typed views of
 // AzureCluster objects and touches no server.
 package clusterlink
@@ -14,7 +14,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
-// Names and limits existing consumers depend on (DESIGN.md section 1).
+// Names and limits existing consumers depend on (docs/design.md, *Compatibility contract*).
 const (
 	// DefaultAnnotationPrefix prefixes the IP annotations on workload clusters.
 	DefaultAnnotationPrefix = "azure-private-endpoint-operator.giantswarm.io"
@@ -221,7 +221,7 @@ func WCToMC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 
 // DesiredMC computes the management cluster's complete set of operator
 // endpoints for all workload clusters at once, so that it can be applied in
-// one write however many WC events arrived (DESIGN.md principle 3). Deleting
+// one write however many WC events arrived (docs/design.md, *One write to the MC*). Deleting
 // clusters get none. Endpoints are sorted by name; when two WCs would need
 // the same endpoint name, the first by namespace/name keeps it and the other
 // gets a Problem.

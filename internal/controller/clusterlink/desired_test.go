@@ -53,7 +53,8 @@ func wc(name string, mutate ...func(*capz.AzureCluster)) *capz.AzureCluster {
 	return ac
 }
 
-func mcEndpoint(wcName string, manual bool) Endpoint {
+func mcEndpoint(manual bool) Endpoint {
+	const wcName = "wc1"
 	ep := Endpoint{
 		Subnet: "mc-nodes", Direction: DirectionMCToWC, Cluster: "org-a/" + wcName, Link: wcName + "-api-privatelink",
 		PrivateEndpoint: capz.PrivateEndpoint{
@@ -98,17 +99,17 @@ func TestMCToWC(t *testing.T) {
 		{
 			reason: "an auto-approved link gets an automatic connection to the PLS in the WC's resource group",
 			mc:     mc(), wc: wc("wc1"),
-			want: []Endpoint{mcEndpoint("wc1", false)},
+			want: []Endpoint{mcEndpoint(false)},
 		},
 		{
 			reason: "subscriptions match case-insensitively",
 			mc:     mc(func(a *capz.AzureCluster) { a.SubscriptionID = strings.ToUpper(mcSub) }), wc: wc("wc1"),
-			want: []Endpoint{mcEndpoint("wc1", false)},
+			want: []Endpoint{mcEndpoint(false)},
 		},
 		{
 			reason: "a link that does not auto-approve the MC gets a manual connection with a request message",
 			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].AutoApprovedSubscriptions = nil }),
-			want: []Endpoint{mcEndpoint("wc1", true)},
+			want: []Endpoint{mcEndpoint(true)},
 		},
 		{
 			reason: "a link that does not allow the MC's subscription is reported, nothing written",
@@ -122,7 +123,7 @@ func TestMCToWC(t *testing.T) {
 			wc: wc("wc1", func(a *capz.AzureCluster) {
 				a.PrivateLinks = append(a.PrivateLinks, capz.PrivateLink{Name: "wc1-other", AllowedSubscriptions: []string{"other"}})
 			}),
-			want: []Endpoint{mcEndpoint("wc1", false)},
+			want: []Endpoint{mcEndpoint(false)},
 			wantProblems: []Problem{{"org-a/wc1", ReasonSubscriptionNotAllowed,
 				"private link wc1-other does not list the management cluster's subscription " + mcSub + " in allowedSubscriptions"}},
 		},
@@ -143,7 +144,7 @@ func TestMCToWC(t *testing.T) {
 			}),
 			wc: wc("wc1"),
 			want: func() []Endpoint {
-				ep := mcEndpoint("wc1", false)
+				ep := mcEndpoint(false)
 				ep.Subnet = "only"
 				return []Endpoint{ep}
 			}(),
@@ -152,7 +153,7 @@ func TestMCToWC(t *testing.T) {
 			reason: "a configured subnet is used",
 			mc:     mc(), wc: wc("wc1"), cfg: Config{MCSubnet: "mc-control-plane"},
 			want: func() []Endpoint {
-				ep := mcEndpoint("wc1", false)
+				ep := mcEndpoint(false)
 				ep.Subnet = "mc-control-plane"
 				return []Endpoint{ep}
 			}(),

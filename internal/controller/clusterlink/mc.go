@@ -21,7 +21,7 @@ import (
 // MCReconciler keeps the management cluster's private endpoints to the
 // workload clusters' API servers: it computes the complete set for all WCs
 // and applies it in one write. Every WC event maps to the one MC key, so a
-// burst of events collapses into a few writes (DESIGN.md principle 3).
+// burst of events collapses into a few writes (docs/design.md, *One write to the MC*).
 type MCReconciler struct {
 	Client   client.Client
 	Opts     Options

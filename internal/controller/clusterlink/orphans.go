@@ -51,7 +51,7 @@ func (o *OrphanCleaner) Sweep(ctx context.Context, ac *capz.AzureCluster, matche
 	}
 	f, cred, err := o.Clients.Network(ctx, ac, ac.SubscriptionID)
 	if err != nil {
-		return ctrl.Result{}, nil // reported by the WC reconcile that needs the credential
+		return ctrl.Result{}, nil //nolint:nilerr // the WC reconcile that needs the credential reports it; the sweep waits for the next one
 	}
 	scope := cred.Key + "|" + ac.SubscriptionID
 	obs, err := o.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), scope, ac.ResourceGroup)

@@ -34,10 +34,10 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	rec := mgr.GetEventRecorder("azure-private-endpoint-operator")
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck}
 	mcr := &MCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Orphans: orphans}
-	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Clients: clients, Observer: observer, Orphans: orphans}
+	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
-	selected := func(o client.Object) bool { return opts.selected(o) }
+	selected := opts.selected
 	// Every AzureCluster and Cluster event asks for one MC reconcile after
 	// MCWriteDelay: events of that window collapse into it.
 	mcb := ctrl.NewControllerManagedBy(mgr).Named("management-cluster").

@@ -33,11 +33,11 @@ type WCReconciler struct {
 	APIReader client.Reader
 	Opts      Options
 	Recorder  events.EventRecorder
-	Clients   *azure.Clients
-	Observer  *privateendpoints.Observer
-	Orphans   *OrphanCleaner
+	// Endpoints reads what Azure says of the clusters' private endpoints.
+	Endpoints endpointReader
+	// Orphans deletes endpoints CAPZ left behind; nil leaves them.
+	Orphans orphanSweeper
 
-	states stateTracker
 	memory eventMemory
 	mc     mcSnapshot
 }
@@ -53,7 +53,7 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if u == nil {
-		r.states.set(key, nil)
+		endpointStates.set(key, nil)
 		r.memory.forget(key)
 		return ctrl.Result{}, nil
 	}
@@ -113,7 +113,7 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		return ctrl.Result{}, err
 	}
 	r.reportTransitions(u, current.Annotations, o.annotations)
-	r.states.set(u.GetNamespace()+"/"+u.GetName(), o.states)
+	endpointStates.set(u.GetNamespace()+"/"+u.GetName(), o.states)
 	if o.ready && len(toWC)+len(toMC) > 0 {
 		if err := r.setReadyCondition(ctx, u); err != nil {
 			return ctrl.Result{}, err
@@ -166,7 +166,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 			continue
 		}
 		ep := d.eps[0]
-		obs, err := r.observeGroup(ctx, d.owner)
+		obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, d.owner)
 		if err != nil {
 			o.ready = false
 			o.states[ep.Direction] = stateUnknown
@@ -188,16 +188,34 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 	return o
 }
 
-// observeGroup reads the endpoints in a cluster's resource group with that
-// cluster's identity, through the shared observer.
-func (r *WCReconciler) observeGroup(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
-	f, cred, err := r.Clients.Network(ctx, ac, ac.SubscriptionID)
+// endpointReader reads, from Azure, the private endpoints in a cluster's
+// resource group, keyed by lower-case name.
+type endpointReader interface {
+	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error)
+}
+
+// orphanSweeper deletes endpoints of ac that CAPZ left in Azure: those
+// matches accepts that are not wanted.
+type orphanSweeper interface {
+	Sweep(ctx context.Context, ac *capz.AzureCluster, matches func(capz.PrivateEndpoint) bool, wanted ...string) (ctrl.Result, error)
+}
+
+// AzureEndpoints reads a cluster's endpoints with that cluster's identity,
+// through the shared observer (one list per subscription or group).
+type AzureEndpoints struct {
+	Clients  *azure.Clients
+	Observer *privateendpoints.Observer
+}
+
+// ResourceGroupEndpoints implements endpointReader.
+func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
+	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := r.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
 	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
-		r.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
+		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
 	}
 	return obs, err
 }
@@ -296,7 +314,7 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonFinalizerReleased, "Release",
 		"the management cluster's private endpoints to this cluster are removed; finalizer %s released", Finalizer)
 	key := wc.Namespace + "/" + wc.Name
-	r.states.set(key, nil)
+	endpointStates.set(key, nil)
 	r.memory.forget(key)
 	return ctrl.Result{}, nil
 }
@@ -344,7 +362,7 @@ func (r *WCReconciler) setReadyCondition(ctx context.Context, u *unstructured.Un
 // reportProblems emits each new problem once, as a Warning Event.
 func (r *WCReconciler) reportProblems(u *unstructured.Unstructured, problems []Problem) {
 	key := u.GetNamespace() + "/" + u.GetName()
-	var current []string
+	current := make([]string, 0, len(problems))
 	for _, p := range problems {
 		id := p.Reason + ":" + p.Message
 		current = append(current, id)
@@ -462,7 +480,7 @@ func (m *eventMemory) forget(key string) {
 }
 
 // classifyAndReport turns an Azure error into a result, an event and a log
-// line that match its class (DESIGN.md principle 6).
+// line that match its class (docs/design.md, *Classify errors once*).
 func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client.Object, opts Options, what string, err error) (ctrl.Result, error) {
 	c := azure.Classify(err)
 	log := ctrl.LoggerFrom(ctx)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,7 +70,7 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 func (r *Reconciler) deleteService(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, observed *armnetwork.PrivateLinkService) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionPrivateLinkServiceReady
 	rg, name := obj.Spec.ResourceGroup, obj.AzurePrivateLinkServiceName()
-	if deref(observed.Properties.ProvisioningState) == armnetwork.ProvisioningStateDeleting {
+	if ptr.Deref(observed.Properties.ProvisioningState, "") == armnetwork.ProvisioningStateDeleting {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting")
 		return r.requeueSoon(), nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +44,7 @@ func (r *Reconciler) frontend(ctx context.Context, obj *v1alpha1.AzurePrivateLin
 	}
 	for _, lb := range lbs {
 		for _, fe := range frontends(lb) {
-			if fe.Properties != nil && deref(fe.Properties.PrivateIPAddress) == ip {
+			if fe.Properties != nil && ptr.Deref(fe.Properties.PrivateIPAddress, "") == ip {
 				return internalFrontend(lb, fe)
 			}
 		}
@@ -60,7 +62,7 @@ func byName(ctx context.Context, api networkAPI, rg string, ref *v1alpha1.LoadBa
 		return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s does not exist in resource group %s", ref.Name, rg)
 	}
 	for _, fe := range frontends(lb) {
-		if strings.EqualFold(deref(fe.Name), ref.FrontendIPConfigurationName) {
+		if strings.EqualFold(ptr.Deref(fe.Name, ""), ref.FrontendIPConfigurationName) {
 			return internalFrontend(lb, fe)
 		}
 	}
@@ -91,14 +93,14 @@ func (r *Reconciler) serviceIP(ctx context.Context, ns, name string) (string, er
 // a Standard load balancer's frontend with a private IP in a subnet.
 func internalFrontend(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfiguration) (frontend, error) {
 	if fe.Properties == nil || fe.Properties.Subnet == nil || fe.Properties.Subnet.ID == nil {
-		return frontend{}, terminal(ReasonFrontendNotInternal, "frontend %s of load balancer %s is public: a private link service needs an internal frontend", deref(fe.Name), deref(lb.Name))
+		return frontend{}, terminal(ReasonFrontendNotInternal, "frontend %s of load balancer %s is public: a private link service needs an internal frontend", ptr.Deref(fe.Name, ""), ptr.Deref(lb.Name, ""))
 	}
-	if lb.SKU == nil || deref(lb.SKU.Name) != armnetwork.LoadBalancerSKUNameStandard {
-		return frontend{}, terminal(ReasonFrontendNotInternal, "load balancer %s is not of the Standard SKU, which a private link service needs", deref(lb.Name))
+	if lb.SKU == nil || ptr.Deref(lb.SKU.Name, "") != armnetwork.LoadBalancerSKUNameStandard {
+		return frontend{}, terminal(ReasonFrontendNotInternal, "load balancer %s is not of the Standard SKU, which a private link service needs", ptr.Deref(lb.Name, ""))
 	}
 	return frontend{
 		status: v1alpha1.FrontendStatus{
-			LoadBalancerID: deref(lb.ID), FrontendIPConfigurationID: deref(fe.ID), PrivateIPAddress: deref(fe.Properties.PrivateIPAddress),
+			LoadBalancerID: ptr.Deref(lb.ID, ""), FrontendIPConfigurationID: ptr.Deref(fe.ID, ""), PrivateIPAddress: ptr.Deref(fe.Properties.PrivateIPAddress, ""),
 		},
 		subnetID: *fe.Properties.Subnet.ID,
 	}, nil
@@ -109,12 +111,4 @@ func frontends(lb *armnetwork.LoadBalancer) []*armnetwork.FrontendIPConfiguratio
 		return nil
 	}
 	return lb.Properties.FrontendIPConfigurations
-}
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
 }

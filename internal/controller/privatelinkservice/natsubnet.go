@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,10 +47,10 @@ func (r *Reconciler) natSubnet(ctx context.Context, obj *v1alpha1.AzurePrivateLi
 		}
 		return "", r.createSubnet(ctx, obj, api, vnet, id)
 	}
-	if st := deref(sn.Properties.ProvisioningState); st != "" && st != armnetwork.ProvisioningStateSucceeded {
+	if st := ptr.Deref(sn.Properties.ProvisioningState, ""); st != "" && st != armnetwork.ProvisioningStateSucceeded {
 		return "", waitFor(ReasonWaitingForSubnet, "NAT subnet %s is %s", name, st)
 	}
-	if deref(sn.Properties.PrivateLinkServiceNetworkPolicies) != armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled {
+	if ptr.Deref(sn.Properties.PrivateLinkServiceNetworkPolicies, "") != armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled {
 		if !spec.FixNetworkPolicies && (spec.Create == nil || !obj.Status.NATSubnetCreated) {
 			return "", terminal(ReasonNetworkPoliciesEnabled,
 				"NAT subnet %s has private link service network policies enabled, which Azure refuses for NAT IPs: disable them, or set spec.natSubnet.fixNetworkPolicies", name)
@@ -61,9 +63,9 @@ func (r *Reconciler) natSubnet(ctx context.Context, obj *v1alpha1.AzurePrivateLi
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventNATSubnetFixed, "FixSubnet", "disabled private link service network policies on subnet %s", id)
 		return "", waitFor(ReasonWaitingForSubnet, "disabling private link service network policies on NAT subnet %s", name)
 	}
-	obj.Status.NATSubnetID = deref(sn.ID)
-	setCondition(obj, v1alpha1.ConditionNATSubnetReady, metav1.ConditionTrue, ReasonReady, "NAT subnet "+deref(sn.ID))
-	return deref(sn.ID), nil
+	obj.Status.NATSubnetID = ptr.Deref(sn.ID, "")
+	setCondition(obj, v1alpha1.ConditionNATSubnetReady, metav1.ConditionTrue, ReasonReady, "NAT subnet "+ptr.Deref(sn.ID, ""))
+	return ptr.Deref(sn.ID, ""), nil
 }
 
 // createSubnet starts creating the NAT subnet in the first free range of
@@ -73,7 +75,7 @@ func (r *Reconciler) createSubnet(ctx context.Context, obj *v1alpha1.AzurePrivat
 	space, used := addressSpace(vnet)
 	prefix, ok := pls.FreePrefix(space, used, bits)
 	if !ok {
-		return terminal(ReasonNoFreeRange, "virtual network %s (address space %s) has no free /%d range for the NAT subnet", deref(vnet.Name), joinPrefixes(space), bits)
+		return terminal(ReasonNoFreeRange, "virtual network %s (address space %s) has no free /%d range for the NAT subnet", ptr.Deref(vnet.Name, ""), joinPrefixes(space), bits)
 	}
 	body := armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{
 		AddressPrefix:                     new(prefix.String()),
@@ -110,7 +112,7 @@ func addressSpace(vnet *armnetwork.VirtualNetwork) (space, used []netip.Prefix) 
 func parsePrefixes(in []*string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range in {
-		if p, err := netip.ParsePrefix(deref(s)); err == nil {
+		if p, err := netip.ParsePrefix(ptr.Deref(s, "")); err == nil {
 			out = append(out, p)
 		}
 	}
@@ -118,7 +120,7 @@ func parsePrefixes(in []*string) []netip.Prefix {
 }
 
 func joinPrefixes(ps []netip.Prefix) string {
-	var s []string
+	s := make([]string, 0, len(ps))
 	for _, p := range ps {
 		s = append(s, p.String())
 	}
@@ -130,7 +132,7 @@ func findSubnet(vnet *armnetwork.VirtualNetwork, name string) *armnetwork.Subnet
 		return nil
 	}
 	for _, sn := range vnet.Properties.Subnets {
-		if sn != nil && sn.Properties != nil && strings.EqualFold(deref(sn.Name), name) {
+		if sn != nil && sn.Properties != nil && strings.EqualFold(ptr.Deref(sn.Name, ""), name) {
 			return sn
 		}
 	}

@@ -7,6 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/util/flowcontrol"
+
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +53,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 		return r.fail(ctx, obj, cond, err)
 	}
 	r.record(obj, observed)
-	switch st := deref(observed.Properties.ProvisioningState); st {
+	switch st := ptr.Deref(observed.Properties.ProvisioningState, ""); st {
 	case armnetwork.ProvisioningStateSucceeded:
 		r.failures.reset(owner(obj))
 	case armnetwork.ProvisioningStateFailed:
@@ -69,7 +73,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	if len(diff) > 0 && diff[0] == "frontend" {
 		return r.fail(ctx, obj, cond, terminal(ReasonFrontendChanged,
 			"the private link service is bound to frontend %s, not %s; Azure cannot move it: delete and recreate the object",
-			deref(observed.Properties.LoadBalancerFrontendIPConfigurations[0].ID), want.FrontendID))
+			ptr.Deref(observed.Properties.LoadBalancerFrontendIPConfigurations[0].ID, ""), want.FrontendID))
 	}
 	if len(diff) > 0 {
 		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
@@ -124,9 +128,9 @@ func (r *Reconciler) checkOwner(obj *v1alpha1.AzurePrivateLinkService, observed 
 	o, by := pls.OwnerOf(observed, owner(obj))
 	switch {
 	case o == pls.OtherOwner:
-		return terminal(ReasonNotOwned, "private link service %s belongs to AzurePrivateLinkService %s (tag %s); the operator leaves it alone", deref(observed.Name), by, pls.OwnerTag)
+		return terminal(ReasonNotOwned, "private link service %s belongs to AzurePrivateLinkService %s (tag %s); the operator leaves it alone", ptr.Deref(observed.Name, ""), by, pls.OwnerTag)
 	case o == pls.Untagged && !obj.Spec.Adopt:
-		return terminal(ReasonNotOwned, "private link service %s exists and was not created by the operator (no %s tag); set spec.adopt to manage it", deref(observed.Name), pls.OwnerTag)
+		return terminal(ReasonNotOwned, "private link service %s exists and was not created by the operator (no %s tag); set spec.adopt to manage it", ptr.Deref(observed.Name, ""), pls.OwnerTag)
 	}
 	return nil
 }
@@ -135,12 +139,12 @@ func (r *Reconciler) checkOwner(obj *v1alpha1.AzurePrivateLinkService, observed 
 // the last observation is announced.
 func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *armnetwork.PrivateLinkService) {
 	st := &obj.Status
-	alias := deref(observed.Properties.Alias)
+	alias := ptr.Deref(observed.Properties.Alias, "")
 	if st.Alias != "" && alias != "" && st.Alias != alias {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventRecreated, "AliasChanged", "the alias changed from %s to %s: consumers that connect by alias must use the new one", st.Alias, alias)
 	}
-	st.ResourceID, st.Alias = deref(observed.ID), alias
-	st.ProvisioningState = string(deref(observed.Properties.ProvisioningState))
+	st.ResourceID, st.Alias = ptr.Deref(observed.ID, ""), alias
+	st.ProvisioningState = string(ptr.Deref(observed.Properties.ProvisioningState, ""))
 	st.NATIPAddresses = pls.NATAddresses(observed)
 	st.Connections, st.ApprovedConnections, st.PendingConnections = nil, 0, 0
 	for _, c := range pls.Connections(observed) {
@@ -195,25 +199,29 @@ func (r *Reconciler) decide(ctx context.Context, obj *v1alpha1.AzurePrivateLinkS
 
 // failureBackoff doubles the wait after each provisioning failure of an
 // object, from Recheck up to TerminalRecheck, so a service Azure keeps
-// failing is not written every few seconds.
+// failing is not written every few seconds. client-go's flowcontrol.Backoff
+// keeps the per-object state (and forgets objects idle for twice the
+// limit); base and limit are the reconciler's, fixed at its first failure.
 type failureBackoff struct {
 	mu sync.Mutex
-	n  map[string]int
+	b  *flowcontrol.Backoff
 }
 
-func (b *failureBackoff) next(key string, base, limit time.Duration) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.n == nil {
-		b.n = map[string]int{}
+func (f *failureBackoff) next(key string, base, limit time.Duration) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.b == nil {
+		f.b = flowcontrol.NewBackOff(base, limit)
 	}
-	d := base << min(b.n[key], 16)
-	b.n[key]++
-	return min(d, limit)
+	f.b.GC()
+	f.b.Next(key, f.b.Clock.Now())
+	return f.b.Get(key)
 }
 
-func (b *failureBackoff) reset(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.n, key)
+func (f *failureBackoff) reset(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.b != nil {
+		f.b.Reset(key)
+	}
 }

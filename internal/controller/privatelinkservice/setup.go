@@ -70,7 +70,7 @@ func (o *Options) setDefaults() {
 }
 
 func (o *Options) drift() time.Duration {
-	return o.DriftInterval + rand.N(o.DriftInterval/10+1)
+	return o.DriftInterval + rand.N(o.DriftInterval/10+1) //nolint:gosec // G404: jitter spreads requeues; nothing to guess
 }
 
 // azureAPI is what the controller needs from Azure for one object.

@@ -1,0 +1,71 @@
+package clusterlink
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics of the AzureCluster controllers.
+var (
+	mcWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_management_cluster_writes_total",
+		Help: "Writes of the management cluster's AzureCluster by the operator.",
+	})
+	wcWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_workload_cluster_writes_total",
+		Help: "Writes of workload clusters' AzureClusters (spec, annotations, finalizer, status) by the operator.",
+	})
+	// endpointStates publishes the private endpoints gauge.
+	endpointStates = newEndpointStateCollector()
+)
+
+func init() {
+	metrics.Registry.MustRegister(mcWrites, wcWrites, endpointStates)
+}
+
+var endpointsDesc = prometheus.NewDesc("azure_private_endpoint_operator_private_endpoints",
+	"Private endpoints the operator wired, by direction (mc-to-wc-api, wc-to-mc-ingress) and state.",
+	[]string{"direction", "state"}, nil)
+
+// endpointStateCollector keeps each WC's endpoint states and counts them
+// when Prometheus scrapes: a reconcile only replaces its WC's entry (no
+// recount, no gauge reset that a scrape could see half done).
+type endpointStateCollector struct {
+	mu     sync.Mutex
+	states map[string]map[Direction]string // WC key -> direction -> state
+}
+
+func newEndpointStateCollector() *endpointStateCollector {
+	return &endpointStateCollector{states: map[string]map[Direction]string{}}
+}
+
+// set replaces a WC's states; nil or empty forgets the WC.
+func (c *endpointStateCollector) set(wc string, states map[Direction]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(states) == 0 {
+		delete(c.states, wc)
+		return
+	}
+	c.states[wc] = states
+}
+
+// Describe implements prometheus.Collector.
+func (c *endpointStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- endpointsDesc }
+
+// Collect implements prometheus.Collector.
+func (c *endpointStateCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[[2]string]float64{}
+	c.mu.Lock()
+	for _, byDir := range c.states {
+		for dir, st := range byDir {
+			counts[[2]string{string(dir), st}]++
+		}
+	}
+	c.mu.Unlock()
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, n, k[0], k[1])
+	}
+}

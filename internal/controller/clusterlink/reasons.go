@@ -1,0 +1,29 @@
+package clusterlink
+
+// Event reasons beyond those of the desired state. Constant, so users can
+// filter on them.
+const (
+	ReasonManagementClusterNotFound = "ManagementClusterNotFound"
+	ReasonEndpointReady             = "PrivateEndpointReady"
+	ReasonEndpointPending           = "PrivateEndpointPendingApproval"
+	ReasonEndpointRejected          = "PrivateEndpointRejected"
+	ReasonEndpointDisconnected      = "PrivateEndpointDisconnected"
+	ReasonEndpointProvisioning      = "WaitingForPrivateEndpoint"
+	ReasonEndpointNotReady          = "PrivateEndpointNotReady"
+	ReasonAzureError                = "AzureError"
+	ReasonFinalizerReleased         = "FinalizerReleased"
+	ReasonOrphanDeleted             = "OrphanedPrivateEndpointDeleted"
+	// ConditionGSPrivateLinksReady is the compatibility condition existing
+	// installations read; it is only ever written True.
+	ConditionGSPrivateLinksReady = "GSPrivateLinksReady"
+)
+
+// Endpoint states for the metrics.
+const (
+	stateReady        = "ready"
+	statePending      = "pending_approval"
+	stateRejected     = "rejected"
+	stateDisconnected = "disconnected"
+	stateProvisioning = "provisioning"
+	stateUnknown      = "unknown"
+)
