@@ -38,16 +38,38 @@ help: ## Show this help.
 DEMO_FLAGS ?=
 
 .PHONY: demo
-demo: envtest-assets build ## Run the operator end to end on this machine (Ctrl-C stops it).
+demo: envtest-assets kubectl build ## Run the operator end to end on this machine (Ctrl-C stops it).
 	$(GO) build -o $(BIN)/demo ./cmd/demo
-	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(BIN)/demo --operator-binary $(BIN)/azure-private-endpoint-operator $(DEMO_FLAGS)
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(BIN)/demo --operator-binary $(BIN)/azure-private-endpoint-operator \
+		--kubectl "$$(hack/envtest/build.sh --print-dir)/kubectl" $(DEMO_FLAGS)
+
+.PHONY: kubectl
+kubectl: ## Build kubectl from the API server's Kubernetes release (cached beside it) and print its path.
+	@hack/envtest/build.sh --kubectl
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
 	$(GO) build -o $(BIN)/azure-private-endpoint-operator ./cmd/azure-private-endpoint-operator
 
 .PHONY: test
-test: lint chart-lint test-go ## Run the whole suite: lint, chart lint, then unit and envtest tests with the race detector.
+test: check-tree lint chart-lint test-go test-image ## Run the whole suite: tracked-file guard, lint, chart lint, unit/envtest/e2e tests with the race detector, the image.
+
+.PHONY: check-tree
+check-tree: ## Fail if a tracked file is over 1 MiB or an executable binary.
+	@$(GO) run ./hack/checktree || { echo "check-tree: see above; build output belongs in bin/ (ignored)" >&2; exit 1; }
+
+# The image's version and revision labels.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: image
+image: ## Build the operator's OCI image into bin/image.tar (and bin/oci/) without a container engine.
+	cd hack/image && $(GO) run . --context $(CURDIR) --out $(BIN)/image.tar --oci-layout $(BIN)/oci \
+		--version $(VERSION) --revision "$(REVISION)"
+
+.PHONY: test-image
+test-image: ## Build the image from a clean context and check it (entrypoint, user, no shell, the binary starts).
+	cd hack/image && $(GO) test -count=1 ./...
 
 .PHONY: test-go
 test-go: envtest-assets $(HELM) ## Run unit and envtest tests only (no lint).
@@ -72,8 +94,9 @@ envtest-assets: ## Build kube-apiserver and etcd for tests (cached; ~5-12 min th
 	@hack/envtest/build.sh >/dev/null
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint with the project's configuration.
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with the project's configuration (the operator's module and hack/image).
 	$(GOLANGCI_LINT) run ./...
+	cd hack/image && $(GOLANGCI_LINT) run ./...
 
 .PHONY: fmt
 fmt: $(GOLANGCI_LINT) ## Format code (gofmt, goimports).
@@ -93,11 +116,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 	sed -n '/^rules:/,$$p' config/rbac/role.yaml | tail -n +2 > $(CHART)/files/clusterrole-rules.yaml
 	sed -n '/^rules:/,$$p' config/rbac/leader_election_role.yaml | tail -n +2 > $(CHART)/files/leader-election-rules.yaml
 	@if ls config/crd/bases/*.yaml >/dev/null 2>&1; then mkdir -p $(CHART)/crds && cp config/crd/bases/*.yaml $(CHART)/crds/; fi
+	@# The generated blocks of docs/flags.md and docs/api.md.
+	APEO_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagReferenceIsCurrent|TestAPIReferenceIsCurrent' ./cmd/azure-private-endpoint-operator ./internal/docgen >/dev/null
 
 .PHONY: tidy
 tidy: ## Tidy every Go module in the repository.
 	$(GO) mod tidy
-	for m in hack/tools hack/helm hack/envtest/kube-apiserver hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
+	for m in hack/tools hack/helm hack/image hack/envtest/kube-apiserver hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: clean
 clean: ## Remove build output (the envtest cache outside the clone is kept).

@@ -65,11 +65,11 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "azuresim: unexpected arguments %q\n", fs.Args())
+		_, _ = fmt.Fprintf(stderr, "azuresim: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
 	if *pageSize < 1 || *latency < 0 {
-		fmt.Fprintln(stderr, "azuresim: --page-size must be at least 1 and --latency not negative")
+		_, _ = fmt.Fprintln(stderr, "azuresim: --page-size must be at least 1 and --latency not negative")
 		return 2
 	}
 	opts := azuresim.Options{Latency: *latency, PageSize: *pageSize, TLS: *useTLS, NoAuth: *noAuth, Principals: principals}
@@ -79,35 +79,35 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	srv := azuresim.New(opts)
 	if *seedFile != "" {
 		if err := seed(srv, *seedFile); err != nil {
-			fmt.Fprintf(stderr, "azuresim: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "azuresim: %v\n", err)
 			return 1
 		}
 	}
 	if err := srv.Start(*addr); err != nil {
-		fmt.Fprintf(stderr, "azuresim: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "azuresim: %v\n", err)
 		return 1
 	}
 	curl := "curl"
 	if *useTLS {
 		if err := srv.WriteCAFile(*caFile); err != nil {
-			fmt.Fprintf(stderr, "azuresim: writing the CA certificate: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "azuresim: writing the CA certificate: %v\n", err)
 			_ = srv.Close()
 			return 1
 		}
 		curl = "curl --cacert " + *caFile
 	}
-	fmt.Fprintf(stdout, "azuresim listening on %s\n", srv.URL())
-	fmt.Fprintf(stdout, "  ARM endpoint:    %s\n", srv.URL())
-	fmt.Fprintf(stdout, "  AAD authority:   %s/ (token endpoint %s/<tenant>/oauth2/v2.0/token)\n", srv.URL(), srv.URL())
+	_, _ = fmt.Fprintf(stdout, "azuresim listening on %s\n", srv.URL())
+	_, _ = fmt.Fprintf(stdout, "  ARM endpoint:    %s\n", srv.URL())
+	_, _ = fmt.Fprintf(stdout, "  AAD authority:   %s/ (token endpoint %s/<tenant>/oauth2/v2.0/token)\n", srv.URL(), srv.URL())
 	if *useTLS {
-		fmt.Fprintf(stdout, "  CA certificate:  %s\n", *caFile)
+		_, _ = fmt.Fprintf(stdout, "  CA certificate:  %s\n", *caFile)
 	}
-	fmt.Fprintf(stdout, "  admin API:       %s/_sim/  (try: %s %s/_sim/resources)\n", srv.URL(), curl, srv.URL())
+	_, _ = fmt.Fprintf(stdout, "  admin API:       %s/_sim/  (try: %s %s/_sim/resources)\n", srv.URL(), curl, srv.URL())
 	<-stop
-	fmt.Fprintln(stdout, "azuresim: shutting down")
+	_, _ = fmt.Fprintln(stdout, "azuresim: shutting down")
 	ctxErr := srv.Close()
 	if ctxErr != nil {
-		fmt.Fprintf(stderr, "azuresim: shutdown: %v\n", ctxErr)
+		_, _ = fmt.Fprintf(stderr, "azuresim: shutdown: %v\n", ctxErr)
 		return 1
 	}
 	return 0

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 )
 
@@ -353,8 +355,8 @@ func (s *Server) ActOnConnection(a ConnectionAction) error {
 		return fmt.Errorf("private link service %s not found", a.PrivateLinkServiceID)
 	}
 	for _, c := range s.st.list(typePLSConn, a.PrivateLinkServiceID) {
-		pc := c.obj.(*armnetwork.PrivateEndpointConnection)
-		if !strings.EqualFold(deref(pc.Properties.PrivateEndpoint.ID), a.PrivateEndpointID) {
+		pc := objOf[armnetwork.PrivateEndpointConnection](c)
+		if !strings.EqualFold(ptr.Deref(pc.Properties.PrivateEndpoint.ID, ""), a.PrivateEndpointID) {
 			continue
 		}
 		if a.Remove {
@@ -367,7 +369,7 @@ func (s *Server) ActOnConnection(a ConnectionAction) error {
 			return fmt.Errorf("status %q: want Approved, Rejected or Pending", a.Status)
 		}
 		pc.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{
-			Status: ptr(a.Status), Description: ptr(a.Description), ActionsRequired: ptr("None"),
+			Status: new(a.Status), Description: new(a.Description), ActionsRequired: new("None"),
 		}
 		c.etag = newETag()
 		return nil

@@ -2,7 +2,10 @@ package azuresim_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 
@@ -75,7 +78,7 @@ func runConnectionCase(t *testing.T, tc connectionCase) {
 		t.Fatalf("%s: provider sees %d connections, want 1", tc.reason, len(conns))
 	}
 	if tc.manual && tc.act == none {
-		if d := deref(conns[0].Properties.PrivateLinkServiceConnectionState.Description); d != "please approve" {
+		if d := ptr.Deref(conns[0].Properties.PrivateLinkServiceConnectionState.Description, ""); d != "please approve" {
 			t.Errorf("%s: the owner sees request message %q, want the endpoint's", tc.reason, d)
 		}
 	}
@@ -84,7 +87,7 @@ func runConnectionCase(t *testing.T, tc connectionCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns2 := append(got.Properties.PrivateLinkServiceConnections, got.Properties.ManualPrivateLinkServiceConnections...)
+	conns2 := slices.Concat(got.Properties.PrivateLinkServiceConnections, got.Properties.ManualPrivateLinkServiceConnections)
 	if status := *conns2[0].Properties.PrivateLinkServiceConnectionState.Status; status != tc.wantStatus {
 		t.Errorf("%s: endpoint sees %s, want %s", tc.reason, status, tc.wantStatus)
 	}
@@ -145,12 +148,4 @@ func listConnections(t *testing.T, c *armnetwork.PrivateLinkServicesClient, rg, 
 		out = append(out, page.Value...)
 	}
 	return out
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

@@ -157,7 +157,7 @@ func (a adminClient) do(method, path, body string) (int, string) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }

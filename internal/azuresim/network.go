@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 )
 
@@ -38,22 +40,22 @@ var vnetKind = &kind{
 		}
 	},
 	render: func(s *state, r *resource) {
-		v := r.obj.(*armnetwork.VirtualNetwork)
+		v := objOf[armnetwork.VirtualNetwork](r)
 		setCommon(&v.ID, &v.Name, &v.Type, &v.Etag, r)
 		if v.Properties == nil {
 			v.Properties = &armnetwork.VirtualNetworkPropertiesFormat{}
 		}
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+		v.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 		v.Properties.Subnets = nil
 		for _, sn := range s.list(typeSubnet, r.id) {
 			subnetKind.render(s, sn)
-			v.Properties.Subnets = append(v.Properties.Subnets, sn.obj.(*armnetwork.Subnet))
+			v.Properties.Subnets = append(v.Properties.Subnets, objOf[armnetwork.Subnet](sn))
 		}
 	},
 }
 
 func putVNet(s *state, req *putRequest) *armError {
-	v := req.body.(*armnetwork.VirtualNetwork)
+	v := bodyOf[armnetwork.VirtualNetwork](req)
 	if v.Properties == nil || v.Properties.AddressSpace == nil || len(v.Properties.AddressSpace.AddressPrefixes) == 0 {
 		return errBadRequest("InvalidRequestFormat", "Virtual network %s must have an address space.", req.id)
 	}
@@ -131,18 +133,18 @@ var subnetKind = &kind{
 	lro:    true,
 	put: func(s *state, req *putRequest) *armError {
 		vnet := s.lookup(req.path.parent().id())
-		space, e := parsePrefixes(vnet.id, vnet.obj.(*armnetwork.VirtualNetwork).Properties.AddressSpace.AddressPrefixes)
+		space, e := parsePrefixes(vnet.id, objOf[armnetwork.VirtualNetwork](vnet).Properties.AddressSpace.AddressPrefixes)
 		if e != nil {
 			return e
 		}
-		return applySubnet(s, req.res, req.body.(*armnetwork.Subnet), space, req.existing == nil)
+		return applySubnet(s, req.res, bodyOf[armnetwork.Subnet](req), space, req.existing == nil)
 	},
 	checkDelete: subnetInUse,
 	onDelete:    func(s *state, r *resource) { delete(s.pools, key(r.id)) },
 	render: func(s *state, r *resource) {
-		sn := r.obj.(*armnetwork.Subnet)
+		sn := objOf[armnetwork.Subnet](r)
 		setCommon(&sn.ID, &sn.Name, &sn.Type, &sn.Etag, r)
-		sn.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+		sn.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 		sn.Properties.PrivateEndpoints = nil
 		sn.Properties.IPConfigurations = nil
 		pool := s.pools[key(r.id)]
@@ -151,11 +153,11 @@ var subnetKind = &kind{
 		}
 		for _, h := range pool.holders() {
 			if nic := s.lookup(h); nic != nil && nic.typeKey == typeNIC {
-				if pe := nic.obj.(*armnetwork.Interface).Properties.PrivateEndpoint; pe != nil {
+				if pe := objOf[armnetwork.Interface](nic).Properties.PrivateEndpoint; pe != nil {
 					sn.Properties.PrivateEndpoints = append(sn.Properties.PrivateEndpoints, &armnetwork.PrivateEndpoint{ID: pe.ID})
 				}
 			}
-			sn.Properties.IPConfigurations = append(sn.Properties.IPConfigurations, &armnetwork.IPConfiguration{ID: ptr(h)})
+			sn.Properties.IPConfigurations = append(sn.Properties.IPConfigurations, &armnetwork.IPConfiguration{ID: new(h)})
 		}
 	},
 }
@@ -182,10 +184,10 @@ func applySubnet(s *state, r *resource, in *armnetwork.Subnet, space []netip.Pre
 		return e
 	}
 	if p.PrivateLinkServiceNetworkPolicies == nil {
-		p.PrivateLinkServiceNetworkPolicies = ptr(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled)
+		p.PrivateLinkServiceNetworkPolicies = new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled)
 	}
 	if p.PrivateEndpointNetworkPolicies == nil {
-		p.PrivateEndpointNetworkPolicies = ptr(armnetwork.VirtualNetworkPrivateEndpointNetworkPoliciesDisabled)
+		p.PrivateEndpointNetworkPolicies = new(armnetwork.VirtualNetworkPrivateEndpointNetworkPoliciesDisabled)
 	}
 	if old := s.pools[key(r.id)]; !isNew && old != nil {
 		if e := checkSubnetUpdate(s, r, p, old, pool); e != nil {
@@ -286,23 +288,23 @@ var lbKind = &kind{
 	},
 	onDelete: func(s *state, r *resource) { releaseEverywhere(s, r.id) },
 	render: func(_ *state, r *resource) {
-		lb := r.obj.(*armnetwork.LoadBalancer)
+		lb := objOf[armnetwork.LoadBalancer](r)
 		setCommon(&lb.ID, &lb.Name, &lb.Type, &lb.Etag, r)
-		lb.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+		lb.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 	},
 }
 
 func putLB(s *state, req *putRequest) (err *armError) {
-	lb := req.body.(*armnetwork.LoadBalancer)
+	lb := bodyOf[armnetwork.LoadBalancer](req)
 	if lb.SKU == nil || lb.SKU.Name == nil {
-		lb.SKU = &armnetwork.LoadBalancerSKU{Name: ptr(armnetwork.LoadBalancerSKUNameBasic)}
+		lb.SKU = &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameBasic)}
 	}
 	if lb.Properties == nil {
 		lb.Properties = &armnetwork.LoadBalancerPropertiesFormat{}
 	}
 	old := map[string]string{} // frontend ID -> address held before
 	if req.existing != nil {
-		for _, fe := range req.existing.obj.(*armnetwork.LoadBalancer).Properties.FrontendIPConfigurations {
+		for _, fe := range objOf[armnetwork.LoadBalancer](req.existing).Properties.FrontendIPConfigurations {
 			if fe.Properties != nil && fe.Properties.PrivateIPAddress != nil {
 				old[key(*fe.ID)] = *fe.Properties.PrivateIPAddress
 			}
@@ -315,7 +317,7 @@ func putLB(s *state, req *putRequest) (err *armError) {
 		if err != nil {
 			releaseEverywhere(s, req.id)
 			if req.existing != nil {
-				reclaimFrontends(s, req.existing.obj.(*armnetwork.LoadBalancer))
+				reclaimFrontends(s, objOf[armnetwork.LoadBalancer](req.existing))
 			}
 		}
 	}()
@@ -335,7 +337,7 @@ func applyFrontend(s *state, req *putRequest, fe *armnetwork.FrontendIPConfigura
 		return errBadRequest("InvalidRequestFormat", "Every frontend IP configuration of %s needs a name.", req.id)
 	}
 	feID := req.id + "/frontendIPConfigurations/" + *fe.Name
-	fe.ID = ptr(feID)
+	fe.ID = new(feID)
 	if fe.Properties == nil {
 		fe.Properties = &armnetwork.FrontendIPConfigurationPropertiesFormat{}
 	}
@@ -347,22 +349,22 @@ func applyFrontend(s *state, req *putRequest, fe *armnetwork.FrontendIPConfigura
 	if fp.Subnet == nil {
 		return nil // public frontend: public IPs are not modelled
 	}
-	if e := s.checkLinked(req, deref(fp.Subnet.ID), "Microsoft.Network/virtualNetworks/subnets/join/action"); e != nil {
+	if e := s.checkLinked(req, ptr.Deref(fp.Subnet.ID, ""), "Microsoft.Network/virtualNetworks/subnets/join/action"); e != nil {
 		return e
 	}
-	pool := s.pools[key(deref(fp.Subnet.ID))]
+	pool := s.pools[key(ptr.Deref(fp.Subnet.ID, ""))]
 	if pool == nil {
-		return errInvalidReference(deref(fp.Subnet.ID), req.id)
+		return errInvalidReference(ptr.Deref(fp.Subnet.ID, ""), req.id)
 	}
 	addr, e := claimOrAllocate(pool, feID, fp.PrivateIPAllocationMethod, fp.PrivateIPAddress, old[key(feID)])
 	if e != nil {
 		return e
 	}
-	fp.PrivateIPAddress = ptr(addr)
+	fp.PrivateIPAddress = new(addr)
 	if fp.PrivateIPAllocationMethod == nil {
-		fp.PrivateIPAllocationMethod = ptr(armnetwork.IPAllocationMethodDynamic)
+		fp.PrivateIPAllocationMethod = new(armnetwork.IPAllocationMethodDynamic)
 	}
-	fp.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	fp.ProvisioningState = new(armnetwork.ProvisioningStateSucceeded)
 	return nil
 }
 
@@ -371,7 +373,7 @@ func reclaimFrontends(s *state, lb *armnetwork.LoadBalancer) {
 		if fe.Properties == nil || fe.Properties.Subnet == nil || fe.Properties.PrivateIPAddress == nil {
 			continue
 		}
-		if pool := s.pools[key(deref(fe.Properties.Subnet.ID))]; pool != nil {
+		if pool := s.pools[key(ptr.Deref(fe.Properties.Subnet.ID, ""))]; pool != nil {
 			_ = pool.claim(*fe.Properties.PrivateIPAddress, *fe.ID)
 		}
 	}
@@ -413,7 +415,7 @@ var nicKind = &kind{
 			"Network interface %s is used by a private endpoint and cannot be deleted.", r.id)
 	},
 	render: func(_ *state, r *resource) {
-		n := r.obj.(*armnetwork.Interface)
+		n := objOf[armnetwork.Interface](r)
 		setCommon(&n.ID, &n.Name, &n.Type, &n.Etag, r)
 	},
 }
@@ -422,17 +424,17 @@ var nicKind = &kind{
 
 // setCommon fills the envelope fields every resource renders.
 func setCommon(id, name, typ, etag **string, r *resource) {
-	*id, *name, *etag = ptr(r.id), ptr(r.name), ptr(r.etag)
-	*typ = ptr(canonicalType(r.typeKey))
+	*id, *name, *etag = new(r.id), new(r.name), new(r.etag)
+	*typ = new(canonicalType(r.typeKey))
 }
 
 func parsePrefixes(id string, in []*string) ([]netip.Prefix, *armError) {
 	var out []netip.Prefix
 	for _, s := range in {
-		pfx, err := netip.ParsePrefix(deref(s))
+		pfx, err := netip.ParsePrefix(ptr.Deref(s, ""))
 		if err != nil || pfx != pfx.Masked() {
 			return nil, errBadRequest("InvalidAddressPrefixFormat",
-				"Address prefix %s of resource %s is not formatted correctly. It should follow CIDR notation, for example 10.0.0.0/24.", deref(s), id)
+				"Address prefix %s of resource %s is not formatted correctly. It should follow CIDR notation, for example 10.0.0.0/24.", ptr.Deref(s, ""), id)
 		}
 		out = append(out, pfx)
 	}
@@ -463,7 +465,7 @@ func samePrefixes(a, b []netip.Prefix) bool {
 func derefAll(in []*string) []string {
 	out := make([]string, 0, len(in))
 	for _, s := range in {
-		out = append(out, deref(s))
+		out = append(out, ptr.Deref(s, ""))
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 )
 
@@ -19,10 +21,10 @@ var zoneKind = &kind{
 	lro:      true,
 	location: true,
 	put: func(_ *state, req *putRequest) *armError {
-		z := req.body.(*armprivatedns.PrivateZone)
-		if !strings.EqualFold(deref(z.Location), "global") {
+		z := bodyOf[armprivatedns.PrivateZone](req)
+		if !strings.EqualFold(ptr.Deref(z.Location, ""), "global") {
 			return errBadRequest("InvalidResourceLocation",
-				"The resource location '%s' is invalid: private DNS zones must be in location 'global'.", deref(z.Location))
+				"The resource location '%s' is invalid: private DNS zones must be in location 'global'.", ptr.Deref(z.Location, ""))
 		}
 		if z.Properties == nil {
 			z.Properties = &armprivatedns.PrivateZoneProperties{}
@@ -45,13 +47,13 @@ var zoneKind = &kind{
 		}
 	},
 	render: func(s *state, r *resource) {
-		z := r.obj.(*armprivatedns.PrivateZone)
+		z := objOf[armprivatedns.PrivateZone](r)
 		setCommon(&z.ID, &z.Name, &z.Type, &z.Etag, r)
-		z.Properties.ProvisioningState = ptr(armprivatedns.ProvisioningState(r.state))
-		z.Properties.NumberOfRecordSets = ptr(int64(len(s.list(typeARecord, r.id))))
-		z.Properties.NumberOfVirtualNetworkLinks = ptr(int64(len(s.list(typeVNetLink, r.id))))
-		z.Properties.MaxNumberOfRecordSets = ptr(int64(25000))
-		z.Properties.MaxNumberOfVirtualNetworkLinks = ptr(int64(1000))
+		z.Properties.ProvisioningState = new(armprivatedns.ProvisioningState(r.state))
+		z.Properties.NumberOfRecordSets = new(int64(len(s.list(typeARecord, r.id))))
+		z.Properties.NumberOfVirtualNetworkLinks = new(int64(len(s.list(typeVNetLink, r.id))))
+		z.Properties.MaxNumberOfRecordSets = new(int64(25000))
+		z.Properties.MaxNumberOfVirtualNetworkLinks = new(int64(1000))
 	},
 }
 
@@ -59,7 +61,7 @@ var zoneKind = &kind{
 var aRecordKind = &kind{
 	newObj: func() any { return &armprivatedns.RecordSet{} },
 	put: func(_ *state, req *putRequest) *armError {
-		rs := req.body.(*armprivatedns.RecordSet)
+		rs := bodyOf[armprivatedns.RecordSet](req)
 		if rs.Properties == nil {
 			rs.Properties = &armprivatedns.RecordSetProperties{}
 		}
@@ -72,15 +74,15 @@ var aRecordKind = &kind{
 		return nil
 	},
 	render: func(_ *state, r *resource) {
-		rs := r.obj.(*armprivatedns.RecordSet)
+		rs := objOf[armprivatedns.RecordSet](r)
 		setCommon(&rs.ID, &rs.Name, &rs.Type, &rs.Etag, r)
 		zone := armPathOf(r.id).names[0]
 		fqdn := r.name + "." + zone + "."
 		if r.name == "@" {
 			fqdn = zone + "."
 		}
-		rs.Properties.Fqdn = ptr(fqdn)
-		rs.Properties.IsAutoRegistered = ptr(false)
+		rs.Properties.Fqdn = new(fqdn)
+		rs.Properties.IsAutoRegistered = new(false)
 	},
 }
 
@@ -89,7 +91,7 @@ var vnetLinkKind = &kind{
 	lro:      true,
 	location: true,
 	put: func(s *state, req *putRequest) *armError {
-		l := req.body.(*armprivatedns.VirtualNetworkLink)
+		l := bodyOf[armprivatedns.VirtualNetworkLink](req)
 		if l.Properties == nil || l.Properties.VirtualNetwork == nil || l.Properties.VirtualNetwork.ID == nil {
 			return errBadRequest("BadRequest", "Virtual network link %s must reference a virtual network.", req.name())
 		}
@@ -102,22 +104,22 @@ var vnetLinkKind = &kind{
 			if key(other.id) == key(req.id) {
 				continue
 			}
-			o := other.obj.(*armprivatedns.VirtualNetworkLink)
-			if strings.EqualFold(deref(o.Properties.VirtualNetwork.ID), vnetID) {
+			o := objOf[armprivatedns.VirtualNetworkLink](other)
+			if strings.EqualFold(ptr.Deref(o.Properties.VirtualNetwork.ID, ""), vnetID) {
 				return newError(http.StatusConflict, "Conflict",
 					"Private zone '%s' is already linked to the virtual network '%s'.", req.path.names[0], vnetID)
 			}
 		}
 		if l.Properties.RegistrationEnabled == nil {
-			l.Properties.RegistrationEnabled = ptr(false)
+			l.Properties.RegistrationEnabled = new(false)
 		}
 		req.res.obj = l
 		return nil
 	},
 	render: func(_ *state, r *resource) {
-		l := r.obj.(*armprivatedns.VirtualNetworkLink)
+		l := objOf[armprivatedns.VirtualNetworkLink](r)
 		setCommon(&l.ID, &l.Name, &l.Type, &l.Etag, r)
-		l.Properties.ProvisioningState = ptr(armprivatedns.ProvisioningState(r.state))
+		l.Properties.ProvisioningState = new(armprivatedns.ProvisioningState(r.state))
 		st := armprivatedns.VirtualNetworkLinkStateInProgress
 		if r.state == stateSucceeded {
 			st = armprivatedns.VirtualNetworkLinkStateCompleted

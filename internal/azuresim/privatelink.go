@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 )
 
@@ -50,27 +52,27 @@ var plsKind = &kind{
 	},
 	onDelete: func(s *state, r *resource) {
 		releaseEverywhere(s, r.id)
-		pls := r.obj.(*armnetwork.PrivateLinkService)
-		delete(s.aliases, strings.ToLower(deref(pls.Properties.Alias)))
+		pls := objOf[armnetwork.PrivateLinkService](r)
+		delete(s.aliases, strings.ToLower(ptr.Deref(pls.Properties.Alias, "")))
 		for _, c := range s.list(typePLSConn, r.id) {
 			delete(s.res, key(c.id))
 		}
 	},
 	render: func(s *state, r *resource) {
-		pls := r.obj.(*armnetwork.PrivateLinkService)
+		pls := objOf[armnetwork.PrivateLinkService](r)
 		setCommon(&pls.ID, &pls.Name, &pls.Type, &pls.Etag, r)
-		pls.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+		pls.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 		pls.Properties.PrivateEndpointConnections = nil
 		for _, c := range s.list(typePLSConn, r.id) {
 			plsConnKind.render(s, c)
 			pls.Properties.PrivateEndpointConnections = append(pls.Properties.PrivateEndpointConnections,
-				c.obj.(*armnetwork.PrivateEndpointConnection))
+				objOf[armnetwork.PrivateEndpointConnection](c))
 		}
 	},
 }
 
 func putPLS(s *state, req *putRequest) (err *armError) {
-	pls := req.body.(*armnetwork.PrivateLinkService)
+	pls := bodyOf[armnetwork.PrivateLinkService](req)
 	if pls.Properties == nil {
 		return errBadRequest("InvalidRequestFormat", "Private link service %s has no properties.", req.id)
 	}
@@ -80,7 +82,7 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 			"Cannot have more than one load balancer frontend IP configuration on the private link service. Private link service %s has %d load balancer frontend IP configurations specified.",
 			req.name(), len(p.LoadBalancerFrontendIPConfigurations))
 	}
-	feID := deref(p.LoadBalancerFrontendIPConfigurations[0].ID)
+	feID := ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, "")
 	fe, lb, e := s.frontend(feID, req.id)
 	if e != nil {
 		return e
@@ -90,15 +92,15 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 	}
 	if lb.SKU == nil || lb.SKU.Name == nil || *lb.SKU.Name != armnetwork.LoadBalancerSKUNameStandard {
 		return errBadRequest("PrivateLinkServiceNotSupportedOnBasicLoadBalancer",
-			"Private link service %s can only reference a Standard SKU load balancer; %s is not Standard.", req.id, deref(lb.ID))
+			"Private link service %s can only reference a Standard SKU load balancer; %s is not Standard.", req.id, ptr.Deref(lb.ID, ""))
 	}
 	if fe.Properties == nil || fe.Properties.Subnet == nil {
 		return errBadRequest("PrivateLinkServiceFrontendIPConfigurationMustBeInternal",
 			"Frontend IP configuration %s referenced by private link service %s must have a private IP address in a subnet.", feID, req.id)
 	}
 	if req.existing != nil {
-		old := req.existing.obj.(*armnetwork.PrivateLinkService)
-		if !strings.EqualFold(deref(old.Properties.LoadBalancerFrontendIPConfigurations[0].ID), feID) {
+		old := objOf[armnetwork.PrivateLinkService](req.existing)
+		if !strings.EqualFold(ptr.Deref(old.Properties.LoadBalancerFrontendIPConfigurations[0].ID, ""), feID) {
 			return errBadRequest("PropertyChangeNotAllowed",
 				"Changing property 'loadBalancerFrontendIpConfigurations' of private link service %s is not allowed.", req.id)
 		}
@@ -110,9 +112,9 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 	p.PrivateEndpointConnections = nil
 	p.NetworkInterfaces = nil
 	if req.existing != nil {
-		p.Alias = req.existing.obj.(*armnetwork.PrivateLinkService).Properties.Alias
+		p.Alias = objOf[armnetwork.PrivateLinkService](req.existing).Properties.Alias
 	} else {
-		p.Alias = ptr(fmt.Sprintf("%s.%s.%s.azure.privatelinkservice", strings.ToLower(req.name()), newGUID(), strings.ToLower(deref(pls.Location))))
+		p.Alias = new(fmt.Sprintf("%s.%s.%s.azure.privatelinkservice", strings.ToLower(req.name()), newGUID(), strings.ToLower(ptr.Deref(pls.Location, ""))))
 		s.aliases[strings.ToLower(*p.Alias)] = key(req.id)
 	}
 	req.res.obj = pls
@@ -128,10 +130,10 @@ func (s *state) applyNATConfigurations(req *putRequest, p *armnetwork.PrivateLin
 	previous := map[string]string{} // config ID -> address
 	var oldPrimary string
 	if req.existing != nil {
-		for _, c := range req.existing.obj.(*armnetwork.PrivateLinkService).Properties.IPConfigurations {
-			previous[key(deref(c.ID))] = deref(c.Properties.PrivateIPAddress)
-			if deref(c.Properties.Primary) {
-				oldPrimary = key(deref(c.ID))
+		for _, c := range objOf[armnetwork.PrivateLinkService](req.existing).Properties.IPConfigurations {
+			previous[key(ptr.Deref(c.ID, ""))] = ptr.Deref(c.Properties.PrivateIPAddress, "")
+			if ptr.Deref(c.Properties.Primary, false) {
+				oldPrimary = key(ptr.Deref(c.ID, ""))
 			}
 		}
 	}
@@ -140,15 +142,15 @@ func (s *state) applyNATConfigurations(req *putRequest, p *armnetwork.PrivateLin
 		if err != nil {
 			releaseEverywhere(s, req.id)
 			if req.existing != nil {
-				s.reclaimNAT(req.existing.obj.(*armnetwork.PrivateLinkService))
+				s.reclaimNAT(objOf[armnetwork.PrivateLinkService](req.existing))
 			}
 		}
 	}()
-	lbVNet := vnetOf(deref(fe.Properties.Subnet.ID))
+	lbVNet := vnetOf(ptr.Deref(fe.Properties.Subnet.ID, ""))
 	for _, c := range p.IPConfigurations {
 		cid := req.id + "/ipConfigurations/" + *c.Name
-		c.ID = ptr(cid)
-		if deref(c.Properties.Primary) && oldPrimary != "" && oldPrimary != key(cid) {
+		c.ID = new(cid)
+		if ptr.Deref(c.Properties.Primary, false) && oldPrimary != "" && oldPrimary != key(cid) {
 			return errBadRequest("PrivateLinkServicePrimaryIpConfigurationCannotBeChanged",
 				"The primary IP configuration of private link service %s cannot be changed.", req.id)
 		}
@@ -171,7 +173,7 @@ func checkNATShape(req *putRequest, cfgs []*armnetwork.PrivateLinkServiceIPConfi
 		if c == nil || c.Name == nil || c.Properties == nil || c.Properties.Subnet == nil {
 			return errBadRequest("InvalidRequestFormat", "Every IP configuration of private link service %s needs a name and a subnet.", req.id)
 		}
-		if deref(c.Properties.Primary) {
+		if ptr.Deref(c.Properties.Primary, false) {
 			primaries++
 		}
 	}
@@ -186,7 +188,7 @@ func checkNATShape(req *putRequest, cfgs []*armnetwork.PrivateLinkServiceIPConfi
 // subnet of the load balancer's VNet whose private link service network
 // policies are disabled.
 func (s *state) applyNATConfiguration(req *putRequest, c *armnetwork.PrivateLinkServiceIPConfiguration, lbVNet, previous string) *armError {
-	subnetID := deref(c.Properties.Subnet.ID)
+	subnetID := ptr.Deref(c.Properties.Subnet.ID, "")
 	if e := s.checkLinked(req, subnetID, "Microsoft.Network/virtualNetworks/subnets/join/action"); e != nil {
 		return e
 	}
@@ -199,27 +201,27 @@ func (s *state) applyNATConfiguration(req *putRequest, c *armnetwork.PrivateLink
 		return errBadRequest("PrivateLinkServiceIpConfigurationSubnetMustBeInLoadBalancerVnet",
 			"Subnet %s of private link service %s is not in the virtual network of its load balancer frontend.", subnetID, req.id)
 	}
-	if deref(sn.obj.(*armnetwork.Subnet).Properties.PrivateLinkServiceNetworkPolicies) != armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled {
+	if ptr.Deref(objOf[armnetwork.Subnet](sn).Properties.PrivateLinkServiceNetworkPolicies, "") != armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled {
 		return errBadRequest("PrivateLinkServiceNetworkPoliciesCannotBeEnabledOnPrivateLinkServiceSubnet",
 			"Private link service network policies cannot be enabled on private link service subnet %s.", subnetID)
 	}
-	addr, e := claimOrAllocate(pool, deref(c.ID), c.Properties.PrivateIPAllocationMethod, c.Properties.PrivateIPAddress, previous)
+	addr, e := claimOrAllocate(pool, ptr.Deref(c.ID, ""), c.Properties.PrivateIPAllocationMethod, c.Properties.PrivateIPAddress, previous)
 	if e != nil {
 		return e
 	}
-	c.Properties.PrivateIPAddress = ptr(addr)
+	c.Properties.PrivateIPAddress = new(addr)
 	if c.Properties.PrivateIPAllocationMethod == nil {
-		c.Properties.PrivateIPAllocationMethod = ptr(armnetwork.IPAllocationMethodDynamic)
+		c.Properties.PrivateIPAllocationMethod = new(armnetwork.IPAllocationMethodDynamic)
 	}
-	c.Properties.PrivateIPAddressVersion = ptr(armnetwork.IPVersionIPv4)
-	c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	c.Properties.PrivateIPAddressVersion = new(armnetwork.IPVersionIPv4)
+	c.Properties.ProvisioningState = new(armnetwork.ProvisioningStateSucceeded)
 	return nil
 }
 
 func (s *state) reclaimNAT(pls *armnetwork.PrivateLinkService) {
 	for _, c := range pls.Properties.IPConfigurations {
-		if pool := s.pools[key(deref(c.Properties.Subnet.ID))]; pool != nil {
-			_ = pool.claim(deref(c.Properties.PrivateIPAddress), deref(c.ID))
+		if pool := s.pools[key(ptr.Deref(c.Properties.Subnet.ID, ""))]; pool != nil {
+			_ = pool.claim(ptr.Deref(c.Properties.PrivateIPAddress, ""), ptr.Deref(c.ID, ""))
 		}
 	}
 }
@@ -234,9 +236,9 @@ func (s *state) frontend(feID, by string) (*armnetwork.FrontendIPConfiguration, 
 	if lbRes == nil || lbRes.typeKey != typeLB {
 		return nil, nil, errInvalidReference(feID, by)
 	}
-	lb := lbRes.obj.(*armnetwork.LoadBalancer)
+	lb := objOf[armnetwork.LoadBalancer](lbRes)
 	for _, fe := range lb.Properties.FrontendIPConfigurations {
-		if strings.EqualFold(deref(fe.ID), feID) {
+		if strings.EqualFold(ptr.Deref(fe.ID, ""), feID) {
 			return fe, lb, nil
 		}
 	}
@@ -244,9 +246,10 @@ func (s *state) frontend(feID, by string) (*armnetwork.FrontendIPConfiguration, 
 }
 
 func plsFrontends(r *resource) []string {
-	var out []string
-	for _, fe := range r.obj.(*armnetwork.PrivateLinkService).Properties.LoadBalancerFrontendIPConfigurations {
-		out = append(out, deref(fe.ID))
+	fes := objOf[armnetwork.PrivateLinkService](r).Properties.LoadBalancerFrontendIPConfigurations
+	out := make([]string, 0, len(fes))
+	for _, fe := range fes {
+		out = append(out, ptr.Deref(fe.ID, ""))
 	}
 	return out
 }
@@ -268,29 +271,29 @@ var plsConnKind = &kind{
 		if req.existing == nil {
 			return errNotFoundChild(req.path)
 		}
-		in := req.body.(*armnetwork.PrivateEndpointConnection)
+		in := bodyOf[armnetwork.PrivateEndpointConnection](req)
 		if in.Properties == nil || in.Properties.PrivateLinkServiceConnectionState == nil {
 			return errBadRequest("InvalidRequestFormat", "The connection state of %s is required.", req.id)
 		}
 		want := in.Properties.PrivateLinkServiceConnectionState
-		switch deref(want.Status) {
+		switch ptr.Deref(want.Status, "") {
 		case ConnectionApproved, ConnectionRejected, ConnectionPending:
 		default:
 			return errBadRequest("InvalidPrivateEndpointConnectionStatus",
-				"Private endpoint connection status '%s' is not valid; use Approved, Rejected or Pending.", deref(want.Status))
+				"Private endpoint connection status '%s' is not valid; use Approved, Rejected or Pending.", ptr.Deref(want.Status, ""))
 		}
-		cur := req.existing.obj.(*armnetwork.PrivateEndpointConnection)
+		cur := objOf[armnetwork.PrivateEndpointConnection](req.existing)
 		cur.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{
 			Status:          want.Status,
 			Description:     want.Description,
-			ActionsRequired: ptr("None"),
+			ActionsRequired: new("None"),
 		}
 		return nil
 	},
 	render: func(_ *state, r *resource) {
-		c := r.obj.(*armnetwork.PrivateEndpointConnection)
+		c := objOf[armnetwork.PrivateEndpointConnection](r)
 		setCommon(&c.ID, &c.Name, &c.Type, &c.Etag, r)
-		c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+		c.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 	},
 }
 
@@ -329,7 +332,7 @@ var peKind = &kind{
 }
 
 func putPE(s *state, req *putRequest) *armError {
-	pe := req.body.(*armnetwork.PrivateEndpoint)
+	pe := bodyOf[armnetwork.PrivateEndpoint](req)
 	conn, isManual, e := peConnection(req, pe)
 	if e != nil {
 		return e
@@ -345,7 +348,7 @@ func putPE(s *state, req *putRequest) *armError {
 	if pool == nil {
 		return errInvalidReference(subnetID, req.id)
 	}
-	target := deref(conn.Properties.PrivateLinkServiceID)
+	target := ptr.Deref(conn.Properties.PrivateLinkServiceID, "")
 	plsRes := s.resolvePLS(target)
 	if plsRes == nil || !visibleTo(plsRes, req.path.sub) {
 		return errBadRequest("ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible",
@@ -367,7 +370,7 @@ func putPE(s *state, req *putRequest) *armError {
 		}
 	}
 	link.manual, link.plsID = isManual, plsRes.id
-	link.fqdns = plsRes.obj.(*armnetwork.PrivateLinkService).Properties.Fqdns
+	link.fqdns = objOf[armnetwork.PrivateLinkService](plsRes).Properties.Fqdns
 	req.res.link = link
 	pe.Properties.NetworkInterfaces, pe.Properties.CustomDNSConfigs = nil, nil
 	req.res.obj = pe
@@ -414,7 +417,7 @@ func canAutoApprove(pls *resource, req *putRequest) bool {
 // newPELink reserves the endpoint's address and names its NIC.
 func newPELink(req *putRequest, pe *armnetwork.PrivateEndpoint, pool *ipPool) (*peLink, *armError) {
 	p := pe.Properties
-	nicName := deref(p.CustomNetworkInterfaceName)
+	nicName := ptr.Deref(p.CustomNetworkInterfaceName, "")
 	if nicName == "" {
 		nicName = req.name() + ".nic." + newGUID()
 	}
@@ -434,20 +437,20 @@ func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLi
 	if link.connID != "" {
 		delete(s.res, key(link.connID))
 	}
-	pe := r.obj.(*armnetwork.PrivateEndpoint)
+	pe := objOf[armnetwork.PrivateEndpoint](r)
 	name := r.name + "." + newGUID()
 	c := &resource{
 		id:      pls.id + "/privateEndpointConnections/" + name,
 		typeKey: typePLSConn, sub: pls.sub, rg: pls.rg, name: name,
 		state: stateSucceeded, etag: newETag(),
 		obj: &armnetwork.PrivateEndpointConnection{Properties: &armnetwork.PrivateEndpointConnectionProperties{
-			PrivateEndpoint:         &armnetwork.PrivateEndpoint{ID: ptr(r.id)},
+			PrivateEndpoint:         &armnetwork.PrivateEndpoint{ID: new(r.id)},
 			PrivateEndpointLocation: pe.Location,
-			LinkIdentifier:          ptr(fmt.Sprint(rand.Uint32())),
+			LinkIdentifier:          new(fmt.Sprint(rand.Uint32())), //nolint:gosec // G404: an emulated identifier, not a secret
 			PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{
-				Status:          ptr(status),
+				Status:          new(status),
 				Description:     conn.Properties.RequestMessage,
-				ActionsRequired: ptr("None"),
+				ActionsRequired: new("None"),
 			},
 		}},
 	}
@@ -466,18 +469,18 @@ func (s *state) ensurePENIC(r *resource, pe *armnetwork.PrivateEndpoint) {
 	nic.obj = &armnetwork.Interface{
 		Location: pe.Location,
 		Properties: &armnetwork.InterfacePropertiesFormat{
-			PrivateEndpoint:   &armnetwork.PrivateEndpoint{ID: ptr(r.id)},
-			ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded),
+			PrivateEndpoint:   &armnetwork.PrivateEndpoint{ID: new(r.id)},
+			ProvisioningState: new(armnetwork.ProvisioningStateSucceeded),
 			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-				ID:   ptr(l.nicID + "/ipConfigurations/privateEndpointIpConfig." + newGUID()),
-				Name: ptr("privateEndpointIpConfig"),
+				ID:   new(l.nicID + "/ipConfigurations/privateEndpointIpConfig." + newGUID()),
+				Name: new("privateEndpointIpConfig"),
 				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-					Primary:                   ptr(true),
-					PrivateIPAddress:          ptr(l.address),
-					PrivateIPAddressVersion:   ptr(armnetwork.IPVersionIPv4),
-					PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodDynamic),
-					Subnet:                    &armnetwork.Subnet{ID: ptr(l.subnetID)},
-					ProvisioningState:         ptr(armnetwork.ProvisioningStateSucceeded),
+					Primary:                   new(true),
+					PrivateIPAddress:          new(l.address),
+					PrivateIPAddressVersion:   new(armnetwork.IPVersionIPv4),
+					PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodDynamic),
+					Subnet:                    &armnetwork.Subnet{ID: new(l.subnetID)},
+					ProvisioningState:         new(armnetwork.ProvisioningStateSucceeded),
 				},
 			}},
 		},
@@ -489,20 +492,20 @@ func (s *state) ensurePENIC(r *resource, pe *armnetwork.PrivateEndpoint) {
 // always mirrors the provider's side: a connection the provider removed, or
 // whose service was deleted, shows as Disconnected.
 func renderPE(s *state, r *resource) {
-	pe := r.obj.(*armnetwork.PrivateEndpoint)
+	pe := objOf[armnetwork.PrivateEndpoint](r)
 	setCommon(&pe.ID, &pe.Name, &pe.Type, &pe.Etag, r)
 	p := pe.Properties
-	p.ProvisioningState = ptr(armnetwork.ProvisioningState(r.state))
+	p.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 	l := r.link
-	state := &armnetwork.PrivateLinkServiceConnectionState{Status: ptr(ConnectionPending), Description: ptr(""), ActionsRequired: ptr("None")}
+	state := &armnetwork.PrivateLinkServiceConnectionState{Status: new(ConnectionPending), Description: new(""), ActionsRequired: new("None")}
 	if c := s.lookup(l.connID); c != nil {
-		cs := c.obj.(*armnetwork.PrivateEndpointConnection).Properties.PrivateLinkServiceConnectionState
+		cs := objOf[armnetwork.PrivateEndpointConnection](c).Properties.PrivateLinkServiceConnectionState
 		state = &armnetwork.PrivateLinkServiceConnectionState{Status: cs.Status, Description: cs.Description, ActionsRequired: cs.ActionsRequired}
 	} else if l.connID != "" || s.lookup(l.plsID) == nil {
 		state = &armnetwork.PrivateLinkServiceConnectionState{
-			Status:          ptr(ConnectionDisconnected),
-			Description:     ptr("The private link service connection was removed by the service owner."),
-			ActionsRequired: ptr("None"),
+			Status:          new(ConnectionDisconnected),
+			Description:     new("The private link service connection was removed by the service owner."),
+			ActionsRequired: new("None"),
 		}
 	}
 	for _, list := range []struct {
@@ -510,10 +513,10 @@ func renderPE(s *state, r *resource) {
 		typ   string
 	}{{p.PrivateLinkServiceConnections, "privateLinkServiceConnections"}, {p.ManualPrivateLinkServiceConnections, "manualPrivateLinkServiceConnections"}} {
 		for _, c := range list.conns {
-			c.ID = ptr(r.id + "/" + list.typ + "/" + deref(c.Name))
-			c.Type = ptr("Microsoft.Network/privateEndpoints/" + list.typ)
+			c.ID = new(r.id + "/" + list.typ + "/" + ptr.Deref(c.Name, ""))
+			c.Type = new("Microsoft.Network/privateEndpoints/" + list.typ)
 			c.Properties.PrivateLinkServiceConnectionState = state
-			c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+			c.Properties.ProvisioningState = new(armnetwork.ProvisioningStateSucceeded)
 		}
 	}
 	p.NetworkInterfaces, p.CustomDNSConfigs = nil, nil
@@ -523,11 +526,11 @@ func renderPE(s *state, r *resource) {
 	}
 	if strings.Contains(strings.ToLower(s.renderCtx.expand), "networkinterfaces") {
 		nicKind.render(s, nic)
-		p.NetworkInterfaces = []*armnetwork.Interface{nic.obj.(*armnetwork.Interface)}
+		p.NetworkInterfaces = []*armnetwork.Interface{objOf[armnetwork.Interface](nic)}
 	} else {
-		p.NetworkInterfaces = []*armnetwork.Interface{{ID: ptr(nic.id)}}
+		p.NetworkInterfaces = []*armnetwork.Interface{{ID: new(nic.id)}}
 	}
-	dns := &armnetwork.CustomDNSConfigPropertiesFormat{IPAddresses: []*string{ptr(l.address)}}
+	dns := &armnetwork.CustomDNSConfigPropertiesFormat{IPAddresses: []*string{new(l.address)}}
 	if len(l.fqdns) > 0 {
 		dns.Fqdn = l.fqdns[0]
 	}
@@ -554,12 +557,12 @@ func visibleTo(r *resource, sub string) bool {
 	if strings.EqualFold(r.sub, sub) {
 		return true
 	}
-	p := r.obj.(*armnetwork.PrivateLinkService).Properties
+	p := objOf[armnetwork.PrivateLinkService](r).Properties
 	return p.Visibility != nil && containsFold(p.Visibility.Subscriptions, sub)
 }
 
 func autoApproved(r *resource, sub string) bool {
-	p := r.obj.(*armnetwork.PrivateLinkService).Properties
+	p := objOf[armnetwork.PrivateLinkService](r).Properties
 	return p.AutoApproval != nil && containsFold(p.AutoApproval.Subscriptions, sub)
 }
 

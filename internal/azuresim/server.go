@@ -117,7 +117,12 @@ func (s *Server) Start(addr string) error {
 	}
 	scheme := "http"
 	if s.opts.TLS {
-		cert, caPEM, pool, err := selfSigned(ln.Addr().(*net.TCPAddr).IP)
+		addr, ok := ln.Addr().(*net.TCPAddr)
+		if !ok {
+			_ = ln.Close()
+			return fmt.Errorf("azuresim: %s is not a TCP address", ln.Addr())
+		}
+		cert, caPEM, pool, err := selfSigned(addr.IP)
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -149,7 +154,7 @@ func (s *Server) WriteCAFile(path string) error {
 	if s.ca == nil {
 		return errors.New("azuresim: TLS is off; there is no CA certificate")
 	}
-	return os.WriteFile(path, s.ca, 0o644)
+	return os.WriteFile(path, s.ca, 0o644) //nolint:gosec // G306: a CA certificate is public; clients of other users read it
 }
 
 // Close stops the server.
@@ -531,7 +536,7 @@ type operationStatus struct {
 	Error     *errorDetail `json:"error,omitempty"`
 }
 
-func (s *Server) serveOperation(w http.ResponseWriter, r *http.Request, p armPath) {
+func (s *Server) serveOperation(w http.ResponseWriter, _ *http.Request, p armPath) {
 	op := s.st.ops[p.names[1]]
 	if op == nil || !strings.EqualFold(op.sub, p.sub) {
 		writeError(w, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", p.names[1]))

@@ -28,6 +28,25 @@ const (
 
 // resource is one stored ARM resource. obj is the SDK model the emulator
 // renders as JSON; the kind's render function fills in derived fields.
+// objOf returns r's SDK model as a *T. The kinds table decides each
+// resource type's model, so a mismatch is a bug in the emulator.
+func objOf[T any](r *resource) *T {
+	o, ok := r.obj.(*T)
+	if !ok {
+		panic(fmt.Sprintf("azuresim: %s holds a %T, not a %T", r.id, r.obj, o))
+	}
+	return o
+}
+
+// bodyOf returns a PUT's decoded body as a *T (the kind's model).
+func bodyOf[T any](req *putRequest) *T {
+	o, ok := req.body.(*T)
+	if !ok {
+		panic(fmt.Sprintf("azuresim: the body of PUT %s is a %T, not a %T", req.id, req.body, o))
+	}
+	return o
+}
+
 type resource struct {
 	id       string // canonical ID, casing as created
 	typeKey  string
@@ -244,13 +263,3 @@ func newGUID() string {
 }
 
 func newETag() string { return `W/"` + newGUID() + `"` }
-
-func ptr[T any](v T) *T { return &v }
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}

@@ -57,7 +57,7 @@ func (o Owned) ApplyConfiguration(namespace, name string, uid types.UID) *unstru
 }
 
 func endpointObject(pe PrivateEndpoint) map[string]any {
-	var conns []any
+	var conns []any //nolint:prealloc // no connections must apply as null, not [], as before
 	for _, c := range pe.Connections {
 		m := map[string]any{"name": c.Name, "privateLinkServiceID": c.PrivateLinkServiceID}
 		if c.RequestMessage != "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
-// These tests prove the design's central assumption (DESIGN.md, principle 2)
+// These tests prove the design's central assumption (docs/design.md, *Never clobber what others own*)
 // against the real CAPZ v1.23.0 schema in a real API server: a server-side
 // apply of the operator's private endpoint entries changes exactly those
 // entries and nothing that the user or CAPZ wrote.

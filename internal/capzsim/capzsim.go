@@ -19,9 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
@@ -221,7 +224,7 @@ func vnetUpToDate(v armnetwork.VirtualNetwork, s *clusterSpec) bool {
 	}
 	have := map[string]bool{}
 	for _, sn := range v.Properties.Subnets {
-		have[strings.ToLower(deref(sn.Name))] = true
+		have[strings.ToLower(ptr.Deref(sn.Name, ""))] = true
 	}
 	for _, sn := range s.subnets {
 		if !have[strings.ToLower(sn.name)] {
@@ -242,9 +245,13 @@ func (r *Reconciler) writeIDs(ctx context.Context, u *unstructured.Unstructured,
 	}
 	subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
 	for _, raw := range subnets {
-		m := raw.(map[string]any)
-		if id, _ := m["id"].(string); id == "" {
-			m["id"] = s.subnetID(m["name"].(string))
+		m, ok := raw.(map[string]any)
+		if !ok {
+			continue // the CRD's schema makes every subnet an object
+		}
+		name, _ := m["name"].(string)
+		if id, _ := m["id"].(string); id == "" && name != "" {
+			m["id"] = s.subnetID(name)
 			changed = true
 		}
 	}
@@ -432,7 +439,7 @@ func listEndpoints(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, 
 			return nil, err
 		}
 		for _, pe := range page.Value {
-			existing[strings.ToLower(deref(pe.Name))] = pe
+			existing[strings.ToLower(ptr.Deref(pe.Name, ""))] = pe
 		}
 	}
 	return existing, nil
@@ -443,7 +450,7 @@ func listEndpoints(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, 
 func ensureEndpoint(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, s *clusterSpec, subnet string, spec capz.PrivateEndpoint, got *armnetwork.PrivateEndpoint) (bool, error) {
 	body := peBody(s, subnet, spec)
 	if got != nil && samePE(got, body) {
-		return deref(got.Properties.ProvisioningState) != armnetwork.ProvisioningStateSucceeded, nil
+		return ptr.Deref(got.Properties.ProvisioningState, "") != armnetwork.ProvisioningStateSucceeded, nil
 	}
 	if _, err := pes.BeginCreateOrUpdate(ctx, s.view.ResourceGroup, spec.Name, body, nil); err != nil && !busy(err) {
 		return false, err
@@ -457,7 +464,7 @@ func deleteUnwanted(ctx context.Context, pes *armnetwork.PrivateEndpointsClient,
 		if wanted[name] || pe.Tags[ownedTag(s.view.Name)] == nil {
 			continue
 		}
-		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, deref(pe.Name), nil); err != nil && !busy(err) && !azure.IsNotFound(err) {
+		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, ptr.Deref(pe.Name, ""), nil); err != nil && !busy(err) && !azure.IsNotFound(err) {
 			return err
 		}
 	}
@@ -469,7 +476,7 @@ func peBody(s *clusterSpec, subnet string, spec capz.PrivateEndpoint) armnetwork
 	if loc == "" {
 		loc = s.view.Location
 	}
-	var conns []*armnetwork.PrivateLinkServiceConnection
+	var conns []*armnetwork.PrivateLinkServiceConnection //nolint:prealloc // nil is omitted from the PUT body, an empty list is not
 	for _, c := range spec.Connections {
 		conns = append(conns, &armnetwork.PrivateLinkServiceConnection{Name: new(c.Name), Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
 			PrivateLinkServiceID: new(c.PrivateLinkServiceID), RequestMessage: new(c.RequestMessage),
@@ -487,19 +494,20 @@ func peBody(s *clusterSpec, subnet string, spec capz.PrivateEndpoint) armnetwork
 // samePE compares what capzsim sets: subnet, target and approval mode.
 func samePE(got *armnetwork.PrivateEndpoint, want armnetwork.PrivateEndpoint) bool {
 	g, w := got.Properties, want.Properties
-	if g == nil || g.Subnet == nil || !strings.EqualFold(deref(g.Subnet.ID), deref(w.Subnet.ID)) {
+	if g == nil || g.Subnet == nil || !strings.EqualFold(ptr.Deref(g.Subnet.ID, ""), ptr.Deref(w.Subnet.ID, "")) {
 		return false
 	}
 	if (len(g.ManualPrivateLinkServiceConnections) > 0) != (len(w.ManualPrivateLinkServiceConnections) > 0) {
 		return false
 	}
-	gc := append(g.PrivateLinkServiceConnections, g.ManualPrivateLinkServiceConnections...)
-	wc := append(w.PrivateLinkServiceConnections, w.ManualPrivateLinkServiceConnections...)
+	// Concat, not append: append could write into g's or w's backing array.
+	gc := slices.Concat(g.PrivateLinkServiceConnections, g.ManualPrivateLinkServiceConnections)
+	wc := slices.Concat(w.PrivateLinkServiceConnections, w.ManualPrivateLinkServiceConnections)
 	if len(gc) != len(wc) {
 		return false
 	}
 	for i := range gc {
-		if !strings.EqualFold(deref(gc[i].Properties.PrivateLinkServiceID), deref(wc[i].Properties.PrivateLinkServiceID)) {
+		if !strings.EqualFold(ptr.Deref(gc[i].Properties.PrivateLinkServiceID, ""), ptr.Deref(wc[i].Properties.PrivateLinkServiceID, "")) {
 			return false
 		}
 	}
@@ -577,12 +585,4 @@ func ipInAny(ip string, s *clusterSpec, subnet string) bool {
 		}
 	}
 	return false
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

@@ -1,4 +1,4 @@
-// Package sandbox runs the world of DESIGN.md section 3 outside of tests:
+// Package sandbox runs the test world (docs/design.md, *The test world*) outside of tests:
 // a real kube-apiserver and etcd (envtest binaries) with the CAPZ and Cluster
 // API CRDs, the azuresim ARM emulator over HTTPS, and capzsim reconciling
 // AzureClusters into it. Controller tests (internal/testworld), `make demo`

@@ -211,12 +211,10 @@ func privateLinksSchema(natField string) apiextensionsv1.JSONSchemaProps {
 	return apiextensionsv1.JSONSchemaProps{
 		Type:         "array",
 		Items:        &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &link},
-		XListType:    ptr("map"),
+		XListType:    new("map"),
 		XListMapKeys: []string{"name"},
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 var (
 	moduleDirsMu sync.Mutex

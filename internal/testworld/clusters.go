@@ -55,7 +55,7 @@ func (c Cluster) Object(schema testenv.Schema) *unstructured.Unstructured {
 		lb["type"] = c.LBType
 	}
 	if nat := schema.NATConfigurationsField(); nat != "" && len(c.PrivateLinks) > 0 {
-		var links []any
+		links := make([]any, 0, len(c.PrivateLinks))
 		for _, pl := range c.PrivateLinks {
 			links = append(links, map[string]any{
 				"name":                      pl.Name,

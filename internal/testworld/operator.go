@@ -89,7 +89,7 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	creds := &azure.Credentials{
-		Reader: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Context: ctx,
+		Reader: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Done: ctx.Done(),
 		Clouds: azure.Clouds{Default: CloudName, Custom: []azure.CustomCloud{{
 			Name: CloudName, ResourceManagerEndpoint: w.Sim.URL(), ActiveDirectoryAuthorityHost: w.Sim.URL(), CAFile: w.CAFile,
 		}}},

@@ -1,4 +1,4 @@
-// Package testworld assembles the test world of DESIGN.md section 3 for
+// Package testworld assembles the test world (docs/design.md, *The test world*) for
 // controller tests: a real API server (envtest) with the CAPZ CRDs, the
 // azuresim ARM emulator over HTTPS, and capzsim reconciling AzureClusters
 // into it. It also builds AzureCluster objects the way users write them.
@@ -157,9 +157,11 @@ func Describe(u *unstructured.Unstructured) string {
 	subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
 	var pes []string
 	for _, s := range subnets {
-		list, _, _ := unstructured.NestedSlice(s.(map[string]any), "privateEndpoints")
+		sm, _ := s.(map[string]any)
+		list, _, _ := unstructured.NestedSlice(sm, "privateEndpoints")
 		for _, pe := range list {
-			pes = append(pes, fmt.Sprint(pe.(map[string]any)["name"]))
+			pm, _ := pe.(map[string]any)
+			pes = append(pes, fmt.Sprint(pm["name"]))
 		}
 	}
 	return fmt.Sprintf("%s/%s annotations=%v privateEndpoints=%v finalizers=%v", u.GetNamespace(), u.GetName(), ann, pes, u.GetFinalizers())

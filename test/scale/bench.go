@@ -109,8 +109,6 @@ type bench struct {
 	res    Result
 	audits int // audit events already attributed to a phase
 
-	sampleCtx context.Context
-
 	mu       sync.Mutex
 	peakHeap float64
 	usage    sandbox.Usage // of processes already stopped
@@ -153,8 +151,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}); err != nil {
 		return b.res, err
 	}
-	var stopSampling context.CancelFunc
-	b.sampleCtx, stopSampling = context.WithCancel(ctx)
+	// Sampling of each operator ends when it exits, or with the run.
+	ctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	for _, phase := range []func(context.Context) error{b.converge, b.restart, b.steady, b.delete} {
 		if err := phase(ctx); err != nil {
@@ -176,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return b.res, nil
 }
 
-func (b *bench) startOperator(name string, extra ...string) error {
+func (b *bench) startOperator(ctx context.Context, name string, extra ...string) error {
 	args := append([]string{
 		"--management-cluster-name=" + mcName, "--management-cluster-namespace=" + identityNS,
 	}, extra...)
@@ -185,7 +183,7 @@ func (b *bench) startOperator(name string, extra ...string) error {
 		return err
 	}
 	b.op = op
-	go b.sample(b.sampleCtx, op)
+	go b.sample(ctx, op)
 	b.logf("operator %s started (log %s)", name, op.LogFile)
 	return nil
 }
@@ -208,7 +206,7 @@ func (b *bench) stopOperator() error {
 
 // converge creates the MC and N WCs at once and waits for the wiring.
 func (b *bench) converge(ctx context.Context) error {
-	if err := b.startOperator("operator-1"); err != nil {
+	if err := b.startOperator(ctx, "operator-1"); err != nil {
 		return err
 	}
 	b.sb.Sim.ResetCounters()
@@ -274,7 +272,7 @@ func (b *bench) restart(ctx context.Context) error {
 	if _, err := b.phase(0); err != nil { // attribute the stop to no phase
 		return err
 	}
-	if err := b.startOperator("operator-2", "--drift-check-interval="+b.cfg.SteadyDrift.String()); err != nil {
+	if err := b.startOperator(ctx, "operator-2", "--drift-check-interval="+b.cfg.SteadyDrift.String()); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -367,7 +365,7 @@ func (b *bench) poll(ctx context.Context, what string, done func(state) bool) er
 		}
 		s, err := b.read(ctx)
 		if err != nil {
-			return false, nil // the API server may be busy; read again
+			return false, nil //nolint:nilerr // the API server may be busy; read again
 		}
 		last = s
 		if time.Since(lastLog) > 15*time.Second {
@@ -396,7 +394,8 @@ func (b *bench) read(ctx context.Context) (state, error) {
 		if u.GetName() == mcName && u.GetNamespace() == identityNS {
 			subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
 			for _, sn := range subnets {
-				pes, _, _ := unstructured.NestedSlice(sn.(map[string]any), "privateEndpoints")
+				snm, _ := sn.(map[string]any)
+				pes, _, _ := unstructured.NestedSlice(snm, "privateEndpoints")
 				s.mcEndpoints += len(pes)
 			}
 			continue
@@ -525,12 +524,12 @@ func operations(p Phase) string {
 		name string
 		n    int
 	}
-	var ops []op
+	ops := make([]op, 0, len(p.ARMByOperation))
 	for k, n := range p.ARMByOperation {
 		ops = append(ops, op{k, n})
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].n > ops[j].n || ops[i].n == ops[j].n && ops[i].name < ops[j].name })
-	var parts []string
+	parts := make([]string, 0, len(ops))
 	for _, o := range ops {
 		parts = append(parts, fmt.Sprintf("%s: %d", strings.Replace(o.name, "Microsoft.Network/", "", 1), o.n))
 	}
