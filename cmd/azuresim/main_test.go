@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestRunServesUntilStopped starts the program as a user would, with a seed
@@ -84,12 +86,12 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"--principal=no-secret"},
 		{"positional"},
 	} {
-		if code := run(args, io.Discard, io.Discard, nil); code != 2 {
-			t.Errorf("%v: want exit code 2, got %d", args, code)
+		if diff := cmp.Diff(2, run(args, io.Discard, io.Discard, nil)); diff != "" {
+			t.Errorf("%v: exit code (-want +got):\n%s", args, diff)
 		}
 	}
-	if code := run([]string{"--seed=/does/not/exist"}, io.Discard, io.Discard, nil); code != 1 {
-		t.Errorf("a missing seed file: want exit code 1, got %d", code)
+	if diff := cmp.Diff(1, run([]string{"--seed=/does/not/exist"}, io.Discard, io.Discard, nil)); diff != "" {
+		t.Errorf("a missing seed file: exit code (-want +got):\n%s", diff)
 	}
 }
 

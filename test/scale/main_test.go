@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -33,8 +35,8 @@ func TestReadFloor(t *testing.T) {
 		{500, 3, 5 + 2 + 2 + 2},
 		{5, 10, 1 + 10}, // empty subscriptions still cost a list
 	} {
-		if got := readFloor(tc.n, tc.k); got != tc.want {
-			t.Errorf("readFloor(%d, %d) = %d, want %d", tc.n, tc.k, got, tc.want)
+		if diff := cmp.Diff(tc.want, readFloor(tc.n, tc.k)); diff != "" {
+			t.Errorf("readFloor(%d, %d) (-want +got):\n%s", tc.n, tc.k, diff)
 		}
 	}
 }

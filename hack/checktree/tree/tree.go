@@ -73,9 +73,6 @@ func checkFile(path string) (string, error) {
 	if !info.Mode().IsRegular() {
 		return "", nil
 	}
-	if info.Size() > MaxSize {
-		return fmt.Sprintf("%d bytes, over the %d-byte limit for tracked files", info.Size(), MaxSize), nil
-	}
 	f, err := os.Open(path) //nolint:gosec // the path is a file git tracks in this repository
 	if err != nil {
 		return "", err
@@ -89,6 +86,9 @@ func checkFile(path string) (string, error) {
 	head = head[:n]
 	if kind := executableFormat(head); kind != "" {
 		return "an executable binary (" + kind + ")", nil
+	}
+	if info.Size() > MaxSize {
+		return fmt.Sprintf("%d bytes, over the %d-byte limit for tracked files", info.Size(), MaxSize), nil
 	}
 	if info.Mode()&0o111 != 0 && bytes.IndexByte(head, 0) >= 0 {
 		return "a binary file with the executable bit set", nil

@@ -108,12 +108,9 @@ func TestObserve(t *testing.T) {
 		u.SetNamespace(wc.Namespace)
 		u.SetName(wc.Name)
 		o := r.observe(context.Background(), u, wc, mc, c.toWC, c.toMC, c.current)
-		requeue := "drift"
-		switch o.result.RequeueAfter {
-		case time.Nanosecond:
-			requeue = "pending"
-		case 42 * time.Minute:
-			requeue = "terminal"
+		requeue := map[time.Duration]string{time.Nanosecond: "pending", 42 * time.Minute: "terminal"}[o.result.RequeueAfter]
+		if requeue == "" {
+			requeue = "drift"
 		}
 		got := want{Annotations: o.annotations, States: o.states, Ready: o.ready, Requeue: requeue, Err: o.err != nil}
 		if diff := cmp.Diff(c.want, got); diff != "" {

@@ -1,9 +1,11 @@
 package clusterlink
 
 import (
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestOrphanRipening: a candidate is deleted only when found orphaned again
@@ -31,12 +33,16 @@ func TestOrphanRipening(t *testing.T) {
 		{200 * time.Second, "a/", nil, nil, false},
 	}
 	for i, s := range steps {
+		type result struct {
+			Ripe    []string
+			Waiting bool
+		}
 		ripe, waiting := o.ripen(s.prefix, s.candidates, t0.Add(s.at))
-		if !slices.Equal(ripe, s.wantRipe) || waiting != s.wantWaiting {
-			t.Errorf("step %d (%s %v at %s): ripe %v waiting %v, want %v %v", i, s.prefix, s.candidates, s.at, ripe, waiting, s.wantRipe, s.wantWaiting)
+		if diff := cmp.Diff(result{s.wantRipe, s.wantWaiting}, result{ripe, waiting}, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("step %d (%s %v at %s) (-want +got):\n%s", i, s.prefix, s.candidates, s.at, diff)
 		}
 	}
-	if len(o.seen) != 0 {
-		t.Errorf("candidates left behind: %v", o.seen)
+	if diff := cmp.Diff(map[string]time.Time{}, o.seen, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("candidates left behind (-want +got):\n%s", diff)
 	}
 }

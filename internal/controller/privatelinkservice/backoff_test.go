@@ -3,25 +3,25 @@ package privatelinkservice
 import (
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestFailureBackoff(t *testing.T) {
 	var b failureBackoff
-	var got []time.Duration
+	got := make([]time.Duration, 0, 5)
 	for range 5 {
 		got = append(got, b.next("ns/a", time.Second, 5*time.Second))
 	}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("waits %v, want %v", got, want)
-		}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waits after failures in a row (-want +got):\n%s", diff)
 	}
-	if d := b.next("ns/b", time.Second, 5*time.Second); d != time.Second {
-		t.Errorf("another object starts at the base: %v", d)
+	if diff := cmp.Diff(time.Second, b.next("ns/b", time.Second, 5*time.Second)); diff != "" {
+		t.Errorf("another object starts at the base (-want +got):\n%s", diff)
 	}
 	b.reset("ns/a")
-	if d := b.next("ns/a", time.Second, 5*time.Second); d != time.Second {
-		t.Errorf("after a success the wait starts over: %v", d)
+	if diff := cmp.Diff(time.Second, b.next("ns/a", time.Second, 5*time.Second)); diff != "" {
+		t.Errorf("after a success the wait starts over (-want +got):\n%s", diff)
 	}
 }
