@@ -122,7 +122,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 .PHONY: tidy
 tidy: ## Tidy every Go module in the repository.
 	$(GO) mod tidy
-	for m in hack/tools hack/helm hack/image hack/envtest/kube-apiserver hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
+	for m in hack/tools hack/helm hack/image hack/envtest/kube-apiserver hack/envtest/kubectl hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: clean
 clean: ## Remove build output (the envtest cache outside the clone is kept).

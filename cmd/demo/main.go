@@ -255,7 +255,7 @@ func hints(kubectl, kubeconfig, ns, name, logFile, metricsURL, dir string) strin
 	} else {
 		fmt.Fprintf(&b, "To look around with kubectl, build one (make kubectl) and use the kubeconfig %s.\n", kubeconfig)
 	}
-	fmt.Fprintf(&b, "\nThe operator's log is %s and its metrics are at %s .\nPress Ctrl-C to stop every process and remove %s.\n",
+	fmt.Fprintf(&b, "\nThe operator's log is %s and its metrics are at %s.\nPress Ctrl-C to stop every process and remove %s.\n",
 		logFile, metricsURL, dir)
 	return b.String()
 }

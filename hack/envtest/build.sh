@@ -11,9 +11,9 @@
 #   hack/envtest/build.sh             build if needed, then print the directory
 #   hack/envtest/build.sh --print-dir print the directory only (no build)
 #   hack/envtest/build.sh --check     exit 0 if up to date, 3 if a build is due
-#   hack/envtest/build.sh --kubectl   also build kubectl (from the same
-#                                     k8s.io/kubernetes module; for make demo),
-#                                     then print its path
+#   hack/envtest/build.sh --kubectl   build kubectl (hack/envtest/kubectl: the
+#                                     same k8s.io/kubernetes release; for make
+#                                     demo), then print its path
 #
 # Environment:
 #   ENVTEST_K8S_VERSION  Kubernetes version (default: the one pinned in
@@ -57,7 +57,8 @@ want=$(stamp_of)
 stamp_file="$dest/.built-by-azure-private-endpoint-operator"
 kubectl_stamp="$dest/.kubectl-built-by-azure-private-endpoint-operator"
 if [[ "${1:-}" == "--kubectl" ]]; then
-	if [[ -x "$dest/kubectl" && -f "$kubectl_stamp" && "$(cat "$kubectl_stamp")" == "$want" ]]; then
+	kubectl_want=$({ cat "$here"/kubectl/go.{mod,sum}; echo "$ldflags $os $arch"; go env GOVERSION; } | sha256sum | cut -d' ' -f1)
+	if [[ -x "$dest/kubectl" && -f "$kubectl_stamp" && "$(cat "$kubectl_stamp")" == "$kubectl_want" ]]; then
 		echo "$dest/kubectl"
 		exit 0
 	fi
@@ -65,9 +66,9 @@ if [[ "${1:-}" == "--kubectl" ]]; then
 	export GOWORK=off CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath"
 	log "building kubectl (cold build takes about 3-6 minutes on 2 cores, less after kube-apiserver; cached afterwards)"
 	tmp="$dest/.kubectl.tmp.$$"
-	(cd "$here/kube-apiserver" && go build -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/cmd/kubectl) || { rm -f "$tmp"; log "FAILED to build kubectl"; exit 1; }
+	(cd "$here/kubectl" && go build -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/cmd/kubectl) || { rm -f "$tmp"; log "FAILED to build kubectl"; exit 1; }
 	mv -f "$tmp" "$dest/kubectl"
-	echo "$want" >"$kubectl_stamp"
+	echo "$kubectl_want" >"$kubectl_stamp"
 	echo "$dest/kubectl"
 	exit 0
 fi
