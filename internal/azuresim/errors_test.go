@@ -8,6 +8,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestAzureErrors checks that each Azure error the operator classifies
@@ -214,9 +216,13 @@ func TestAzureErrors(t *testing.T) {
 			e := newEnv(t, azuresim.Options{})
 			prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
 			err := tc.run(t, e, prov)
+			type armErr struct {
+				Status int
+				Code   string
+			}
 			code, status := errorCode(err)
-			if code != tc.wantCode || status != tc.wantStatus {
-				t.Errorf("%s: want %d %s, got %d %s (%v)", tc.reason, tc.wantStatus, tc.wantCode, status, code, err)
+			if diff := cmp.Diff(armErr{tc.wantStatus, tc.wantCode}, armErr{status, code}); diff != "" {
+				t.Errorf("%s (-want +got):\n%s(%v)", tc.reason, diff, err)
 			}
 		})
 	}

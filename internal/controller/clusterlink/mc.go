@@ -26,7 +26,7 @@ type MCReconciler struct {
 	Client   client.Client
 	Opts     Options
 	Recorder events.EventRecorder
-	Orphans  *OrphanCleaner
+	Orphans  orphanSweeper
 }
 
 // Reconcile applies the MC's desired private endpoints.

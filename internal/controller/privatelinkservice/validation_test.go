@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestValidation: the API server refuses invalid objects with the message
@@ -106,7 +108,7 @@ func TestValidation(t *testing.T) {
 	if err := w.Client.Get(context.Background(), key("valid"), cur); err != nil {
 		t.Fatal(err)
 	}
-	if cur.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDelete {
-		t.Errorf("deletionPolicy default: %q", cur.Spec.DeletionPolicy)
+	if diff := cmp.Diff(v1alpha1.DeletionPolicyDelete, cur.Spec.DeletionPolicy); diff != "" {
+		t.Errorf("deletionPolicy default (-want +got):\n%s", diff)
 	}
 }
