@@ -66,7 +66,8 @@ type AzurePrivateLinkServiceSpec struct {
 
 	// IdentityRef names the AzureClusterIdentity whose credential the
 	// operator uses, resolved like CAPZ does (allowedNamespaces enforced).
-	// Without it the operator uses its own credential.
+	// Without it the operator uses its own credential, if the object's
+	// namespace may (--operator-credential-namespaces).
 	// +optional
 	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
 

@@ -138,6 +138,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	}
 	if opts.operatorCredential == "default" {
 		creds.Own = azure.OwnDefault
+		creds.OwnNamespaces = opts.ownCredentialNamespaces()
 	}
 	clients := &azure.Clients{Credentials: creds}
 	observer := &privateendpoints.Observer{TTL: opts.azureObserveTTL}

@@ -446,3 +446,23 @@ func TestFlagReferenceIsCurrent(t *testing.T) {
 	o := &options{}
 	docgen.Check(t, "../../docs/flags.md", "flags", docgen.FlagTable(o.flagSet()))
 }
+
+func TestOwnCredentialNamespaces(t *testing.T) {
+	cases := []struct {
+		reason, flag string
+		want         []string
+	}{
+		{"default: no namespace", "", nil},
+		{"a list, spaces and empty items dropped", " org-a, org-b ,,", []string{"org-a", "org-b"}},
+		{"every namespace", "*", []string{"*"}},
+	}
+	for _, c := range cases {
+		o, err := parseFlags([]string{"--management-cluster-name=mc", "--management-cluster-namespace=ns", "--operator-credential-namespaces=" + c.flag}, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", c.reason, err)
+		}
+		if diff := cmp.Diff(c.want, o.ownCredentialNamespaces()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.reason, diff)
+		}
+	}
+}

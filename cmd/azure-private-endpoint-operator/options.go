@@ -70,6 +70,7 @@ type options struct {
 	plsConnectionCheck time.Duration
 	managePLS          bool
 	operatorCredential string
+	ownCredNamespaces  string
 
 	// inCluster reports whether the process runs in a pod; a field so tests
 	// can set it.
@@ -109,6 +110,17 @@ func (o *options) linkOptions() clusterlink.Options {
 		PrivateLinkServices:       o.plsController,
 		ManagePrivateLinkServices: o.managePLS,
 	}
+}
+
+// ownCredentialNamespaces lists --operator-credential-namespaces.
+func (o *options) ownCredentialNamespaces() []string {
+	var ns []string
+	for n := range strings.SplitSeq(o.ownCredNamespaces, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			ns = append(ns, n)
+		}
+	}
+	return ns
 }
 
 // clouds are the clouds clusters may name, from the flags.
@@ -224,6 +236,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"For every private workload cluster whose AzureCluster declares no privateLinks (upstream CAPZ), create an AzurePrivateLinkService for its API server load balancer. Per cluster: the annotation <annotation-prefix>/manage-private-link-service=true|false.")
 	fs.StringVar(&o.operatorCredential, "operator-credential", "default",
 		"Credential for AzurePrivateLinkService objects without spec.identityRef: default (the Azure SDK's DefaultAzureCredential: environment, workload identity, managed identity) or none (such objects are refused).")
+	fs.StringVar(&o.ownCredNamespaces, "operator-credential-namespaces", "",
+		"Comma-separated namespaces whose AzurePrivateLinkService objects without spec.identityRef may use the operator's own credential (--operator-credential), or * for every namespace. Default: none; such objects get OperatorCredentialNotAllowed.")
 	o.zap.BindFlags(fs)
 	return fs
 }

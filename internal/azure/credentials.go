@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,15 +32,18 @@ import (
 // Reasons for identity problems, for conditions and events. They are all
 // terminal: a person must fix the identity, its Secret or the cluster.
 const (
-	ReasonNoIdentity          = "IdentityRefMissing"
-	ReasonIdentityNotFound    = "IdentityNotFound"
-	ReasonIdentityInvalid     = "IdentityInvalid"
-	ReasonIdentityNotAllowed  = "IdentityNotAllowedInNamespace"
-	ReasonIdentitySecret      = "IdentitySecretUnavailable"
-	ReasonUnknownCloud        = "UnknownAzureEnvironment"
-	defaultSecretRecheckAfter = 5 * time.Minute
-	defaultTokenFile          = "/var/run/secrets/azure/tokens/azure-identity-token" //nolint:gosec // G101: a well-known path, not a credential
-	federatedTokenFileEnv     = "AZURE_FEDERATED_TOKEN_FILE"
+	ReasonNoIdentity         = "IdentityRefMissing"
+	ReasonIdentityNotFound   = "IdentityNotFound"
+	ReasonIdentityInvalid    = "IdentityInvalid"
+	ReasonIdentityNotAllowed = "IdentityNotAllowedInNamespace"
+	ReasonIdentitySecret     = "IdentitySecretUnavailable"
+	// ReasonOwnCredentialNotAllowed: an object without identityRef in a
+	// namespace that may not use the operator's own credential.
+	ReasonOwnCredentialNotAllowed = "OperatorCredentialNotAllowed"
+	ReasonUnknownCloud            = "UnknownAzureEnvironment"
+	defaultSecretRecheckAfter     = 5 * time.Minute
+	defaultTokenFile              = "/var/run/secrets/azure/tokens/azure-identity-token" //nolint:gosec // G101: a well-known path, not a credential
+	federatedTokenFileEnv         = "AZURE_FEDERATED_TOKEN_FILE"
 )
 
 // IdentityError says why a cluster's identity cannot be used.
@@ -73,6 +77,11 @@ type Credentials struct {
 	// that name no identity (AzurePrivateLinkService without identityRef).
 	// Nil: such objects are refused with IdentityRefMissing.
 	Own func(cloud.Configuration, policy.Transporter) (azcore.TokenCredential, error)
+	// OwnNamespaces are the namespaces whose objects may use Own; "*"
+	// allows every namespace. Empty allows none: the operator's identity is
+	// powerful, and anyone who may create an object in a namespace would
+	// otherwise act with it.
+	OwnNamespaces []string
 	// SecretRecheckAfter is how long a cached credential is used before its
 	// Secret is read again to notice a rotation. Default 5 minutes.
 	SecretRecheckAfter time.Duration
@@ -134,6 +143,11 @@ func (c *Credentials) For(ctx context.Context, ac *capz.AzureCluster) (*Credenti
 // or the operator's own credential when it names none and Own is set.
 func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential, error) {
 	if sub.IdentityRef == nil && sub.AllowOwn && c.Own != nil {
+		if !slices.Contains(c.OwnNamespaces, "*") && !slices.Contains(c.OwnNamespaces, sub.Namespace) {
+			return nil, identityErr(ReasonOwnCredentialNotAllowed,
+				"%s %s/%s sets no spec.identityRef, and namespace %s may not use the operator's own credential (--operator-credential-namespaces); set spec.identityRef",
+				sub.Kind, sub.Namespace, sub.Name, sub.Namespace)
+		}
 		return c.own(sub.AzureEnvironment)
 	}
 	if sub.IdentityRef == nil {

@@ -70,9 +70,14 @@ func (w *World) StartPrivateLinkServices(t testing.TB, opts privatelinkservice.O
 	})
 }
 
+// OwnCredentialNamespace is the one namespace whose objects may use the
+// operator's own credential in the test world.
+const OwnCredentialNamespace = "org-operator-credential" //nolint:gosec // G101: a namespace name, not a credential
+
 // StartManager runs a manager configured like the binary's (custom cloud,
 // its CA, caches) with the controllers setup registers; own gives the
-// operator its own credential (CAPZ's principal). It stops with the test.
+// operator its own credential (CAPZ's principal), for objects in
+// OwnCredentialNamespace only. It stops with the test.
 func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *azure.Clients) error) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
@@ -96,6 +101,7 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 		Log: ctrl.Log.WithName("credentials"),
 	}
 	if own {
+		creds.OwnNamespaces = []string{OwnCredentialNamespace}
 		creds.Own = func(cfg cloud.Configuration, transport policy.Transporter) (azcore.TokenCredential, error) {
 			return azidentity.NewClientSecretCredential(sandbox.CAPZTenantID, sandbox.CAPZClientID, sandbox.CAPZSecret, &azidentity.ClientSecretCredentialOptions{
 				ClientOptions: azcore.ClientOptions{Cloud: cfg, Transport: transport}, DisableInstanceDiscovery: true,

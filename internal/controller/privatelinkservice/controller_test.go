@@ -8,9 +8,12 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -268,12 +271,37 @@ func TestPause(t *testing.T) {
 
 // TestOperatorCredential: without identityRef the operator's own credential
 // is used.
+// TestOperatorCredential: an object without identityRef uses the
+// operator's own credential only in a namespace allowed to
+// (--operator-credential-namespaces); elsewhere it is refused, says why, and
+// nothing is written to Azure.
 func TestOperatorCredential(t *testing.T) {
 	w := world(t, true)
-	obj := apls("own")
-	obj.Spec.IdentityRef = nil
-	create(t, w, obj)
-	ready(t, w, "own")
+	w.Namespace(t, testworld.OwnCredentialNamespace)
+	allowed := apls("own")
+	allowed.Namespace = testworld.OwnCredentialNamespace
+	allowed.Spec.IdentityRef = nil
+	create(t, w, allowed)
+	testworld.Eventually(t, testworld.Timeout, "the allowed namespace's object Ready", func(ctx context.Context) (bool, string) {
+		got := &v1alpha1.AzurePrivateLinkService{}
+		if err := w.Client.Get(ctx, types.NamespacedName{Namespace: allowed.Namespace, Name: allowed.Name}, got); err != nil {
+			return false, err.Error()
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady), fmt.Sprint(got.Status.Conditions)
+	})
+
+	refused := apls("own-refused")
+	refused.Spec.IdentityRef = nil
+	create(t, w, refused)
+	o := waitCondition(t, w, "own-refused", v1alpha1.ConditionLoadBalancerFound, metav1.ConditionFalse, azure.ReasonOwnCredentialNotAllowed)
+	c := findCondition(o, v1alpha1.ConditionLoadBalancerFound)
+	if !strings.Contains(c.Message, "namespace "+ns+" may not use the operator's own credential") {
+		t.Errorf("message: %s", c.Message)
+	}
+	waitEvent(t, w, "own-refused", azure.ReasonOwnCredentialNotAllowed)
+	if diff := cmp.Diff((*armnetwork.PrivateLinkService)(nil), getPLS(t, w, "own-refused")); diff != "" {
+		t.Errorf("a refused object's service exists in Azure (-want +got):\n%s", diff)
+	}
 }
 
 // TestAzureErrors runs each class of Azure error through the controller
