@@ -90,14 +90,8 @@ func (o *options) plsOptions() privatelinkservice.Options {
 
 // linkOptions are the AzureCluster controllers' options from the flags.
 func (o *options) linkOptions() clusterlink.Options {
-	var links []string
-	for _, l := range strings.Split(o.mcLinkNames, ",") {
-		if l = strings.TrimSpace(l); l != "" {
-			links = append(links, l)
-		}
-	}
 	return clusterlink.Options{
-		Config:                    clusterlink.Config{MCLinkNames: links, MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet},
+		Config:                    clusterlink.Config{MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet},
 		ManagementCluster:         types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
 		AnnotationPrefix:          o.annotationPrefix,
 		WatchFilter:               o.watchFilter,
@@ -113,14 +107,18 @@ func (o *options) linkOptions() clusterlink.Options {
 }
 
 // ownCredentialNamespaces lists --operator-credential-namespaces.
-func (o *options) ownCredentialNamespaces() []string {
-	var ns []string
-	for n := range strings.SplitSeq(o.ownCredNamespaces, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			ns = append(ns, n)
+func (o *options) ownCredentialNamespaces() []string { return commaList(o.ownCredNamespaces) }
+
+// commaList splits a comma-separated flag value, dropping blanks; nil for
+// none.
+func commaList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
 		}
 	}
-	return ns
+	return out
 }
 
 // clouds are the clouds clusters may name, from the flags.
