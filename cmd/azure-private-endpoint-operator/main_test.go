@@ -354,7 +354,7 @@ func checkSecureMetrics(ctx context.Context, t *testing.T, env *testenv.Env, url
 		ForceAttemptHTTP2: true,
 	}
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	get := func(bearer string) (int, string, string) {
+	get := func(bearer string) (int, string, string, error) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -365,11 +365,11 @@ func checkSecureMetrics(ctx context.Context, t *testing.T, env *testenv.Env, url
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
+			return 0, "", "", err
 		}
 		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Proto, string(body)
+		return resp.StatusCode, resp.Proto, string(body), nil
 	}
 	type answer struct{ Code int }
 	cases := []struct {
@@ -388,11 +388,17 @@ func checkSecureMetrics(ctx context.Context, t *testing.T, env *testenv.Env, url
 	for _, c := range cases {
 		var code int
 		var proto, body string
-		// RBAC reaches the authorizer's cache a moment after the create.
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			code, proto, body = get(c.token)
-			return code == c.want.Code, nil
+		var getErr error
+		// The metrics server is a runnable of its own: it may start
+		// listening a moment after /readyz answers. RBAC reaches the
+		// authorizer's cache a moment after the create.
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+			code, proto, body, getErr = get(c.token)
+			return getErr == nil && code == c.want.Code, nil
 		})
+		if getErr != nil {
+			t.Fatalf("%s: GET %s: %v", c.reason, url, getErr)
+		}
 		if diff := cmp.Diff(c.want, answer{code}); err != nil || diff != "" {
 			t.Errorf("%s (-want +got):\n%s%s", c.reason, diff, body)
 		}
