@@ -122,8 +122,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		// Read AzureClusters, Clusters and identities from the cache, never
 		// Secrets: the operator gets the few Secrets identities reference.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
-		// The cache keeps only the operator's own managedFields entries.
-		Cache: cache.Options{DefaultTransform: clusterlink.TrimManagedFields},
+		// The cache keeps only the managedFields entries of the operator and
+		// of the older operator it adopts from.
+		Cache: cache.Options{DefaultTransform: clusterlink.TrimManagedFields(opts.linkOptions().AdoptFieldManagers...)},
 	})
 	if err != nil {
 		return nil, err

@@ -65,6 +65,8 @@ func TestParseFlags(t *testing.T) {
 			mcWriteDelay:            2 * time.Second,
 			maxConcurrentReconciles: 4,
 			deleteOrphanedEndpoints: true,
+			adoptFieldManagers:      "manager",
+			healDisconnectedAfter:   2 * time.Minute,
 			secretRecheck:           5 * time.Minute,
 			azureObserveTTL:         10 * time.Second,
 			kubeAPIQPS:              50,
@@ -120,6 +122,16 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a zero private link service drift interval is refused",
 			args:    []string{"--private-link-service-drift-interval=0s"},
 			wantErr: "--private-link-service-drift-interval",
+		},
+		{
+			reason:  "a negative heal delay is refused",
+			args:    []string{"--heal-disconnected-after=-1m"},
+			wantErr: "--heal-disconnected-after=-1m0s: must not be negative (0 turns healing off)",
+		},
+		{
+			reason:  "healing Rejected endpoints needs healing on",
+			args:    []string{"--heal-disconnected-after=0s", "--heal-rejected"},
+			wantErr: "--heal-rejected needs --heal-disconnected-after above 0",
 		},
 		{
 			reason:  "a positional argument is refused",
@@ -469,6 +481,23 @@ func TestOwnCredentialNamespaces(t *testing.T) {
 		}
 		if diff := cmp.Diff(c.want, o.ownCredentialNamespaces()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.reason, diff)
+		}
+	}
+}
+
+// TestHealFlagMapsToOptions: --heal-disconnected-after=0s turns healing off
+// (the options' zero would mean their default).
+func TestHealFlagMapsToOptions(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+	}{{"0s", -1}, {"90s", 90 * time.Second}} {
+		o, err := parseFlags([]string{"--management-cluster-name=mc", "--management-cluster-namespace=ns", "--heal-disconnected-after=" + tc.flag}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.linkOptions().HealDisconnectedAfter; got != tc.want {
+			t.Errorf("--heal-disconnected-after=%s: options get %s, want %s", tc.flag, got, tc.want)
 		}
 	}
 }

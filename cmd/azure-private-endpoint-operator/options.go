@@ -60,6 +60,9 @@ type options struct {
 	mcWriteDelay            time.Duration
 	maxConcurrentReconciles int
 	deleteOrphanedEndpoints bool
+	adoptFieldManagers      string
+	healDisconnectedAfter   time.Duration
+	healRejected            bool
 	secretRecheck           time.Duration
 	azureObserveTTL         time.Duration
 
@@ -103,7 +106,19 @@ func (o *options) linkOptions() clusterlink.Options {
 		DeleteOrphanedEndpoints:   o.deleteOrphanedEndpoints,
 		PrivateLinkServices:       o.plsController,
 		ManagePrivateLinkServices: o.managePLS,
+		AdoptFieldManagers:        commaList(o.adoptFieldManagers),
+		HealDisconnectedAfter:     offIfZero(o.healDisconnectedAfter),
+		HealRejected:              o.healRejected,
 	}
+}
+
+// offIfZero maps a flag's 0 ("off") to the options' negative "off" (their
+// zero means the default).
+func offIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // ownCredentialNamespaces lists --operator-credential-namespaces.
@@ -216,6 +231,12 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Workload clusters reconciled in parallel.")
 	fs.BoolVar(&o.deleteOrphanedEndpoints, "delete-orphaned-private-endpoints", true,
 		"Delete in Azure the private endpoints the operator removed from spec that CAPZ left behind (upstream CAPZ does).")
+	fs.StringVar(&o.adoptFieldManagers, "adopt-field-managers", strings.Join(clusterlink.DefaultAdoptFieldManagers, ","),
+		"Comma-separated field managers of the older azure-private-endpoint-operator: private endpoint entries they hold are taken over and, when stale, removed. An entry of the operator's name held by any other field manager is left alone (Event PrivateEndpointNameTaken). Empty: adopt none.")
+	fs.DurationVar(&o.healDisconnectedAfter, "heal-disconnected-after", 2*time.Minute,
+		"How long a private endpoint the operator asked for may stay Disconnected (its private link service was deleted or recreated) before it is deleted in Azure so that CAPZ recreates it; retried with backoff, an Event each time. 0 turns healing off.")
+	fs.BoolVar(&o.healRejected, "heal-rejected", false,
+		"Heal Rejected private endpoints too (delete them in Azure after --heal-disconnected-after so that CAPZ asks again). Off by default: a rejection is usually a person's decision.")
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
@@ -315,6 +336,12 @@ func (o *options) validateWiring() []error {
 	})...)
 	if o.mcWriteDelay < 0 {
 		errs = append(errs, fmt.Errorf("--mc-write-delay=%s: must not be negative", o.mcWriteDelay))
+	}
+	if o.healDisconnectedAfter < 0 {
+		errs = append(errs, fmt.Errorf("--heal-disconnected-after=%s: must not be negative (0 turns healing off)", o.healDisconnectedAfter))
+	}
+	if o.healRejected && o.healDisconnectedAfter == 0 {
+		errs = append(errs, errors.New("--heal-rejected needs --heal-disconnected-after above 0"))
 	}
 	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", o.kubeAPIQPS, o.kubeAPIBurst))

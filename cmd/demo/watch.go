@@ -150,7 +150,7 @@ func (w *watcher) refresh(ctx context.Context) error {
 
 func (w *watcher) rowsFor(ctx context.Context, mc, wc *capz.AzureCluster) ([]row, []clusterlink.Problem, error) {
 	cfg := clusterlink.Config{}
-	toWC, p1 := clusterlink.MCToWC(mc, wc, cfg)
+	toWC, p1 := clusterlink.MCToWC(mc, wc, cfg, nil)
 	toMC, p2 := clusterlink.WCToMC(mc, wc, cfg)
 	var rows []row
 	for _, set := range []struct {

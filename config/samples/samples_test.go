@@ -79,7 +79,7 @@ func checkWiring(t *testing.T, clusters map[string]*capz.AzureCluster) {
 			t.Fatalf("no sample %s", name)
 		}
 		wc.PrivateLinksReady = true // as CAPZ reports once it created them
-		toWC, problems := clusterlink.MCToWC(mc, wc, clusterlink.Config{})
+		toWC, problems := clusterlink.MCToWC(mc, wc, clusterlink.Config{}, nil)
 		if len(problems) > 0 {
 			t.Errorf("%s: %v", name, problems)
 		}

@@ -2,6 +2,7 @@ package capz
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,7 +84,7 @@ func CurrentOwned(u *unstructured.Unstructured, ac *AzureCluster, manager string
 	out := Owned{Endpoints: map[string][]PrivateEndpoint{}, Annotations: map[string]string{}}
 	var fields map[string]any
 	for _, mf := range u.GetManagedFields() {
-		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
 			_ = json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields)
 		}
 	}
@@ -114,6 +115,37 @@ func CurrentOwned(u *unstructured.Unstructured, ac *AzureCluster, manager string
 			}
 		}
 		sort.Slice(out.Endpoints[subnet], func(i, j int) bool { return out.Endpoints[subnet][i].Name < out.Endpoints[subnet][j].Name })
+	}
+	return out
+}
+
+// EndpointKey names a private endpoint entry: its subnet and its name.
+type EndpointKey struct{ Subnet, Name string }
+
+// EndpointOwners returns, for each private endpoint entry of an AzureCluster
+// that the managedFields of u mention, the field managers holding it (any
+// operation, the main resource only). An entry absent from the result is
+// held by no manager u shows: the operator's cache keeps only the managers
+// it needs to tell apart.
+func EndpointOwners(u *unstructured.Unstructured) map[EndpointKey][]string {
+	out := map[EndpointKey][]string{}
+	for _, mf := range u.GetManagedFields() {
+		if mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		subnets := asMap(asMap(asMap(fields["f:spec"])["f:networkSpec"])["f:subnets"])
+		for subnetKey, subnetFields := range subnets {
+			for peKey := range asMap(asMap(subnetFields)["f:privateEndpoints"]) {
+				k := EndpointKey{Subnet: listMapName(subnetKey), Name: listMapName(peKey)}
+				if k.Name != "" && !slices.Contains(out[k], mf.Manager) {
+					out[k] = append(out[k], mf.Manager)
+				}
+			}
+		}
 	}
 	return out
 }

@@ -425,6 +425,27 @@ func TestCurrentOwnedReadsBackTheApply(t *testing.T) {
 	if capz.CurrentOwned(u, view, "someone-else").Equal(want) {
 		t.Error("another manager is read as owning the operator's fields")
 	}
+	// Who holds each entry: the operator its own, the user theirs.
+	wantOwners := map[capz.EndpointKey][]string{
+		{Subnet: nodeSubnet, Name: "wc1-api-privatelink-privateendpoint"}: {capz.FieldManager},
+		{Subnet: nodeSubnet, Name: "users-own-privateendpoint"}:           {userManager},
+	}
+	if diff := cmp.Diff(wantOwners, capz.EndpointOwners(u)); diff != "" {
+		t.Errorf("EndpointOwners (-want +got):\n%s", diff)
+	}
+	// An apply of the status subresource under the same manager is not
+	// an apply of the spec: CurrentOwned reads only the main resource.
+	status := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"ready": true}}}
+	status.SetGroupVersionKind(capz.AzureClusterGVK)
+	status.SetNamespace(namespace)
+	status.SetName(clusterName)
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	u = getObject(t, c)
+	if got := capz.CurrentOwned(u, view, capz.FieldManager); !got.Equal(want) {
+		t.Errorf("after a status apply, read back %+v, applied %+v", got, want)
+	}
 }
 
 // TestApplyNeverCreates: an apply carrying the UID the operator read is

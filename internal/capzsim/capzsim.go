@@ -80,7 +80,16 @@ type Options struct {
 	// KeepRemovedEndpoints leaves private endpoints removed from spec in
 	// Azure even in Fork mode (Upstream mode always does).
 	KeepRemovedEndpoints bool
+	// SyncPeriod is how often a converged cluster is reconciled again, as
+	// CAPZ's --sync-period (default 10m, CAPZ's): what was deleted in Azure
+	// out of band comes back then.
+	SyncPeriod time.Duration
 }
+
+// BrokenLinksAnnotation ("true") makes capzsim report the cluster's private
+// links broken: PrivateLinksReady False, as CAPZ does for a transient error
+// or an update in progress, while everything in Azure stays as it is.
+const BrokenLinksAnnotation = "capzsim.giantswarm.io/private-links-broken"
 
 // Reconciler is capzsim's controller.
 type Reconciler struct {
@@ -98,6 +107,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Opts.Concurrency <= 0 {
 		r.Opts.Concurrency = 4
+	}
+	if r.Opts.SyncPeriod <= 0 {
+		r.Opts.SyncPeriod = 10 * time.Minute
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
@@ -145,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.Opts.SyncPeriod}, nil
 }
 
 // azureClients are the clients capzsim uses in one subscription.
@@ -344,10 +356,11 @@ func (r *Reconciler) ensurePrivateLinks(ctx context.Context, u *unstructured.Uns
 			return err
 		}
 	}
-	if s.view.PrivateLinksReady {
+	broken := u.GetAnnotations()[BrokenLinksAnnotation] == "true"
+	if s.view.PrivateLinksReady != broken {
 		return nil
 	}
-	return r.setPrivateLinksReady(ctx, u)
+	return r.setPrivateLinksReady(ctx, u, !broken)
 }
 
 func (az *azureClients) ensurePLS(ctx context.Context, s *clusterSpec, name, frontendID string, natSubnets, visibility, autoApproval []string, proxy bool) error {
@@ -380,8 +393,9 @@ func (az *azureClients) ensurePLS(ctx context.Context, s *clusterSpec, name, fro
 	return errWait
 }
 
-// setPrivateLinksReady sets the fork's condition in status.
-func (r *Reconciler) setPrivateLinksReady(ctx context.Context, u *unstructured.Unstructured) error {
+// setPrivateLinksReady sets the fork's condition in status, True or (a
+// broken link, on demand) False.
+func (r *Reconciler) setPrivateLinksReady(ctx context.Context, u *unstructured.Unstructured, ready bool) error {
 	before := u.DeepCopy()
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	var kept []any
@@ -390,10 +404,15 @@ func (r *Reconciler) setPrivateLinksReady(ctx context.Context, u *unstructured.U
 			kept = append(kept, c)
 		}
 	}
-	kept = append(kept, map[string]any{
+	cond := map[string]any{
 		"type": capz.ConditionPrivateLinksReady, "status": "True",
 		"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
-	})
+	}
+	if !ready {
+		cond["status"], cond["severity"], cond["reason"] = "False", "Warning", "PrivateLinkServiceReconcileFailed"
+		cond["message"] = "capzsim reports the private links broken (" + BrokenLinksAnnotation + ")"
+	}
+	kept = append(kept, cond)
 	_ = unstructured.SetNestedSlice(u.Object, kept, "status", "conditions")
 	return r.Client.Status().Patch(ctx, u, client.MergeFrom(before), client.FieldOwner(FieldManager))
 }

@@ -57,6 +57,9 @@ type Options struct {
 	CAPZMode capzsim.Mode
 	// CAPZResync is how soon capzsim looks again while Azure works.
 	CAPZResync time.Duration
+	// CAPZSyncPeriod is how often capzsim reconciles a converged cluster
+	// again (CAPZ's --sync-period). Default: CAPZ's, 10m.
+	CAPZSyncPeriod time.Duration
 	// CAPZConcurrency is capzsim's number of workers. Default 4.
 	CAPZConcurrency int
 	// Ingress lists clusters ("namespace/name") that get an ingress private
@@ -209,7 +212,7 @@ func (sb *Sandbox) startCAPZ(opts Options) error {
 		return err
 	}
 	r := &capzsim.Reconciler{Client: mgr.GetClient(), Opts: capzsim.Options{
-		Mode: mode, Credential: sb.CAPZCredential, ClientOptions: sb.ClientOptions(), Resync: opts.CAPZResync,
+		Mode: mode, Credential: sb.CAPZCredential, ClientOptions: sb.ClientOptions(), Resync: opts.CAPZResync, SyncPeriod: opts.CAPZSyncPeriod,
 		Concurrency: opts.CAPZConcurrency, Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints,
 	}}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -43,6 +43,9 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
 	if opts.TerminalRecheck == 0 {
 		opts.TerminalRecheck = 2 * time.Second
 	}
+	if opts.AdoptFieldManagers == nil {
+		opts.AdoptFieldManagers = clusterlink.DefaultAdoptFieldManagers
+	}
 	w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
 		return clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond})
 	})
@@ -87,7 +90,7 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 		// Several worlds run in one test process: controller names repeat.
 		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
-		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields},
+		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields(clusterlink.DefaultAdoptFieldManagers...)},
 	})
 	if err != nil {
 		t.Fatal(err)

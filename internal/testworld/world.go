@@ -52,6 +52,8 @@ type Options struct {
 	Latency time.Duration
 	// KeepRemovedEndpoints makes capzsim leave endpoints removed from spec.
 	KeepRemovedEndpoints bool
+	// CAPZSyncPeriod is capzsim's --sync-period. Default: CAPZ's, 10m.
+	CAPZSyncPeriod time.Duration
 }
 
 // World is a running test world: a sandbox, plus the AzureClusterIdentity
@@ -74,7 +76,7 @@ func Start(t testing.TB, opts Options) *World {
 		ctrl.SetLogger(logr.Discard())
 	})
 	sb, err := sandbox.Start(context.Background(), sandbox.Options{
-		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond,
+		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond, CAPZSyncPeriod: opts.CAPZSyncPeriod,
 		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency,
 		Principals: []azuresim.Principal{{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret}},
 	})

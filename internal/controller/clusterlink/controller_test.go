@@ -341,6 +341,10 @@ func TestWaitingStates(t *testing.T) {
 	}
 }
 
+// olderOperator is the field manager the older operator's writes carry:
+// its image runs /manager and sets no field owner.
+const olderOperator = "manager"
+
 // TestUpgradeFromOlderOperator: entries, annotations and the finalizer an
 // older operator wrote with Update are taken over: a stale MC entry for a
 // link the WC no longer has is removed, and so is a stale annotation.
@@ -357,7 +361,7 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 		}},
 	}}
 	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
-	if err := w.Client.Create(ctx, mc, client.FieldOwner("azure-private-endpoint-operator-v0")); err != nil {
+	if err := w.Client.Create(ctx, mc, client.FieldOwner(olderOperator)); err != nil {
 		t.Fatal(err)
 	}
 	wc := wcCluster("wc1", 20)
@@ -366,7 +370,7 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	obj := wc.Object(testenv.SchemaFork)
 	obj.SetFinalizers([]string{clusterlink.Finalizer})
 	obj.SetAnnotations(map[string]string{apiAnn: "10.10.1.99"})
-	if err := w.Client.Create(ctx, obj, client.FieldOwner("azure-private-endpoint-operator-v0")); err != nil {
+	if err := w.Client.Create(ctx, obj, client.FieldOwner(olderOperator)); err != nil {
 		t.Fatal(err)
 	}
 	operator(t, w)

@@ -101,8 +101,11 @@ type Problem struct {
 
 // MCToWC returns the endpoints the management cluster needs to reach a
 // workload cluster's API server: one per private link of the WC that allows
-// the MC's subscription, once the WC's private links are ready.
-func MCToWC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
+// the MC's subscription. Readiness gates only creation (docs/design.md,
+// *Keep what works*): while the WC's private links are not ready, an
+// endpoint the MC already holds (existing, by name) stays, and only the
+// missing ones wait.
+func MCToWC(mc, wc *capz.AzureCluster, cfg Config, existing map[string]bool) ([]Endpoint, []Problem) {
 	id := key(wc)
 	switch wc.APIServerLBType {
 	case capz.LBTypeInternal:
@@ -122,28 +125,22 @@ func MCToWC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 	if p != nil {
 		return nil, []Problem{*p}
 	}
-	var allowed []capz.PrivateLink
+	var out []Endpoint
 	var problems []Problem
+	waiting := false
 	for _, pl := range wc.PrivateLinks {
-		if slices.ContainsFunc(pl.AllowedSubscriptions, equalFold(mc.SubscriptionID)) {
-			allowed = append(allowed, pl)
+		if !slices.ContainsFunc(pl.AllowedSubscriptions, equalFold(mc.SubscriptionID)) {
+			problems = append(problems, Problem{id, ReasonSubscriptionNotAllowed, fmt.Sprintf(
+				"private link %s does not list the management cluster's subscription %s in allowedSubscriptions", pl.Name, mc.SubscriptionID)})
 			continue
 		}
-		problems = append(problems, Problem{id, ReasonSubscriptionNotAllowed, fmt.Sprintf(
-			"private link %s does not list the management cluster's subscription %s in allowedSubscriptions", pl.Name, mc.SubscriptionID)})
-	}
-	if len(allowed) == 0 {
-		return nil, problems
-	}
-	if !wc.PrivateLinksReady {
-		return nil, append(problems, Problem{id, ReasonWaitingForPrivateLinks,
-			"waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"})
-	}
-	var out []Endpoint
-	for _, pl := range allowed {
 		name := pl.Name + "-privateendpoint"
 		if p := checkName(id, name); p != nil {
 			problems = append(problems, *p)
+			continue
+		}
+		if !wc.PrivateLinksReady && !existing[name] {
+			waiting = true
 			continue
 		}
 		manual := !slices.ContainsFunc(pl.AutoApprovedSubscriptions, equalFold(mc.SubscriptionID))
@@ -162,6 +159,10 @@ func MCToWC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 				"Management cluster %s requests access to the API server of workload cluster %s.", mc.Name, id))
 		}
 		out = append(out, ep)
+	}
+	if waiting {
+		problems = append(problems, Problem{id, ReasonWaitingForPrivateLinks,
+			"waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"})
 	}
 	return out, problems
 }
@@ -222,10 +223,11 @@ func WCToMC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 // DesiredMC computes the management cluster's complete set of operator
 // endpoints for all workload clusters at once, so that it can be applied in
 // one write however many WC events arrived (docs/design.md, *One write to the MC*). Deleting
-// clusters get none. Endpoints are sorted by name; when two WCs would need
+// clusters get none. existing names the endpoints the operator holds in the
+// MC now (see MCToWC). Endpoints are sorted by name; when two WCs would need
 // the same endpoint name, the first by namespace/name keeps it and the other
 // gets a Problem.
-func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
+func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing map[string]bool) ([]Endpoint, []Problem) {
 	sorted := slices.Clone(wcs)
 	sort.Slice(sorted, func(i, j int) bool { return key(sorted[i]) < key(sorted[j]) })
 	var out []Endpoint
@@ -235,7 +237,7 @@ func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config) ([]E
 		if wc.Deleting || key(wc) == key(mc) {
 			continue
 		}
-		eps, ps := MCToWC(mc, wc, cfg)
+		eps, ps := MCToWC(mc, wc, cfg, existing)
 		problems = append(problems, ps...)
 		for _, ep := range eps {
 			if other, taken := owner[ep.Name]; taken {

@@ -76,6 +76,7 @@ func TestMCToWC(t *testing.T) {
 		reason       string
 		mc, wc       *capz.AzureCluster
 		cfg          Config
+		existing     map[string]bool
 		want         []Endpoint
 		wantProblems []Problem
 	}{
@@ -128,8 +129,41 @@ func TestMCToWC(t *testing.T) {
 				"private link wc1-other does not list the management cluster's subscription " + mcSub + " in allowedSubscriptions"}},
 		},
 		{
-			reason: "links not ready yet: wait",
+			reason: "links not ready yet and no endpoint in the MC: wait",
 			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
+		},
+		{
+			reason: "links not ready (a CAPZ flap) but the MC holds the endpoint: it stays, nothing waits",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
+			existing: map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			want:     []Endpoint{mcEndpoint(false)},
+		},
+		{
+			reason: "links not ready: the held endpoint stays, a newly declared link waits",
+			mc:     mc(),
+			wc: wc("wc1", func(a *capz.AzureCluster) {
+				a.PrivateLinksReady = false
+				a.PrivateLinks = append(a.PrivateLinks, capz.PrivateLink{Name: "wc1-new", AllowedSubscriptions: []string{mcSub}})
+			}),
+			existing:     map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			want:         []Endpoint{mcEndpoint(false)},
+			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
+		},
+		{
+			reason: "a held endpoint whose link no longer allows the MC's subscription goes",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) {
+				a.PrivateLinksReady = false
+				a.PrivateLinks[0].AllowedSubscriptions = []string{"other"}
+			}),
+			existing: map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			wantProblems: []Problem{{"org-a/wc1", ReasonSubscriptionNotAllowed,
+				"private link wc1-api-privatelink does not list the management cluster's subscription " + mcSub + " in allowedSubscriptions"}},
+		},
+		{
+			reason: "a held endpoint of a link removed from the WC's spec goes",
+			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false; a.PrivateLinks[0].Name = "wc1-renamed" }),
+			existing:     map[string]bool{"wc1-api-privatelink-privateendpoint": true},
 			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
 		},
 		{
@@ -178,7 +212,7 @@ func TestMCToWC(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
-			got, problems := MCToWC(tc.mc, tc.wc, tc.cfg)
+			got, problems := MCToWC(tc.mc, tc.wc, tc.cfg, tc.existing)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: endpoints (-want +got):\n%s", tc.reason, diff)
 			}
@@ -261,6 +295,7 @@ func TestDesiredMC(t *testing.T) {
 	tests := []struct {
 		reason       string
 		wcs          []*capz.AzureCluster
+		existing     map[string]bool
 		want         []string
 		wantProblems []Problem
 	}{
@@ -283,10 +318,21 @@ func TestDesiredMC(t *testing.T) {
 			wantProblems: []Problem{{"org-a/wc2", ReasonNameConflict,
 				"private endpoint shared-api-privateendpoint is already used for workload cluster org-a/wc1; rename private link shared-api"}},
 		},
+		{
+			reason: "a WC whose links flap to not ready keeps the endpoint the MC holds; one never wired waits",
+			wcs: []*capz.AzureCluster{
+				wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
+				wc("wc2", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
+			},
+			existing: map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			want:     []string{"wc1-api-privatelink-privateendpoint"},
+			wantProblems: []Problem{{"org-a/wc2", ReasonWaitingForPrivateLinks,
+				"waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
-			got, problems := DesiredMC(mc(), tc.wcs, Config{})
+			got, problems := DesiredMC(mc(), tc.wcs, Config{}, tc.existing)
 			var names []string
 			for _, ep := range got {
 				names = append(names, ep.Name)
@@ -357,16 +403,20 @@ func TestTrimManagedFields(t *testing.T) {
 		{Manager: "capz-manager", Operation: metav1.ManagedFieldsOperationUpdate},
 		{Manager: capz.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate},
 	})
-	out, err := TrimManagedFields(u)
+	out, err := TrimManagedFields("manager")(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.(*unstructured.Unstructured).GetManagedFields()
-	if len(got) != 1 || got[0].Manager != capz.FieldManager || got[0].Operation != metav1.ManagedFieldsOperationApply {
-		t.Errorf("kept %+v, want only the operator's entry", got)
+	var kept []string
+	for _, f := range out.(*unstructured.Unstructured).GetManagedFields() {
+		kept = append(kept, f.Manager)
 	}
-	if out, err := TrimManagedFields("not an object"); err != nil || out != "not an object" {
+	if diff := cmp.Diff([]string{capz.FieldManager, "manager"}, kept); diff != "" {
+		t.Errorf("kept managers (-want +got):\n%s", diff)
+	}
+	if out, err := TrimManagedFields()("not an object"); err != nil || out != "not an object" {
 		t.Errorf("a non-object changed: %v, %v", out, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,8 @@ type MCReconciler struct {
 	Opts     Options
 	Recorder events.EventRecorder
 	Orphans  orphanSweeper
+
+	memory eventMemory
 }
 
 // Reconcile applies the MC's desired private endpoints.
@@ -37,38 +40,54 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	mc, errs := capz.FromUnstructured(mcU)
-	if len(errs) > 0 {
-		r.Recorder.Eventf(mcU, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Validate", "%s", errs.ToAggregate().Error())
-		return ctrl.Result{}, nil
+	if isPaused, err := paused(ctx, r.Client, mcU, mc); err != nil || isPaused {
+		// clusterctl move pauses the MC: nothing is written to it.
+		if isPaused {
+			log.V(1).Info("The management cluster is paused")
+		}
+		return ctrl.Result{}, err
 	}
-	wcs, pausedWCs, err := r.workloadClusters(ctx)
+	active, held, err := r.workloadClusters(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, problems := DesiredMC(mc, wcs, r.Opts.Config)
+	current := capz.CurrentOwned(mcU, mc, capz.FieldManager)
+	if len(errs) > 0 {
+		// Nothing new is wired into a malformed MC, but deleted WCs are
+		// still let go: their endpoints leave, the rest stay.
+		r.warnOnce(mcU, ReasonInvalidSpec, errs.ToAggregate().Error())
+		want := capz.Owned{Endpoints: WithoutEndpointsOf(current.Endpoints, deletingOnly(active))}
+		return ctrl.Result{}, r.applyMC(ctx, mcU, mc, current, want)
+	}
+	owners := capz.EndpointOwners(mcU)
+	desired, problems := DesiredMC(mc, active, r.Opts.Config, names(current.Endpoints))
+	desired, taken := SkipTaken(desired, TakenNames(mc, owners, r.Opts.AdoptFieldManagers), key(mc))
+	var reported []string
 	for _, p := range problems {
 		if p.Reason == ReasonNameConflict {
 			r.eventOn(ctx, p)
 		}
 	}
-	current := capz.CurrentOwned(mcU, mc, capz.FieldManager)
-	want := capz.Owned{Endpoints: groupBySubnet(desired)}
-	keepPaused(want.Endpoints, current.Endpoints, pausedWCs)
-	if !want.Equal(current) {
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(mc.Namespace, mc.Name, mcU.GetUID())),
-			client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{}, nil // the MC was deleted or replaced: its event brings us back
-			}
-			return ctrl.Result{}, err
-		}
-		mcWrites.Inc()
-		log.Info("Applied the management cluster's private endpoints", "endpoints", len(desired))
-		// mcU is stale now: the apply's own event brings the MC back, and
-		// the next reconcile removes what an older operator left.
-		return ctrl.Result{}, nil
+	for _, p := range taken {
+		// The WC's own reconcile reports it on the WC; the MC gets it too,
+		// once while it lasts.
+		reported = append(reported, p.Reason+":"+p.Message)
+		r.warnOnce(mcU, p.Reason, p.Message)
 	}
-	if err := r.removeStale(ctx, mcU, mc, want, wcs); err != nil {
+	r.memory.keepOnly(key(mc), reported)
+	want := capz.Owned{Endpoints: CarryHeld(groupBySubnet(desired), current.Endpoints, held)}
+	if !want.Equal(current) {
+		// mcU is stale after the apply: its own event brings the MC back,
+		// and the next reconcile removes what an older operator left.
+		return ctrl.Result{}, r.applyMC(ctx, mcU, mc, current, want)
+	}
+	groups := slices.Concat(active, held)
+	stale := StaleEntries(mc, owners, r.Opts.AdoptFieldManagers, names(want.Endpoints), func(pe capz.PrivateEndpoint) bool {
+		return isMCEndpointName(pe) && slices.ContainsFunc(groups, func(wc *capz.AzureCluster) bool {
+			return targetsGroup(pe.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup)
+		})
+	})
+	if err := r.removeStale(ctx, mcU, stale); err != nil {
 		return ctrl.Result{}, err
 	}
 	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil {
@@ -77,8 +96,41 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// workloadClusters returns the WCs to wire and, separately, the paused ones
-// whose current endpoints stay as they are.
+// applyMC applies the operator's endpoints to the MC when they differ.
+func (r *MCReconciler) applyMC(ctx context.Context, mcU *unstructured.Unstructured, mc *capz.AzureCluster, current, want capz.Owned) error {
+	if want.Equal(current) {
+		return nil
+	}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(mc.Namespace, mc.Name, mcU.GetUID())),
+		client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the MC was deleted or replaced: its event brings us back
+		}
+		return err
+	}
+	mcWrites.Inc()
+	n := 0
+	for _, eps := range want.Endpoints {
+		n += len(eps)
+	}
+	ctrl.LoggerFrom(ctx).Info("Applied the management cluster's private endpoints", "endpoints", n)
+	return nil
+}
+
+func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {
+	var out []*capz.AzureCluster
+	for _, wc := range wcs {
+		if wc.Deleting {
+			out = append(out, wc)
+		}
+	}
+	return out
+}
+
+// workloadClusters returns the WCs to wire and, separately, those whose
+// current endpoints stay exactly as they are: paused ones, and ones whose
+// AzureCluster cannot be read (their own reconcile reports why). A deleting
+// WC that is not paused is in neither, so its endpoints go.
 func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureCluster, []*capz.AzureCluster, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
@@ -93,79 +145,64 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 			return nil, nil, err
 		}
 	}
-	var active, pausedWCs []*capz.AzureCluster
+	var active, held []*capz.AzureCluster
 	for i := range list.Items {
 		u := &list.Items[i]
 		if (types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}) == r.Opts.ManagementCluster || !r.Opts.selected(u) {
 			continue
 		}
 		view, errs := capz.FromUnstructured(u)
-		if len(errs) > 0 {
-			continue // reported on the WC by its own reconcile
-		}
 		if ManagesLink(view, r.Opts) {
 			view = WithManagedLink(view, links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}])
 		}
-		if paused(ctx, r.Client, u, view) {
-			pausedWCs = append(pausedWCs, view)
-			continue
+		isPaused, err := paused(ctx, r.Client, u, view)
+		if err != nil {
+			return nil, nil, err
 		}
-		active = append(active, view)
+		switch {
+		case isPaused:
+			held = append(held, view)
+		case view.Deleting:
+			active = append(active, view) // DesiredMC gives it nothing
+		case len(errs) > 0:
+			held = append(held, view)
+		default:
+			active = append(active, view)
+		}
 	}
-	return active, pausedWCs, nil
+	return active, held, nil
 }
 
-// keepPaused carries the current endpoints of paused WCs into the desired
-// set: pausing must not tear anything down.
-func keepPaused(want, current map[string][]capz.PrivateEndpoint, pausedWCs []*capz.AzureCluster) {
-	for subnet, eps := range current {
-		for _, ep := range eps {
-			for _, wc := range pausedWCs {
-				if len(ep.Connections) > 0 && targetsGroup(ep.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup) {
-					want[subnet] = append(want[subnet], ep)
-				}
-			}
-		}
-	}
-}
-
-// removeStale removes entries that look like the operator's (an older
-// operator wrote them with Update, so they are not ours under server-side
-// apply) but are no longer wanted: a private link a WC no longer has. Each
-// removal is guarded by a test of the entry's name, so a concurrent change
-// fails the patch instead of removing the wrong entry.
-func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, mc *capz.AzureCluster, want capz.Owned, wcs []*capz.AzureCluster) error {
-	wanted := map[string]bool{}
-	for _, eps := range want.Endpoints {
-		for _, ep := range eps {
-			wanted[ep.Name] = true
-		}
-	}
-	var ops []map[string]any
-	for si, s := range mc.Subnets {
-		for pi := len(s.PrivateEndpoints) - 1; pi >= 0; pi-- {
-			pe := s.PrivateEndpoints[pi]
-			if wanted[pe.Name] || !isMCEndpointName(pe) || !targetsAny(pe, wcs) {
-				continue
-			}
-			path := fmt.Sprintf("/spec/networkSpec/subnets/%d/privateEndpoints/%d", si, pi)
-			ops = append(ops,
-				map[string]any{"op": "test", "path": path + "/name", "value": pe.Name},
-				map[string]any{"op": "remove", "path": path})
-		}
-	}
-	if len(ops) == 0 {
+// removeStale removes the entries StaleEntries found (an older operator
+// wrote them with Update, so they are not the operator's under server-side
+// apply). Each removal is guarded by a test of the entry's name, so a
+// concurrent change fails the patch instead of removing the wrong entry.
+func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, stale []staleEntry) error {
+	if len(stale) == 0 {
 		return nil
+	}
+	ops := make([]map[string]any, 0, 2*len(stale))
+	for _, e := range stale {
+		path := fmt.Sprintf("/spec/networkSpec/subnets/%d/privateEndpoints/%d", e.Subnet, e.Entry)
+		ops = append(ops,
+			map[string]any{"op": "test", "path": path + "/name", "value": e.Name},
+			map[string]any{"op": "remove", "path": path})
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
 	if err := r.Client.Patch(ctx, mcU, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
-		return err
+		return client.IgnoreNotFound(err)
 	}
 	mcWrites.Inc()
 	return nil
+}
+
+func (r *MCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
+	if r.memory.first(u.GetNamespace()+"/"+u.GetName(), reason+":"+msg) {
+		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
+	}
 }
 
 // isMCEndpointName matches the operator's MC-side naming contract:
@@ -176,15 +213,6 @@ func isMCEndpointName(pe capz.PrivateEndpoint) bool {
 		return false
 	}
 	return strings.HasSuffix(strings.ToLower(pe.Connections[0].PrivateLinkServiceID), "/privatelinkservices/"+strings.ToLower(pl))
-}
-
-func targetsAny(pe capz.PrivateEndpoint, wcs []*capz.AzureCluster) bool {
-	for _, wc := range wcs {
-		if targetsGroup(pe.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup) {
-			return true
-		}
-	}
-	return false
 }
 
 // eventOn emits a Warning Event on the WC a problem is about.

@@ -3,6 +3,7 @@ package clusterlink
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
@@ -26,6 +28,19 @@ type fakeEndpoints map[string]struct {
 func (f fakeEndpoints) ResourceGroupEndpoints(_ context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
 	a := f[ac.Name]
 	return a.obs, a.err
+}
+
+func (f fakeEndpoints) Delete(context.Context, *capz.AzureCluster, string) error { return nil }
+
+// recordingEndpoints is fakeEndpoints that records deletions.
+type recordingEndpoints struct {
+	fakeEndpoints
+	deleted []string
+}
+
+func (f *recordingEndpoints) Delete(_ context.Context, ac *capz.AzureCluster, name string) error {
+	f.deleted = append(f.deleted, ac.Name+"/"+name)
+	return nil
 }
 
 // TestObserve covers the WC reconcile's decision from what Azure says:
@@ -45,6 +60,9 @@ func TestObserve(t *testing.T) {
 	}
 	apiAnn, ingressAnn := DefaultAnnotationPrefix+"/"+AnnotationAPIServerIP, DefaultAnnotationPrefix+"/"+AnnotationMCIngressIP
 	terminal := &azure.ClassifiedError{Classification: azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Message: "lacks read"}}
+	second := Endpoint{Direction: DirectionWCToMC, PrivateEndpoint: capz.PrivateEndpoint{
+		Name: "wc1-to-mc-gateway-privatelink-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls/mc-gateway-privatelink"}},
+	}}
 
 	type want struct {
 		Annotations map[string]string
@@ -86,6 +104,24 @@ func TestObserve(t *testing.T) {
 			},
 			toWC: toWC, toMC: toMC, current: map[string]string{apiAnn: "10.0.0.4"},
 			want: want{Annotations: map[string]string{apiAnn: "10.0.0.4", ingressAnn: "10.1.0.4"}, States: map[Direction]string{DirectionMCToWC: stateUnknown, DirectionWCToMC: stateReady}, Requeue: "terminal"},
+		},
+		{
+			reason: "a terminal error on one side does not put off the pending recheck of the other",
+			azure: fakeEndpoints{
+				"mc":  {err: terminal},
+				"wc1": {obs: map[string]privateendpoints.Observation{"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StatePending}}},
+			},
+			toWC: toWC, toMC: toMC,
+			want: want{Annotations: map[string]string{}, States: map[Direction]string{DirectionMCToWC: stateUnknown, DirectionWCToMC: statePending}, Requeue: "pending"},
+		},
+		{
+			reason: "a second endpoint of a direction that is rejected: the first's IP is published, the cluster is not ready",
+			azure: fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+				"wc1-to-mc-privatelink-privateendpoint":         ready("10.1.0.4"),
+				"wc1-to-mc-gateway-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StateRejected, IP: "10.1.0.5"},
+			}}},
+			toMC: append(slices.Clone(toMC), second),
+			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.4"}, States: map[Direction]string{DirectionWCToMC: stateRejected}, Requeue: "pending"},
 		},
 		{
 			reason: "an endpoint not in Azure yet: provisioning, nothing published",
@@ -138,5 +174,67 @@ func TestObserveReportsTerminalErrors(t *testing.T) {
 		}
 	default:
 		t.Error(errors.New("no event for an error a person must fix"))
+	}
+}
+
+// TestObserveHealsDisconnected: an endpoint Disconnected for the grace
+// period is deleted in Azure once, with an Event; not again before the
+// backoff step; a Rejected one only when allowed.
+func TestObserveHealsDisconnected(t *testing.T) {
+	mc := &capz.AzureCluster{Name: "mc", Namespace: "org-giantswarm"}
+	wc := &capz.AzureCluster{Name: "wc1", Namespace: "org-a"}
+	toMC := []Endpoint{{Direction: DirectionWCToMC, PrivateEndpoint: capz.PrivateEndpoint{
+		Name: "wc1-to-mc-privatelink-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls/mc-ingress-privatelink"}},
+	}}}
+	broken := func(state string) fakeEndpoints {
+		return fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+			"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: state, IP: "10.1.0.4"},
+		}}}
+	}
+	for _, c := range []struct {
+		reason       string
+		state        string
+		healRejected bool
+		// steps: minutes since start at which the cluster is observed.
+		steps       []int
+		wantDeletes int
+	}{
+		{"disconnected: nothing before the grace period", privateendpoints.StateDisconnected, false, []int{0, 1}, 0},
+		{"disconnected for the grace period: healed once", privateendpoints.StateDisconnected, false, []int{0, 1, 2, 3}, 1},
+		{"still disconnected after a heal: not again before twice the grace", privateendpoints.StateDisconnected, false, []int{0, 2, 3, 4, 5}, 1},
+		{"and again after the backoff step", privateendpoints.StateDisconnected, false, []int{0, 2, 3, 5, 7}, 2},
+		{"rejected: left alone by default", privateendpoints.StateRejected, false, []int{0, 2, 4, 8}, 0},
+		{"rejected, healing allowed: healed", privateendpoints.StateRejected, true, []int{0, 2}, 1},
+	} {
+		clk := clocktesting.NewFakePassiveClock(time.Unix(1_000_000, 0))
+		start := clk.Now()
+		opts := Options{HealDisconnectedAfter: 2 * time.Minute, HealRejected: c.healRejected}
+		opts.setDefaults()
+		az := &recordingEndpoints{fakeEndpoints: broken(c.state)}
+		rec := events.NewFakeRecorder(100)
+		r := &WCReconciler{Opts: opts, Endpoints: az, Recorder: rec}
+		r.heal.Clock, r.heal.Grace = clk, opts.HealDisconnectedAfter
+		u := &unstructured.Unstructured{}
+		u.SetNamespace(wc.Namespace)
+		u.SetName(wc.Name)
+		for _, m := range c.steps {
+			clk.SetTime(start.Add(time.Duration(m) * time.Minute))
+			o := r.observe(context.Background(), u, wc, mc, nil, toMC, nil)
+			if o.result.RequeueAfter <= 0 || o.result.RequeueAfter > 2*time.Minute {
+				t.Errorf("%s: at minute %d the next look is in %s; a broken endpoint is looked at within the grace period", c.reason, m, o.result.RequeueAfter)
+			}
+		}
+		if len(az.deleted) != c.wantDeletes {
+			t.Errorf("%s: deleted %v, want %d deletions", c.reason, az.deleted, c.wantDeletes)
+		}
+		healed := 0
+		for len(rec.Events) > 0 {
+			if e := <-rec.Events; strings.Contains(e, ReasonEndpointHealed) {
+				healed++
+			}
+		}
+		if healed != c.wantDeletes {
+			t.Errorf("%s: %d %s events, want one per deletion (%d)", c.reason, healed, ReasonEndpointHealed, c.wantDeletes)
+		}
 	}
 }

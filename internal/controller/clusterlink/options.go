@@ -43,11 +43,30 @@ type Options struct {
 	// ManagePrivateLinkServices is the loop's default for every WC; the
 	// annotation <prefix>/manage-private-link-service overrides it per WC.
 	ManagePrivateLinkServices bool
+	// AdoptFieldManagers are the field managers of the older operator:
+	// endpoint entries they hold are taken over (upgrade), and removed when
+	// stale. An entry of the operator's name held by any other manager is
+	// left alone (ReasonPrivateEndpointNameTaken). The cache keeps these
+	// managers' managedFields (TrimManagedFields).
+	AdoptFieldManagers []string
+	// HealDisconnectedAfter is how long an endpoint the operator asked for
+	// may stay Disconnected before it is deleted in Azure, so that CAPZ
+	// recreates it against the private link service as it is now. Default
+	// 2m; negative turns healing off.
+	HealDisconnectedAfter time.Duration
+	// HealRejected heals Rejected endpoints the same way (off by default: a
+	// rejection is usually a person's decision).
+	HealRejected bool
 
 	// tickPhase offsets this process's recheck ticks (random, so that
 	// operators in different installations do not tick together).
 	tickPhase time.Duration
 }
+
+// DefaultAdoptFieldManagers is the older operator's field manager: its
+// image runs the binary /manager and sets no field owner, so the API server
+// records "manager".
+var DefaultAdoptFieldManagers = []string{"manager"}
 
 // WatchFilterLabel is Cluster API's watch filter label.
 const WatchFilterLabel = "cluster.x-k8s.io/watch-filter"
@@ -72,6 +91,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.tickPhase == 0 {
 		o.tickPhase = time.Duration(rand.Int64N(int64(time.Hour))) + 1 //nolint:gosec // G404: spreads replicas' ticks; nothing to guess
+	}
+	if o.HealDisconnectedAfter == 0 {
+		o.HealDisconnectedAfter = 2 * time.Minute
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4

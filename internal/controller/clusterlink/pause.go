@@ -11,22 +11,25 @@ import (
 )
 
 // paused reports whether Cluster API pauses a cluster: the annotation on the
-// AzureCluster, or spec.paused of its Cluster.
-func paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, view *capz.AzureCluster) bool {
+// AzureCluster, or spec.paused of its Cluster. A Cluster that cannot be read
+// is an error, not "not paused": acting on a cluster clusterctl is moving
+// would undo the move.
+func paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, view *capz.AzureCluster) (bool, error) {
 	if _, ok := u.GetAnnotations()[capz.PausedAnnotation]; ok {
-		return true
+		return true, nil
 	}
 	if view.ClusterName == "" {
-		return false
+		return false, nil
 	}
 	cl := &unstructured.Unstructured{}
 	cl.SetGroupVersionKind(capz.ClusterGVK)
 	if err := c.Get(ctx, types.NamespacedName{Namespace: view.Namespace, Name: view.ClusterName}, cl); err != nil {
-		return false
+		// A Cluster that does not exist (yet, or any more) pauses nothing.
+		return false, client.IgnoreNotFound(err)
 	}
 	if _, ok := cl.GetAnnotations()[capz.PausedAnnotation]; ok {
-		return true
+		return true, nil
 	}
 	p, _, _ := unstructured.NestedBool(cl.Object, "spec", "paused")
-	return p
+	return p, nil
 }

@@ -84,6 +84,12 @@ func delayed(req reconcile.Request, after time.Duration, selected func(client.Ob
 			add(e.Object, q)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// An object that lost the label still counts once: its
+			// endpoints must leave the MC, or its deletion would wait.
+			if e.ObjectOld != nil && selected(e.ObjectOld) {
+				q.AddAfter(req, after)
+				return
+			}
 			add(e.ObjectNew, q)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -17,16 +17,33 @@ import (
 // copy and a parse per WC reconcile would dominate the operator's CPU.
 // Callers must not modify what it returns.
 type mcSnapshot struct {
-	mu   sync.Mutex
+	mu    sync.Mutex
+	state mcState
+}
+
+// mcState is the MC as one resourceVersion shows it, with what the
+// decisions need from its managedFields, parsed once.
+type mcState struct {
 	u    *unstructured.Unstructured
 	view *capz.AzureCluster
+	// owned is what the operator holds of the MC (capz.CurrentOwned).
+	owned capz.Owned
+	// owners are the field managers of each endpoint entry the cache shows
+	// (capz.EndpointOwners).
+	owners map[capz.EndpointKey][]string
 }
 
 func (s *mcSnapshot) get(ctx context.Context, c client.Reader, key types.NamespacedName) (*unstructured.Unstructured, *capz.AzureCluster, error) {
+	st, err := s.read(ctx, c, key)
+	return st.u, st.view, err
+}
+
+// read returns the MC's current state; a zero state when it does not exist.
+func (s *mcSnapshot) read(ctx context.Context, c client.Reader, key types.NamespacedName) (mcState, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, err
+		return mcState{}, err
 	}
 	var u *unstructured.Unstructured
 	for i := range list.Items {
@@ -35,15 +52,23 @@ func (s *mcSnapshot) get(ctx context.Context, c client.Reader, key types.Namespa
 		}
 	}
 	if u == nil {
-		return nil, nil, nil
+		return mcState{}, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.u == nil || s.u.GetUID() != u.GetUID() || s.u.GetResourceVersion() != u.GetResourceVersion() {
+	if old := s.state.u; old == nil || old.GetUID() != u.GetUID() || old.GetResourceVersion() != u.GetResourceVersion() {
 		// What could be read is used even when some field is malformed;
 		// the MC reconcile reports the errors.
-		s.view, _ = capz.FromUnstructured(u)
-		s.u = u
+		view, _ := capz.FromUnstructured(u)
+		s.state = mcState{u: u, view: view, owned: capz.CurrentOwned(u, view, capz.FieldManager), owners: capz.EndpointOwners(u)}
 	}
-	return s.u, s.view, nil
+	return s.state, nil
+}
+
+// last is the MC as it was last read, even if it is gone now; the zero
+// state when it was never read.
+func (s *mcSnapshot) last() mcState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -33,17 +34,31 @@ type WCReconciler struct {
 	APIReader client.Reader
 	Opts      Options
 	Recorder  events.EventRecorder
-	// Endpoints reads what Azure says of the clusters' private endpoints.
-	Endpoints endpointReader
+	// Endpoints reads what Azure says of the clusters' private endpoints,
+	// and deletes the broken ones it heals.
+	Endpoints endpointClient
 	// Orphans deletes endpoints CAPZ left behind; nil leaves them.
 	Orphans orphanSweeper
+	// Clock drives healing; the real clock when nil.
+	Clock clock.PassiveClock
 
 	memory eventMemory
 	mc     mcSnapshot
+	heal   healTracker
+	once   sync.Once
 }
 
-// Reconcile wires one workload cluster.
+// Reconcile wires one workload cluster, in phases (docs/design.md,
+// *Reconcile phases*): read, pause, deletion (before validation and the
+// watch filter, so that nothing blocks a deletion), validation, then
+// wiring with or without the MC. Each phase returns the one result.
 func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.once.Do(func() {
+		if r.Clock == nil {
+			r.Clock = clock.RealClock{}
+		}
+		r.heal.Clock, r.heal.Grace = r.Clock, r.Opts.HealDisconnectedAfter
+	})
 	key := req.String()
 	if req.NamespacedName == r.Opts.ManagementCluster {
 		return ctrl.Result{}, nil
@@ -55,21 +70,20 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if u == nil {
 		endpointStates.set(key, nil)
 		r.memory.forget(key)
+		r.heal.forgetIdle()
 		return ctrl.Result{}, nil
 	}
-	if !r.Opts.selected(u) {
-		return ctrl.Result{}, nil
-	}
+	// What could be read is used: deletion needs only names and IDs.
 	wc, errs := capz.FromUnstructured(u)
-	if len(errs) > 0 {
-		r.warnOnce(u, ReasonInvalidSpec, errs.ToAggregate().Error())
-		return ctrl.Result{}, nil
+	isPaused, err := paused(ctx, r.Client, u, wc)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if paused(ctx, r.Client, u, wc) {
+	if isPaused {
 		ctrl.LoggerFrom(ctx).V(1).Info("Cluster is paused")
 		return ctrl.Result{}, nil
 	}
-	mcU, mc, err := r.mc.get(ctx, r.Client, r.Opts.ManagementCluster)
+	mcs, err := r.mc.read(ctx, r.Client, r.Opts.ManagementCluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -77,28 +91,58 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if err := r.releaseManagedLink(ctx, u, wc); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.release(ctx, u, wc, mcU, mc)
+		return r.release(ctx, u, wc, mcs)
 	}
-	if mc == nil {
-		// The MC may be missing for a moment (clusterctl move): keep what the
-		// WC has, only make sure of the finalizer.
-		r.warnOnce(u, ReasonManagementClusterNotFound, fmt.Sprintf("management cluster %s does not exist; nothing can be wired until it does", r.Opts.ManagementCluster))
-		current := capz.CurrentOwned(u, wc, capz.FieldManager)
-		keep := current
-		keep.Finalizers = []string{Finalizer}
-		return ctrl.Result{}, r.apply(ctx, u, wc, current, keep)
+	if !r.Opts.selected(u) {
+		return ctrl.Result{}, nil
 	}
-	return r.wire(ctx, u, wc, mc)
+	if len(errs) > 0 {
+		r.warnOnce(u, ReasonInvalidSpec, errs.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	if mcs.u == nil {
+		return r.wireWithoutMC(ctx, u, wc)
+	}
+	return r.wire(ctx, u, wc, mcs)
 }
 
-func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (ctrl.Result, error) {
+// wireWithoutMC: the MC may be missing for a moment (clusterctl move), so
+// the WC keeps its entries and finalizer; its annotations still follow
+// Azure, read with the MC as it was last seen. Without that (the operator
+// restarted meanwhile) they are left as they are: Azure cannot be read.
+func (r *WCReconciler) wireWithoutMC(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster) (ctrl.Result, error) {
+	r.warnOnce(u, ReasonManagementClusterNotFound, fmt.Sprintf("management cluster %s does not exist; nothing can be wired until it does", r.Opts.ManagementCluster))
+	current := capz.CurrentOwned(u, wc, capz.FieldManager)
+	want := current
+	want.Finalizers = []string{Finalizer}
+	last := r.mc.last()
+	if last.view == nil {
+		return ctrl.Result{}, r.apply(ctx, u, wc, current, want)
+	}
+	toMC, _ := WCToMC(last.view, wc, r.Opts.Config)
+	toWC, _ := MCToWC(last.view, wc, r.Opts.Config, names(last.owned.Endpoints))
+	o := r.observe(ctx, u, wc, last.view, toWC, toMC, current.Annotations)
+	want.Annotations = o.annotations
+	if err := r.apply(ctx, u, wc, current, want); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.reportTransitions(u, current.Annotations, o.annotations)
+	return o.result, o.err
+}
+
+func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState) (ctrl.Result, error) {
+	mc := mcs.view
 	wc, err := r.ensureManagedLink(ctx, u, wc, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	toMC, p1 := WCToMC(mc, wc, r.Opts.Config)
-	toWC, p2 := MCToWC(mc, wc, r.Opts.Config)
-	r.reportProblems(u, append(p1, p2...))
+	toWC, p2 := MCToWC(mc, wc, r.Opts.Config, names(mcs.owned.Endpoints))
+	// An entry of the operator's name that someone else holds is theirs:
+	// neither written over nor observed as the operator's.
+	toMC, p3 := SkipTaken(toMC, TakenNames(wc, capz.EndpointOwners(u), r.Opts.AdoptFieldManagers), key(wc))
+	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, r.Opts.AdoptFieldManagers), key(mc))
+	r.reportProblems(u, slices.Concat(p1, p2, p3, p4))
 
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
 	o := r.observe(ctx, u, wc, mc, toWC, toMC, current.Annotations)
@@ -119,20 +163,34 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 			return ctrl.Result{}, err
 		}
 	}
+	result := o.result
 	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil && len(toMC) > 0 {
-		var names []string
+		wanted := make([]string, 0, len(toMC))
 		for _, ep := range toMC {
-			names = append(names, ep.Name)
+			wanted = append(wanted, ep.Name)
 		}
-		res, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), names...)
+		res, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), wanted...)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if res.RequeueAfter > 0 && (o.result.RequeueAfter == 0 || res.RequeueAfter < o.result.RequeueAfter) {
-			o.result.RequeueAfter = res.RequeueAfter
-		}
+		result = lowestNonZeroResult(result, res)
 	}
-	return o.result, o.err
+	return result, o.err
+}
+
+// lowestNonZeroResult is the sooner of two results: a requeue wins over
+// none, and the shorter RequeueAfter over the longer (as Cluster API's
+// util.LowestNonZeroResult).
+func lowestNonZeroResult(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0:
+		return a
+	case b.RequeueAfter < a.RequeueAfter:
+		return b
+	}
+	return a
 }
 
 // observation is what Azure says, turned into annotations and a result.
@@ -145,14 +203,17 @@ type observation struct {
 }
 
 // observe reads both directions' endpoints and computes the annotations.
-// An annotation is set only when its endpoint is provisioned, approved and
-// has an IP; it is removed when Azure says otherwise; it is left alone when
-// Azure cannot be read.
+// An annotation takes the IP of its direction's first endpoint, and is set
+// only when that endpoint is provisioned, approved and has an IP; it is
+// removed when Azure says otherwise; it is left alone when Azure cannot be
+// read. Every endpoint of a direction is observed: the cluster is ready only
+// when all are, and a broken one is healed (see healTracker).
 func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, current map[string]string) observation {
 	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.driftCheck()}}
 	for k, v := range current {
 		o.annotations[k] = v
 	}
+	var results []ctrl.Result
 	for _, d := range []struct {
 		eps     []Endpoint
 		owner   *capz.AzureCluster // whose identity and resource group
@@ -165,33 +226,79 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 			delete(o.annotations, d.annName)
 			continue
 		}
-		ep := d.eps[0]
+		dir := d.eps[0].Direction
 		obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, d.owner)
 		if err != nil {
 			o.ready = false
-			o.states[ep.Direction] = stateUnknown
-			o.result, o.err = classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", d.owner.Namespace, d.owner.Name), err)
+			o.states[dir] = stateUnknown
+			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", d.owner.Namespace, d.owner.Name), err)
+			results = append(results, res)
+			if err != nil {
+				o.err = err
+			}
 			continue
 		}
-		ob, exists := obs[strings.ToLower(ep.Name)]
-		state, note := endpointState(ob, exists, ep)
-		o.states[ep.Direction] = state
-		if state == stateReady {
-			o.annotations[d.annName] = ob.IP
-			continue
+		for i, ep := range d.eps {
+			ob, exists := obs[strings.ToLower(ep.Name)]
+			state, note := endpointState(ob, exists, ep)
+			if i == 0 || (o.states[dir] == stateReady && state != stateReady) {
+				o.states[dir] = state
+			}
+			healKey := d.owner.Namespace + "/" + d.owner.Name + "/" + ep.Name
+			if state == stateReady {
+				r.heal.ready(healKey)
+				if i == 0 {
+					o.annotations[d.annName] = ob.IP
+				}
+				continue
+			}
+			if i == 0 {
+				delete(o.annotations, d.annName)
+			}
+			o.ready = false
+			r.noteState(u, ep, state, note)
+			results = append(results, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
+			broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
+			if heal, wait := r.heal.observe(healKey, broken); heal {
+				r.healEndpoint(ctx, u, d.owner, ep, state)
+			} else if wait > 0 {
+				results = append(results, ctrl.Result{RequeueAfter: wait})
+			}
 		}
-		delete(o.annotations, d.annName)
-		o.ready = false
-		r.noteState(u, ep, state, note)
-		o.result = ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}
+	}
+	if len(results) > 0 {
+		// Something waits: the soonest of its rechecks, not the drift check.
+		o.result = ctrl.Result{}
+		for _, res := range results {
+			o.result = lowestNonZeroResult(o.result, res)
+		}
+	}
+	if o.err != nil {
+		o.result = ctrl.Result{} // controller-runtime retries an error with its backoff
 	}
 	return o
 }
 
-// endpointReader reads, from Azure, the private endpoints in a cluster's
-// resource group, keyed by lower-case name.
-type endpointReader interface {
+// healEndpoint deletes a broken endpoint in Azure; CAPZ, which made it from
+// the AzureCluster's spec, makes it again, connected to the private link
+// service as it is now, and the new IP is published when it is approved.
+func (r *WCReconciler) healEndpoint(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state string) {
+	if err := r.Endpoints.Delete(ctx, owner, ep.Name); err != nil {
+		c := azure.Classify(err)
+		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, c.Reason, "Heal",
+			"cannot delete %s private endpoint %s to heal it: %s", state, ep.Name, c.Message)
+		return
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointHealed, "Heal",
+		"private endpoint %s in %s/%s was %s for longer than %s: deleted in Azure so that CAPZ recreates it against private link service %s",
+		ep.Name, owner.Namespace, owner.Name, state, r.Opts.HealDisconnectedAfter, ep.Connections[0].PrivateLinkServiceID)
+}
+
+// endpointClient reads, from Azure, the private endpoints in a cluster's
+// resource group, keyed by lower-case name, and deletes one (healing).
+type endpointClient interface {
 	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error)
+	Delete(ctx context.Context, ac *capz.AzureCluster, name string) error
 }
 
 // orphanSweeper deletes endpoints of ac that CAPZ left in Azure: those
@@ -207,7 +314,7 @@ type AzureEndpoints struct {
 	Observer *privateendpoints.Observer
 }
 
-// ResourceGroupEndpoints implements endpointReader.
+// ResourceGroupEndpoints implements endpointClient.
 func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
 	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
 	if err != nil {
@@ -218,6 +325,21 @@ func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.Azu
 		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
 	}
 	return obs, err
+}
+
+// Delete implements endpointClient: it starts the deletion of an endpoint
+// in the cluster's resource group and does not wait for it (the next
+// observation shows it gone). Not found is success.
+func (a AzureEndpoints) Delete(ctx context.Context, ac *capz.AzureCluster, name string) error {
+	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
+	if err != nil {
+		return err
+	}
+	if _, err := f.NewPrivateEndpointsClient().BeginDelete(ctx, ac.ResourceGroup, name, nil); err != nil && !azure.IsNotFound(err) {
+		return err
+	}
+	a.Observer.Invalidate(cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	return nil
 }
 
 // endpointState says where an endpoint is and who must act.
@@ -285,18 +407,15 @@ func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, 
 }
 
 // release lets a deleted WC go once the MC no longer holds its endpoints
-// (the MC reconcile removes them), or at once when the MC is gone.
-func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcU *unstructured.Unstructured, mc *capz.AzureCluster) (ctrl.Result, error) {
+// (the MC reconcile removes them), or at once when the MC is gone. It needs
+// only the WC's names and IDs, so a malformed WC is released too.
+func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(u, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if mc != nil {
-		for _, eps := range capz.CurrentOwned(mcU, mc, capz.FieldManager).Endpoints {
-			for _, ep := range eps {
-				if len(ep.Connections) > 0 && targetsGroup(ep.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup) {
-					return ctrl.Result{RequeueAfter: r.Opts.MCWriteDelay + time.Second}, nil
-				}
-			}
+	if mcs.u != nil {
+		if HoldsEndpointsOf(mcs.owned.Endpoints, wc) {
+			return ctrl.Result{RequeueAfter: r.Opts.MCWriteDelay + time.Second}, nil
 		}
 	} else {
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",

@@ -1,0 +1,290 @@
+package clusterlink_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestFlapsAndCollisions: a working endpoint survives CAPZ reporting the
+// WC's private links not ready; a user's entry that has the operator's
+// name is left exactly as it is, with PrivateEndpointNameTaken on the WC
+// and the MC, and every other WC keeps working.
+func TestFlapsAndCollisions(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	mc := mcCluster(true).Object(testenv.SchemaFork)
+	// The user's entry has the name the operator would give wc2's link,
+	// and points at the MC's own ingress.
+	subnets, _, _ := unstructured.NestedSlice(mc.Object, "spec", "networkSpec", "subnets")
+	userEntry := map[string]any{
+		"name": "wc2-api-privatelink-privateendpoint",
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 "users-connection",
+			"privateLinkServiceID": "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateLinkServices/mc-ingress-privatelink",
+			"requestMessage":       "the user's own",
+		}},
+	}
+	subnets[1].(map[string]any)["privateEndpoints"] = []any{userEntry}
+	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
+	if err := w.Client.Create(ctx, mc, client.FieldOwner(userMgr)); err != nil {
+		t.Fatal(err)
+	}
+	create(t, w, testenv.SchemaFork, wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w)
+
+	u1 := wired(t, w, "wc1", true, true)
+	apiIP := u1.GetAnnotations()[apiAnn]
+	wc2 := types.NamespacedName{Namespace: wcNS, Name: "wc2"}
+	waitEvent(t, w, wc2, clusterlink.ReasonPrivateEndpointNameTaken)
+	waitEvent(t, w, mcKey, clusterlink.ReasonPrivateEndpointNameTaken)
+	u2 := wired(t, w, "wc2", false, true)
+	if _, ok := u2.GetAnnotations()[apiAnn]; ok {
+		t.Errorf("wc2 was annotated from the user's endpoint: %s", testworld.Describe(u2))
+	}
+	checkUserEntry(t, w, userEntry)
+
+	// CAPZ reports wc1's links broken (a transient error, an update).
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"},
+		`{"metadata":{"annotations":{"`+capzsim.BrokenLinksAnnotation+`":"true"}}}`)
+	testworld.Eventually(t, testworld.Timeout, "wc1's PrivateLinksReady False", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		return !conditionTrue(u, "PrivateLinksReady") && u.GetAnnotations()[capzsim.BrokenLinksAnnotation] == "true", testworld.Describe(u)
+	})
+	// A new WC needs an MC write: that write is computed while wc1's links
+	// are not ready, and must keep wc1's endpoint.
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	wired(t, w, "wc3", true, true)
+	if names := endpointNames(t, w, mcKey); !slices.Contains(names, "wc1-api-privatelink-privateendpoint") {
+		t.Fatalf("a PrivateLinksReady flap removed wc1's endpoint from the MC: %v", names)
+	}
+	u1, _ = w.Get(ctx, wcNS, "wc1")
+	if got := u1.GetAnnotations()[apiAnn]; got != apiIP {
+		t.Errorf("during the flap wc1's %s = %q, want the unchanged %s", apiAnn, got, apiIP)
+	}
+	if got := azureIP(t, w, mcSub, "mc-rg", "wc1-api-privatelink-privateendpoint"); got != apiIP {
+		t.Errorf("wc1's endpoint in Azure has IP %s, was %s: it was recreated", got, apiIP)
+	}
+	checkUserEntry(t, w, userEntry)
+}
+
+// checkUserEntry: the user's entry in the MC is exactly as they wrote it.
+func checkUserEntry(t *testing.T, w *testworld.World, want map[string]any) {
+	t.Helper()
+	u, err := w.Get(context.Background(), mcNS, "mc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
+	for _, s := range subnets {
+		pes, _ := s.(map[string]any)["privateEndpoints"].([]any)
+		for _, pe := range pes {
+			m := pe.(map[string]any)
+			if m["name"] != want["name"] {
+				continue
+			}
+			got := map[string]any{"name": m["name"], "privateLinkServiceConnections": m["privateLinkServiceConnections"]}
+			if fmt.Sprint(got) != fmt.Sprint(want) || m["manualApproval"] != nil {
+				t.Errorf("the user's entry changed:\n got %v\nwant %v", m, want)
+			}
+			return
+		}
+	}
+	t.Errorf("the user's entry %v is gone", want["name"])
+}
+
+// TestSharedResourceGroup: two WCs in one resource group, one paused: MC
+// wiring goes on for every other cluster (no duplicate entry makes the
+// apply fail), and the other one is released when deleted.
+func TestSharedResourceGroup(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	shared := func(c testworld.Cluster) testworld.Cluster {
+		c.ResourceGroup = "shared-rg"
+		return c
+	}
+	create(t, w, testenv.SchemaFork, mcCluster(true), shared(wcCluster("wc1", 20)), shared(wcCluster("wc2", 21)))
+	operator(t, w)
+	wired(t, w, "wc1", true, true)
+	wired(t, w, "wc2", true, true)
+
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":"true"}}}`)
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	wired(t, w, "wc3", true, true)
+
+	u1, _ := w.Get(ctx, wcNS, "wc1")
+	if err := w.Client.Delete(ctx, u1); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "wc1 released while wc2 of its resource group is paused", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return true, ""
+		}
+		return false, testworld.Describe(u) + fmt.Sprint(endpointNames(t, w, mcKey))
+	})
+	checkMC(t, w, []string{"wc2-api-privatelink-privateendpoint", "wc3-api-privatelink-privateendpoint"})
+}
+
+// TestHealsDisconnected: the owner of the MC's ingress removes a WC's
+// connection (the endpoint turns Disconnected); after the grace period the
+// operator deletes the endpoint in Azure, CAPZ recreates it, it connects
+// again and the annotation follows.
+func TestHealsDisconnected(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork, CAPZSyncPeriod: time.Second,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
+	w.Namespace(t, wcNS)
+	ctx := context.Background()
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) { o.HealDisconnectedAfter = time.Second })
+	wired(t, w, "wc1", true, true)
+	before := endpointID(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint")
+
+	plss := w.Network(t, mcSub).NewPrivateLinkServicesClient()
+	pls, err := plss.Get(ctx, "mc-rg", "mc-ingress-privatelink", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conn string
+	for _, c := range pls.Properties.PrivateEndpointConnections {
+		if strings.HasSuffix(strings.ToLower(ptr.Deref(c.Properties.PrivateEndpoint.ID, "")), "/wc1-to-mc-privatelink-privateendpoint") {
+			conn = ptr.Deref(c.Name, "")
+		}
+	}
+	if conn == "" {
+		t.Fatalf("no connection of wc1's endpoint on the MC's ingress")
+	}
+	poller, err := plss.BeginDeletePrivateEndpointConnection(ctx, "mc-rg", "mc-ingress-privatelink", conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	waitEvent(t, w, key, clusterlink.ReasonEndpointDisconnected)
+	waitEvent(t, w, key, clusterlink.ReasonEndpointHealed)
+	testworld.Eventually(t, testworld.Timeout, "wc1's endpoint recreated, approved and annotated", func(ctx context.Context) (bool, string) {
+		pe, err := w.Network(t, wcSub).NewPrivateEndpointsClient().Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		state := connectionStatus(pe.PrivateEndpoint)
+		u, _ := w.Get(ctx, wcNS, "wc1")
+		ip := u.GetAnnotations()[ingAnn]
+		return ptr.Deref(pe.ID, "") != "" && state == "Approved" && ip != "" && ip == azureIP(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"),
+			fmt.Sprintf("connection %s, annotation %q", state, ip)
+	})
+	if after := endpointID(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"); after == "" || before == "" {
+		t.Errorf("endpoint IDs before %q and after %q", before, after)
+	}
+}
+
+func endpointID(t *testing.T, w *testworld.World, sub, rg, name string) string {
+	t.Helper()
+	pe, err := w.Network(t, sub).NewPrivateEndpointsClient().Get(context.Background(), rg, name, nil)
+	if err != nil {
+		t.Fatalf("endpoint %s/%s: %v", rg, name, err)
+	}
+	return ptr.Deref(pe.ID, "")
+}
+
+func connectionStatus(pe armnetwork.PrivateEndpoint) string {
+	if pe.Properties == nil {
+		return ""
+	}
+	for _, c := range slices.Concat(pe.Properties.PrivateLinkServiceConnections, pe.Properties.ManualPrivateLinkServiceConnections) {
+		if c.Properties != nil && c.Properties.PrivateLinkServiceConnectionState != nil {
+			return string(ptr.Deref(c.Properties.PrivateLinkServiceConnectionState.Status, ""))
+		}
+	}
+	return ""
+}
+
+// TestPauseAndDeletionFirst: the MC's pause holds its entries as they are;
+// a WC that is malformed, or lost the watch-filter label, is still
+// released when deleted.
+func TestPauseAndDeletionFirst(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	labelled := func(c testworld.Cluster) *unstructured.Unstructured {
+		u := c.Object(testenv.SchemaFork)
+		u.SetLabels(map[string]string{clusterlink.WatchFilterLabel: "apeo"})
+		return u
+	}
+	for _, u := range []*unstructured.Unstructured{labelled(mcCluster(true)), labelled(wcCluster("wc1", 20)), labelled(wcCluster("wc2", 21)), labelled(wcCluster("wc3", 22))} {
+		if err := w.Client.Create(ctx, u, client.FieldOwner(userMgr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	operator(t, w, func(o *clusterlink.Options) { o.WatchFilter = "apeo" })
+	for _, name := range []string{"wc1", "wc2", "wc3"} {
+		wired(t, w, name, true, true)
+	}
+
+	// The MC is paused (clusterctl move): wc1's link goes, its entry stays.
+	mergePatch(t, w, mcKey, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":"true"}}}`)
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	holds(t, 3*time.Second, "the paused MC keeps wc1's entry", func() bool {
+		return slices.Contains(endpointNames(t, w, mcKey), "wc1-api-privatelink-privateendpoint")
+	})
+	mergePatch(t, w, mcKey, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":null}}}`)
+	checkMC(t, w, []string{"wc2-api-privatelink-privateendpoint", "wc3-api-privatelink-privateendpoint"})
+
+	// wc2 becomes malformed (a private link without a name), wc3 loses the
+	// watch-filter label; both are deleted and released.
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[`+
+		`{"name":"wc2-api-privatelink","allowedSubscriptions":["`+mcSub+`"],"autoApprovedSubscriptions":["`+mcSub+`"]},{"name":""}]}}}}`)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, clusterlink.ReasonInvalidSpec)
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc3"}, `{"metadata":{"labels":{"`+clusterlink.WatchFilterLabel+`":null}}}`)
+	for _, name := range []string{"wc2", "wc3"} {
+		u, err := w.Get(ctx, wcNS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Client.Delete(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"wc2", "wc3"} {
+		testworld.Eventually(t, testworld.Timeout, name+" released", func(ctx context.Context) (bool, string) {
+			u, err := w.Get(ctx, wcNS, name)
+			if err != nil {
+				return true, ""
+			}
+			return false, testworld.Describe(u) + fmt.Sprint(endpointNames(t, w, mcKey))
+		})
+	}
+}
+
+// holds checks that cond stays true for d: a window in which the operator
+// has many chances to act (its MC write delay in tests is 300 ms). It can
+// miss a violation on a slow machine; it never fails a correct operator.
+func holds(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !cond() {
+			t.Fatalf("%s: broken within %s", what, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
