@@ -89,6 +89,22 @@ bench: envtest-assets build ## Scale benchmark (N = 100, 500, 1000; ~40 min); wr
 		--operator-binary $(BIN)/azure-private-endpoint-operator \
 		--markdown docs/benchmarks.md --json docs/benchmarks.json $(BENCH_FLAGS)
 
+# How long each fuzz target runs under make fuzz (their seed corpus runs in
+# every make test).
+FUZZTIME ?= 2m
+FUZZ_TARGETS := \
+	./internal/azure/privatelinkservices:FuzzObserved \
+	./internal/controller/clusterlink:FuzzDesired \
+	./internal/controller/clusterlink:FuzzIdentity \
+	./internal/capz:FuzzView
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 2m); failures land in the package's testdata/fuzz.
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -parallel=1 $$pkg; \
+	done
+
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd for tests (cached; ~5-12 min the first time).
 	@hack/envtest/build.sh >/dev/null

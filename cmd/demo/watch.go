@@ -164,7 +164,7 @@ func (w *watcher) rowsFor(ctx context.Context, mc, wc *capz.AzureCluster) ([]row
 				cluster: wc.Namespace + "/" + wc.Name, direction: ep.Direction, endpoint: ep.Name, holder: set.holder,
 				inSpec: inSpec(set.holder, ep.Name), annotation: key, value: wc.Annotations[key],
 			}
-			obs, err := w.observe(ctx, set.holder)
+			obs, err := w.observe(ctx, set.holder, ep.Name)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -177,12 +177,12 @@ func (w *watcher) rowsFor(ctx context.Context, mc, wc *capz.AzureCluster) ([]row
 	return rows, append(p1, p2...), nil
 }
 
-func (w *watcher) observe(ctx context.Context, holder *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
+func (w *watcher) observe(ctx context.Context, holder *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error) {
 	f, err := w.d.sb.Network(holder.SubscriptionID)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := w.observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), holder.SubscriptionID, holder.ResourceGroup)
+	obs, err := w.observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), holder.SubscriptionID, holder.ResourceGroup, names...)
 	if err != nil && strings.Contains(err.Error(), "ResourceGroupNotFound") {
 		return nil, nil // CAPZ has not created it yet
 	}

@@ -35,8 +35,11 @@ const (
 
 // Reasons are constant, for conditions and events.
 const (
-	ReasonNotFound              = "NotFound"
-	ReasonInUse                 = "InUse"
+	ReasonNotFound = "NotFound"
+	ReasonInUse    = "InUse"
+	// ReasonDependencyNotReady: a resource the request refers to is still
+	// being provisioned or updated (ReferencedResourceNotProvisioned).
+	ReasonDependencyNotReady    = "DependencyNotReady"
 	ReasonThrottled             = "Throttled"
 	ReasonOperationInProgress   = "OperationInProgress"
 	ReasonAzureUnavailable      = "AzureUnavailable"
@@ -165,6 +168,10 @@ func classifyResponse(re *azcore.ResponseError) Classification {
 	switch {
 	case waitCodes[c.Code]:
 		c.Class, c.Reason = ClassWait, ReasonInUse
+	case c.Code == "ReferencedResourceNotProvisioned":
+		// Another operation on the load balancer, subnet or NIC referred to
+		// is running: it passes when that one ends.
+		c.Class, c.Reason = ClassWait, ReasonDependencyNotReady
 	case status == http.StatusTooManyRequests || c.Code == "SubscriptionRequestsThrottled" || c.Code == "TooManyRequests":
 		c.Class, c.Reason = ClassTransient, ReasonThrottled
 	case c.Code == "AnotherOperationInProgress":

@@ -110,6 +110,12 @@ func TestClassify(t *testing.T) {
 			want:   azure.Classification{Class: azure.ClassWait, Reason: azure.ReasonInUse, Code: "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted", StatusCode: 400, Message: "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted: has connections"},
 		},
 		{
+			reason: "a referenced resource still being provisioned: wait, it is not a person's problem",
+			err:    armError(400, "ReferencedResourceNotProvisioned", "Cannot proceed with operation because resource lb used by resource pls is not in Succeeded state."),
+			want: azure.Classification{Class: azure.ClassWait, Reason: azure.ReasonDependencyNotReady, Code: "ReferencedResourceNotProvisioned", StatusCode: 400,
+				Message: "ReferencedResourceNotProvisioned: Cannot proceed with operation because resource lb used by resource pls is not in Succeeded state."},
+		},
+		{
 			reason: "a long-running operation that failed with a retryable code",
 			err:    armError(200, "InternalServerError", "oops"),
 			want:   azure.Classification{Class: azure.ClassTransient, Reason: azure.ReasonAzureUnavailable, Code: "InternalServerError", StatusCode: 200, Message: "InternalServerError: oops"},

@@ -278,7 +278,7 @@ func TestConcurrentWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, pe := range page.Value {
-			ip := *pe.Properties.CustomDNSConfigs[0].IPAddresses[0]
+			ip := nicIP(t, e, providerSub, *pe.Properties.NetworkInterfaces[0].ID)
 			if other, dup := seen[ip]; dup {
 				t.Errorf("%s and %s share %s", *pe.Name, other, ip)
 			}
@@ -389,4 +389,31 @@ func TestScopedPrincipal(t *testing.T) {
 	if code, status := errorCode(err); code != "LinkedAuthorizationFailed" || status != http.StatusForbidden {
 		t.Errorf("a subnet outside the scope: want 403 LinkedAuthorizationFailed, got %d %s", status, code)
 	}
+}
+
+// TestReferencedResourceNotProvisioned: while a load balancer is being
+// updated, a private link service that refers to it is refused with
+// Azure's ReferencedResourceNotProvisioned (a wait, not a person's
+// problem), and accepted once the update ends.
+func TestReferencedResourceNotProvisioned(t *testing.T) {
+	clock := newFakeClock()
+	e := newEnv(t, azuresim.Options{Now: clock.Now, MaxPollInterval: 10 * time.Millisecond})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	e.srv.SetLatency(time.Minute)
+	lbs := e.network(t, providerSub).NewLoadBalancersClient()
+	if _, err := lbs.BeginCreateOrUpdate(ctx, "wc-rg", "api-lb", internalLB("api", prov.nodeSubnetID, ""), nil); err != nil {
+		t.Fatal(err)
+	}
+	plss := e.network(t, providerSub).NewPrivateLinkServicesClient()
+	_, err := plss.BeginCreateOrUpdate(ctx, "wc-rg", "svc", prov.plsBody(nil, nil), nil)
+	if code, status := errorCode(err); code != "ReferencedResourceNotProvisioned" || status != http.StatusBadRequest {
+		t.Fatalf("a service on a load balancer being updated: got %v", err)
+	}
+	e.srv.SetLatency(0)
+	clock.Advance(2 * time.Minute)
+	if _, err := lbs.Get(ctx, "wc-rg", "api-lb", nil); err != nil {
+		t.Fatal(err)
+	}
+	prov.pls(t, e, "svc", nil, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,4 +257,19 @@ func errorCode(err error) (string, int) {
 		return "not a ResponseError: " + err.Error(), 0
 	}
 	return "", 0
+}
+
+// nicIP reads a network interface's primary private IP, where Azure puts a
+// private endpoint's address.
+func nicIP(t testing.TB, e *env, sub, nicID string) string {
+	t.Helper()
+	parts := strings.Split(nicID, "/")
+	if len(parts) < 9 {
+		t.Fatalf("NIC ID %q", nicID)
+	}
+	nic, err := e.network(t, sub).NewInterfacesClient().Get(context.Background(), parts[4], parts[8], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *nic.Properties.IPConfigurations[0].Properties.PrivateIPAddress
 }

@@ -46,8 +46,8 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 	if ip := *nic.Properties.IPConfigurations[0].Properties.PrivateIPAddress; ip != "10.2.0.5" {
 		t.Errorf("endpoint IP: want 10.2.0.5, got %s", ip)
 	}
-	if diff := cmp.Diff([]*string{new("10.2.0.5")}, got.Properties.CustomDNSConfigs[0].IPAddresses); diff != "" {
-		t.Errorf("customDnsConfigs (-want +got):\n%s", diff)
+	if n := len(got.Properties.CustomDNSConfigs); n != 0 {
+		t.Errorf("an endpoint to a private link service without FQDNs has customDnsConfigs (%d), which Azure omits", n)
 	}
 	nicName := regexp.MustCompile(`^wc-api-privatelink-privateendpoint\.nic\.[0-9a-f-]{36}$`)
 	if !nicName.MatchString(*nic.Name) {
@@ -141,4 +141,34 @@ func checkDeletionOrder(t *testing.T, e *env, nicName string) {
 	mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientDeleteResponse], error) {
 		return plsClient.BeginDelete(ctx, "wc-rg", "wc-api-privatelink", nil)
 	})
+}
+
+// TestCustomDNSConfigsFollowFQDNs: Azure lists a private endpoint's
+// customDnsConfigs from the target service's FQDNs, one per FQDN, with the
+// endpoint's IP; a service without FQDNs gives none (the IP is then only on
+// the network interface, as TestPrivateLinkLifecycle checks).
+func TestCustomDNSConfigsFollowFQDNs(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
+	body := prov.plsBody([]string{consumerSub}, []string{consumerSub})
+	body.Properties.Fqdns = []*string{new("api.wc1.example"), new("apps.wc1.example")}
+	plss := e.network(t, providerSub).NewPrivateLinkServicesClient()
+	pls := mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
+		return plss.BeginCreateOrUpdate(ctx, "wc-rg", "named", body, nil)
+	})
+	pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
+	pe := mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+		return pes.BeginCreateOrUpdate(ctx, "mc-rg", "named-pe", peBody(cons.nodeSubnetID, *pls.ID, false), nil)
+	})
+	type cfg struct{ FQDN, IP string }
+	var got []cfg
+	for _, c := range pe.Properties.CustomDNSConfigs {
+		got = append(got, cfg{*c.Fqdn, *c.IPAddresses[0]})
+	}
+	ip := nicIP(t, e, consumerSub, *pe.Properties.NetworkInterfaces[0].ID)
+	if diff := cmp.Diff([]cfg{{"api.wc1.example", ip}, {"apps.wc1.example", ip}}, got); diff != "" {
+		t.Errorf("customDnsConfigs (-want +got):\n%s", diff)
+	}
 }

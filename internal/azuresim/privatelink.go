@@ -236,6 +236,13 @@ func (s *state) frontend(feID, by string) (*armnetwork.FrontendIPConfiguration, 
 	if lbRes == nil || lbRes.typeKey != typeLB {
 		return nil, nil, errInvalidReference(feID, by)
 	}
+	if lbRes.state != stateSucceeded {
+		// As Azure: a load balancer being created or updated cannot be
+		// referred to until its operation ends.
+		return nil, nil, &armError{Status: http.StatusBadRequest, Code: "ReferencedResourceNotProvisioned", Message: fmt.Sprintf(
+			"Cannot proceed with operation because resource %s used by resource %s is not in Succeeded state. Resource is in %s state and the last operation that updated/is updating the resource is PutLoadBalancerOperation.",
+			lbRes.id, by, lbRes.state)}
+	}
 	lb := objOf[armnetwork.LoadBalancer](lbRes)
 	for _, fe := range lb.Properties.FrontendIPConfigurations {
 		if strings.EqualFold(ptr.Deref(fe.ID, ""), feID) {
@@ -530,11 +537,14 @@ func renderPE(s *state, r *resource) {
 	} else {
 		p.NetworkInterfaces = []*armnetwork.Interface{{ID: new(nic.id)}}
 	}
-	dns := &armnetwork.CustomDNSConfigPropertiesFormat{IPAddresses: []*string{new(l.address)}}
-	if len(l.fqdns) > 0 {
-		dns.Fqdn = l.fqdns[0]
+	// As Azure: customDnsConfigs name the service's FQDNs; an endpoint to a
+	// private link service without FQDNs has none, and its IP is only on
+	// its network interface.
+	for _, fqdn := range l.fqdns {
+		p.CustomDNSConfigs = append(p.CustomDNSConfigs, &armnetwork.CustomDNSConfigPropertiesFormat{
+			Fqdn: new(ptr.Deref(fqdn, "")), IPAddresses: []*string{new(l.address)},
+		})
 	}
-	p.CustomDNSConfigs = []*armnetwork.CustomDNSConfigPropertiesFormat{dns}
 }
 
 // resolvePLS finds a private link service by resource ID or alias.

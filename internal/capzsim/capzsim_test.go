@@ -54,7 +54,7 @@ func TestForkMode(t *testing.T) {
 			return false, err.Error()
 		}
 		state := *pe.Properties.PrivateLinkServiceConnections[0].Properties.PrivateLinkServiceConnectionState.Status
-		return state == "Approved" && len(pe.Properties.CustomDNSConfigs) == 1, state
+		return state == "Approved" && len(pe.Properties.NetworkInterfaces) == 1, state
 	})
 
 	// Removed from spec, it is deleted (the fork deletes what it created).

@@ -145,7 +145,12 @@ type Observer struct {
 	lists    map[string]*listing
 	perGroup map[string]time.Time // lower scope -> until when to list resource groups
 	nicIPs   map[string]string    // lower NIC ID -> IP; a NIC's IP never changes
+	nicBusy  map[string]chan struct{}
 }
+
+// listTimeout bounds one shared list, which runs without its first
+// caller's cancellation.
+const listTimeout = 5 * time.Minute
 
 type listing struct {
 	at   time.Time
@@ -157,13 +162,16 @@ type listing struct {
 // ResourceGroup returns the observations of every private endpoint in a
 // resource group, by lower-case name. scope identifies the credential and
 // subscription the API uses, so callers with other credentials never share.
-// The map is shared: callers must not modify it.
-func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGroup string) (map[string]Observation, error) {
+// The IP of an endpoint Azure lists without customDnsConfigs is read from
+// its network interface only for the names asked for (once per interface);
+// the others keep an empty IP. The map is shared: callers must not modify
+// it.
+func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGroup string, names ...string) (map[string]Observation, error) {
 	rg := strings.ToLower(resourceGroup)
 	if o.subscriptionWide(scope) {
 		byGroup, err := o.get(ctx, scope+"|*", api.ListSubscriptionPrivateEndpoints)
 		if err == nil {
-			return o.resolveIPs(ctx, api, byGroup[rg])
+			return o.resolveIPs(ctx, api, byGroup[rg], names)
 		}
 		if azure.Classify(err).StatusCode != http.StatusForbidden {
 			return nil, err
@@ -176,7 +184,7 @@ func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGr
 	if err != nil {
 		return nil, err
 	}
-	return o.resolveIPs(ctx, api, byGroup[rg])
+	return o.resolveIPs(ctx, api, byGroup[rg], names)
 }
 
 func (o *Observer) subscriptionWide(scope string) bool {
@@ -225,7 +233,11 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	o.lists[k] = l
 	o.mu.Unlock()
 
-	pes, err := list(ctx)
+	// The list serves every caller waiting for it: the first caller going
+	// away must not fail the others, so it runs on its own deadline.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listTimeout)
+	defer cancel()
+	pes, err := list(lctx)
 	// Every waiting caller gets this error: classify it once, here.
 	l.err = azure.Freeze(err)
 	if err == nil {
@@ -253,24 +265,20 @@ func (o *Observer) group(pes []*armnetwork.PrivateEndpoint) map[string]map[strin
 	return out
 }
 
-// resolveIPs reads, once per NIC, the IP of endpoints Azure listed without
-// customDnsConfigs, only for the resource group asked about. It returns the
-// shared map when nothing is missing and a copy otherwise.
-func (o *Observer) resolveIPs(ctx context.Context, api API, obs map[string]Observation) (map[string]Observation, error) {
+// resolveIPs reads, once per NIC, the IP of the endpoints asked for (names)
+// that Azure listed without customDnsConfigs. It returns the shared map
+// when nothing is missing and a copy otherwise.
+func (o *Observer) resolveIPs(ctx context.Context, api API, obs map[string]Observation, names []string) (map[string]Observation, error) {
 	var out map[string]Observation
-	for name, ob := range obs {
-		if ob.IP != "" || len(ob.NICIDs) == 0 {
+	for _, n := range names {
+		name := strings.ToLower(n)
+		ob, ok := obs[name]
+		if !ok || ob.IP != "" || len(ob.NICIDs) == 0 {
 			continue
 		}
-		ip := o.cachedNICIP(ob.NICIDs[0])
-		if ip == "" {
-			var err error
-			if ip, err = api.InterfaceIP(ctx, ob.NICIDs[0]); err != nil {
-				return nil, err
-			}
-			o.mu.Lock()
-			o.nicIPs[strings.ToLower(ob.NICIDs[0])] = ip
-			o.mu.Unlock()
+		ip, err := o.nicIP(ctx, api, ob.NICIDs[0])
+		if err != nil {
+			return nil, err
 		}
 		if out == nil {
 			out = maps.Clone(obs)
@@ -282,6 +290,44 @@ func (o *Observer) resolveIPs(ctx context.Context, api API, obs map[string]Obser
 		return obs, nil
 	}
 	return out, nil
+}
+
+// nicIP reads a network interface's IP once: concurrent callers for one NIC
+// share the read, and the answer is kept (a NIC's IP never changes; a
+// recreated endpoint gets a new NIC).
+func (o *Observer) nicIP(ctx context.Context, api API, id string) (string, error) {
+	k := strings.ToLower(id)
+	for {
+		o.mu.Lock()
+		if ip, ok := o.nicIPs[k]; ok {
+			o.mu.Unlock()
+			return ip, nil
+		}
+		if busy, ok := o.nicBusy[k]; ok {
+			o.mu.Unlock()
+			select {
+			case <-busy:
+				continue // read by the other caller, or failed: look again
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		if o.nicBusy == nil {
+			o.nicBusy = map[string]chan struct{}{}
+		}
+		busy := make(chan struct{})
+		o.nicBusy[k] = busy
+		o.mu.Unlock()
+		ip, err := api.InterfaceIP(ctx, id)
+		o.mu.Lock()
+		if err == nil {
+			o.nicIPs[k] = ip
+		}
+		delete(o.nicBusy, k)
+		close(busy)
+		o.mu.Unlock()
+		return ip, err
+	}
 }
 
 // Invalidate makes the next ResourceGroup call read Azure again, for

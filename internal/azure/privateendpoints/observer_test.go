@@ -115,7 +115,7 @@ func TestObserverSharesOneList(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg")
+			r, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "auto", "manual")
 			if err != nil {
 				t.Error(err)
 			}
@@ -144,8 +144,10 @@ func TestObserverSharesOneList(t *testing.T) {
 	if got["auto"].IP == "" || got["manual"].ConnectionState != "Pending" {
 		t.Errorf("observations: %+v", got)
 	}
-	if nics := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/networkInterfaces", 0, 999); nics != 0 {
-		t.Errorf("azuresim fills customDnsConfigs; the observer read %d NICs", nics)
+	// The service has no FQDNs, so Azure gives no customDnsConfigs: the IPs
+	// come from the NICs, each read once however many callers wait.
+	if nics := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/networkInterfaces", 0, 999); nics != 2 {
+		t.Errorf("10 concurrent observers of 2 endpoints read NICs %d times, want 2", nics)
 	}
 
 	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg"); err != nil {
@@ -248,7 +250,7 @@ func TestObserverReadsEachNICOnce(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	obs := &privateendpoints.Observer{TTL: time.Second, Clock: clk}
 	for range 3 {
-		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg")
+		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", "A", "b", "missing")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,6 +261,82 @@ func TestObserverReadsEachNICOnce(t *testing.T) {
 	}
 	if api.nicGets != 2 {
 		t.Errorf("3 lists of 2 endpoints read NICs %d times; a NIC's IP never changes, so want 2", api.nicGets)
+	}
+}
+
+// TestObserverResolvesOnlyWhatIsAsked: of a group's endpoints without
+// customDnsConfigs, only the NICs of the names asked for are read.
+func TestObserverResolvesOnlyWhatIsAsked(t *testing.T) {
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
+		endpoint("a", false, "Approved", nil, "/nic/1"),
+		endpoint("b", false, "Approved", nil, "/nic/2"),
+		endpoint("c", false, "Approved", nil, "/nic/3"),
+	}}
+	obs := &privateendpoints.Observer{TTL: time.Hour}
+	got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["b"].IP != "10.1.0.2" || got["a"].IP != "" || got["c"].IP != "" {
+		t.Errorf("IPs: %+v", got)
+	}
+	if api.nicGets != 1 {
+		t.Errorf("asked for one endpoint of three, read %d NICs", api.nicGets)
+	}
+	if _, err := obs.ResourceGroup(context.Background(), api, "scope", "rg"); err != nil || api.nicGets != 1 {
+		t.Errorf("asked for no IP: %v, %d NIC reads", err, api.nicGets)
+	}
+}
+
+// blockingAPI lists only when released, to hold a list in flight; entered
+// is closed when the list starts.
+type blockingAPI struct {
+	fakeAPI
+	entered, release chan struct{}
+}
+
+func (b *blockingAPI) ListSubscriptionPrivateEndpoints(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+	close(b.entered)
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.fakeAPI.ListSubscriptionPrivateEndpoints(ctx)
+}
+
+// TestObserverFirstCallerCancelled: the caller that started a shared list
+// goes away (its reconcile timed out); the callers waiting on the same list
+// still get it.
+func TestObserverFirstCallerCancelled(t *testing.T) {
+	api := &blockingAPI{fakeAPI: fakeAPI{pes: []*armnetwork.PrivateEndpoint{endpoint("a", false, "Approved", []string{"10.0.0.5"})}},
+		entered: make(chan struct{}), release: make(chan struct{})}
+	obs := &privateendpoints.Observer{TTL: time.Hour}
+	first, cancel := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := obs.ResourceGroup(first, api, "scope", "rg")
+		firstDone <- err
+	}()
+	<-api.entered
+	type answer struct {
+		obs map[string]privateendpoints.Observation
+		err error
+	}
+	second := make(chan answer, 1)
+	go func() {
+		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg")
+		second <- answer{got, err}
+	}()
+	cancel()
+	close(api.release)
+	got := <-second
+	if got.err != nil || got.obs["a"].IP != "10.0.0.5" {
+		t.Errorf("the waiting caller got %+v, %v; the first caller's cancellation must not fail it", got.obs, got.err)
+	}
+	<-firstDone
+	if api.subLists != 1 {
+		t.Errorf("%d lists, want the one shared", api.subLists)
 	}
 }
 

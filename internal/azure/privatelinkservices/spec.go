@@ -54,6 +54,9 @@ const (
 
 // OwnerOf reads the owner tag of an observed service.
 func OwnerOf(pls *armnetwork.PrivateLinkService, owner string) (Ownership, string) {
+	if pls == nil {
+		return Untagged, ""
+	}
 	v := pls.Tags[OwnerTag]
 	switch {
 	case v == nil:
@@ -145,7 +148,9 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 	}
 	p := observed.Properties
 	var out []string
-	if len(p.LoadBalancerFrontendIPConfigurations) != 1 || !strings.EqualFold(ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, ""), d.FrontendID) {
+	// Azure may return no frontend, or a null item: both differ.
+	if len(p.LoadBalancerFrontendIPConfigurations) != 1 || p.LoadBalancerFrontendIPConfigurations[0] == nil ||
+		!strings.EqualFold(ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, ""), d.FrontendID) {
 		out = append(out, "frontend")
 	}
 	if !sameNAT(Body(d, observed).Properties.IPConfigurations, p.IPConfigurations) {
@@ -205,17 +210,17 @@ func NATAddresses(pls *armnetwork.PrivateLinkService) []string {
 	var out []string
 	cfgs := slices.Clone(pls.Properties.IPConfigurations)
 	slices.SortStableFunc(cfgs, func(a, b *armnetwork.PrivateLinkServiceIPConfiguration) int {
-		pa, pb := a.Properties != nil && ptr.Deref(a.Properties.Primary, false), b.Properties != nil && ptr.Deref(b.Properties.Primary, false)
+		pa, pb := isPrimary(a), isPrimary(b)
 		switch {
 		case pa && !pb:
 			return -1
 		case pb && !pa:
 			return 1
 		}
-		return strings.Compare(ptr.Deref(a.Name, ""), ptr.Deref(b.Name, ""))
+		return strings.Compare(nameOf(a), nameOf(b))
 	})
 	for _, c := range cfgs {
-		if c.Properties != nil && c.Properties.PrivateIPAddress != nil {
+		if c != nil && c.Properties != nil && c.Properties.PrivateIPAddress != nil {
 			out = append(out, *c.Properties.PrivateIPAddress)
 		}
 	}
@@ -231,8 +236,19 @@ func primary(cfgs []*armnetwork.PrivateLinkServiceIPConfiguration) *armnetwork.P
 	return nil
 }
 
+func isPrimary(c *armnetwork.PrivateLinkServiceIPConfiguration) bool {
+	return c != nil && c.Properties != nil && ptr.Deref(c.Properties.Primary, false)
+}
+
+func nameOf(c *armnetwork.PrivateLinkServiceIPConfiguration) string {
+	if c == nil {
+		return ""
+	}
+	return ptr.Deref(c.Name, "")
+}
+
 func subnetOf(c *armnetwork.PrivateLinkServiceIPConfiguration) string {
-	if c.Properties == nil || c.Properties.Subnet == nil {
+	if c == nil || c.Properties == nil || c.Properties.Subnet == nil {
 		return ""
 	}
 	return ptr.Deref(c.Properties.Subnet.ID, "")

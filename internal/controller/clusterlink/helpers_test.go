@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,14 +115,19 @@ func endpointNames(t *testing.T, w *testworld.World, key types.NamespacedName) [
 	return out
 }
 
-// azureIP is the IP Azure gives an endpoint.
+// azureIP is the IP Azure gives an endpoint, on its network interface (an
+// endpoint to a private link service without FQDNs has no customDnsConfigs).
 func azureIP(t *testing.T, w *testworld.World, sub, rg, name string) string {
 	t.Helper()
-	pe, err := w.Network(t, sub).NewPrivateEndpointsClient().Get(context.Background(), rg, name, nil)
+	pe, err := w.Network(t, sub).NewPrivateEndpointsClient().Get(context.Background(), rg, name,
+		&armnetwork.PrivateEndpointsClientGetOptions{Expand: new("networkInterfaces")})
 	if err != nil {
 		t.Fatalf("endpoint %s/%s: %v", rg, name, err)
 	}
-	return *pe.Properties.CustomDNSConfigs[0].IPAddresses[0]
+	if len(pe.Properties.NetworkInterfaces) == 0 {
+		return ""
+	}
+	return *pe.Properties.NetworkInterfaces[0].Properties.IPConfigurations[0].Properties.PrivateIPAddress
 }
 
 func waitEvent(t *testing.T, w *testworld.World, key types.NamespacedName, reason string) {

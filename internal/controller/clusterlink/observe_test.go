@@ -25,7 +25,7 @@ type fakeEndpoints map[string]struct {
 	err error
 }
 
-func (f fakeEndpoints) ResourceGroupEndpoints(_ context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
+func (f fakeEndpoints) ResourceGroupEndpoints(_ context.Context, ac *capz.AzureCluster, _ ...string) (map[string]privateendpoints.Observation, error) {
 	a := f[ac.Name]
 	return a.obs, a.err
 }

@@ -227,7 +227,11 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 			continue
 		}
 		dir := d.eps[0].Direction
-		obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, d.owner)
+		wanted := make([]string, 0, len(d.eps))
+		for _, ep := range d.eps {
+			wanted = append(wanted, ep.Name)
+		}
+		obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, d.owner, wanted...)
 		if err != nil {
 			o.ready = false
 			o.states[dir] = stateUnknown
@@ -297,7 +301,9 @@ func (r *WCReconciler) healEndpoint(ctx context.Context, u *unstructured.Unstruc
 // endpointClient reads, from Azure, the private endpoints in a cluster's
 // resource group, keyed by lower-case name, and deletes one (healing).
 type endpointClient interface {
-	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error)
+	// ResourceGroupEndpoints reads the group's endpoints; the IPs of names
+	// are resolved, the others' may be empty.
+	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error)
 	Delete(ctx context.Context, ac *capz.AzureCluster, name string) error
 }
 
@@ -315,12 +321,12 @@ type AzureEndpoints struct {
 }
 
 // ResourceGroupEndpoints implements endpointClient.
-func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster) (map[string]privateendpoints.Observation, error) {
+func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error) {
 	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, names...)
 	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
 		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
 	}
