@@ -14,8 +14,9 @@ import (
 // else, which an older operator left. Pure functions of the objects' views
 // and managedFields, table-tested (docs/design.md, *Keep what works*).
 
-// ReasonPrivateEndpointNameTaken: an entry of the name the operator would
-// write is held by another field manager; the operator leaves it alone.
+// ReasonPrivateEndpointNameTaken is the Event reason for an entry of the
+// name the operator would write that another field manager holds: the
+// operator leaves it alone.
 const ReasonPrivateEndpointNameTaken = "PrivateEndpointNameTaken"
 
 // LinkServiceIDs returns, in lower case, the IDs of the private link
@@ -163,8 +164,8 @@ func SkipTaken(eps []Endpoint, taken map[string]bool, holder string) ([]Endpoint
 	return out, problems
 }
 
-// staleEntry is an entry to remove, by position, guarded by its name.
-type staleEntry struct {
+// StaleEntry is an entry to remove, by position, guarded by its name.
+type StaleEntry struct {
 	Subnet, Entry int
 	Name          string
 }
@@ -175,8 +176,8 @@ type staleEntry struct {
 // are no longer wanted. Entries of any other manager are never returned.
 // Within a subnet the positions run from last to first, so that removing
 // them one after another keeps the later ones valid.
-func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, adopt []string, wanted map[string]bool, looksOwned func(capz.PrivateEndpoint) bool) []staleEntry {
-	var out []staleEntry
+func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, adopt []string, wanted map[string]bool, looksOwned func(capz.PrivateEndpoint) bool) []StaleEntry {
+	var out []StaleEntry
 	for si, s := range ac.Subnets {
 		for pi := len(s.PrivateEndpoints) - 1; pi >= 0; pi-- {
 			pe := s.PrivateEndpoints[pi]
@@ -185,7 +186,7 @@ func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, a
 				!slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(adopt, m) }) {
 				continue
 			}
-			out = append(out, staleEntry{Subnet: si, Entry: pi, Name: pe.Name})
+			out = append(out, StaleEntry{Subnet: si, Entry: pi, Name: pe.Name})
 		}
 	}
 	return out

@@ -11,10 +11,10 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
-// entry is an MC endpoint entry to a private link service of a WC.
-func entry(name, wcName, link string) capz.PrivateEndpoint {
+// entry is an MC endpoint entry to a private link service of wc1.
+func entry(name, link string) capz.PrivateEndpoint {
 	return capz.PrivateEndpoint{Name: name, Connections: []capz.PrivateLinkServiceConnection{{
-		Name: link + "-connection", PrivateLinkServiceID: PrivateLinkServiceID(wcSub, wcName+"-resources", link),
+		Name: link + "-connection", PrivateLinkServiceID: PrivateLinkServiceID(wcSub, "wc1-resources", link),
 	}}}
 }
 
@@ -156,13 +156,13 @@ func TestTakenNamesAndSkipTaken(t *testing.T) {
 
 func TestStaleEntries(t *testing.T) {
 	ac := mc(func(a *capz.AzureCluster) {
-		a.Subnets[0].PrivateEndpoints = []capz.PrivateEndpoint{entry("old-a-privateendpoint", "wc1", "old-a")}
+		a.Subnets[0].PrivateEndpoints = []capz.PrivateEndpoint{entry("old-a-privateendpoint", "old-a")}
 		a.Subnets[1].PrivateEndpoints = []capz.PrivateEndpoint{
-			entry("old-b-privateendpoint", "wc1", "old-b"),
-			entry("wanted-privateendpoint", "wc1", "wanted"),
-			entry("users-privateendpoint", "wc1", "users"),
-			entry("old-c-privateendpoint", "wc1", "old-c"),
-			entry("ours-privateendpoint", "wc1", "ours"),
+			entry("old-b-privateendpoint", "old-b"),
+			entry("wanted-privateendpoint", "wanted"),
+			entry("users-privateendpoint", "users"),
+			entry("old-c-privateendpoint", "old-c"),
+			entry("ours-privateendpoint", "ours"),
 		}
 	})
 	owners := map[capz.EndpointKey][]string{
@@ -174,7 +174,7 @@ func TestStaleEntries(t *testing.T) {
 		{Subnet: "mc-nodes", Name: "ours-privateendpoint"}:          {"manager", capz.FieldManager},
 	}
 	got := StaleEntries(ac, owners, []string{"manager"}, map[string]bool{"wanted-privateendpoint": true}, isMCEndpointName)
-	want := []staleEntry{
+	want := []StaleEntry{
 		{Subnet: 0, Entry: 0, Name: "old-a-privateendpoint"},
 		{Subnet: 1, Entry: 3, Name: "old-c-privateendpoint"},
 		{Subnet: 1, Entry: 0, Name: "old-b-privateendpoint"},

@@ -118,7 +118,7 @@ func FuzzIdentity(f *testing.F) {
 		f.Add(s, "org-a", "team=a")
 	}
 	f.Add([]byte(`{"spec":{"type":"ServicePrincipal","allowedNamespaces":{"list":[null,3],"selector":{"matchExpressions":[{"key":"","operator":"Bogus"}]}}}}`), "", "=")
-	f.Fuzz(func(t *testing.T, raw []byte, ns, label string) {
+	f.Fuzz(func(_ *testing.T, raw []byte, ns, label string) {
 		u, ok := object(raw)
 		if !ok {
 			return

@@ -7,9 +7,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ReasonEndpointHealed: a Disconnected (or, when allowed, Rejected)
-// endpoint the operator asked for was deleted in Azure so that CAPZ
-// recreates it against the private link service as it is now.
+// ReasonEndpointHealed is the Event reason for a Disconnected (or, when
+// allowed, Rejected) endpoint the operator asked for that it deleted in
+// Azure, so that CAPZ recreates it against the private link service as it
+// is now.
 const ReasonEndpointHealed = "PrivateEndpointHealed"
 
 // maxHealBackoff bounds the wait between two heals of one endpoint.

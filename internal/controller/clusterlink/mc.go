@@ -177,7 +177,7 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 // wrote them with Update, so they are not the operator's under server-side
 // apply). Each removal is guarded by a test of the entry's name, so a
 // concurrent change fails the patch instead of removing the wrong entry.
-func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, stale []staleEntry) error {
+func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, stale []StaleEntry) error {
 	if len(stale) == 0 {
 		return nil
 	}

@@ -213,7 +213,7 @@ func connectionStatus(pe armnetwork.PrivateEndpoint) string {
 	}
 	for _, c := range slices.Concat(pe.Properties.PrivateLinkServiceConnections, pe.Properties.ManualPrivateLinkServiceConnections) {
 		if c.Properties != nil && c.Properties.PrivateLinkServiceConnectionState != nil {
-			return string(ptr.Deref(c.Properties.PrivateLinkServiceConnectionState.Status, ""))
+			return ptr.Deref(c.Properties.PrivateLinkServiceConnectionState.Status, "")
 		}
 	}
 	return ""

@@ -226,49 +226,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 			delete(o.annotations, d.annName)
 			continue
 		}
-		dir := d.eps[0].Direction
-		wanted := make([]string, 0, len(d.eps))
-		for _, ep := range d.eps {
-			wanted = append(wanted, ep.Name)
-		}
-		obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, d.owner, wanted...)
-		if err != nil {
-			o.ready = false
-			o.states[dir] = stateUnknown
-			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", d.owner.Namespace, d.owner.Name), err)
-			results = append(results, res)
-			if err != nil {
-				o.err = err
-			}
-			continue
-		}
-		for i, ep := range d.eps {
-			ob, exists := obs[strings.ToLower(ep.Name)]
-			state, note := endpointState(ob, exists, ep)
-			if i == 0 || (o.states[dir] == stateReady && state != stateReady) {
-				o.states[dir] = state
-			}
-			healKey := d.owner.Namespace + "/" + d.owner.Name + "/" + ep.Name
-			if state == stateReady {
-				r.heal.ready(healKey)
-				if i == 0 {
-					o.annotations[d.annName] = ob.IP
-				}
-				continue
-			}
-			if i == 0 {
-				delete(o.annotations, d.annName)
-			}
-			o.ready = false
-			r.noteState(u, ep, state, note)
-			results = append(results, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
-			broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
-			if heal, wait := r.heal.observe(healKey, broken); heal {
-				r.healEndpoint(ctx, u, d.owner, ep, state)
-			} else if wait > 0 {
-				results = append(results, ctrl.Result{RequeueAfter: wait})
-			}
-		}
+		results = append(results, r.observeDirection(ctx, u, &o, d.eps, d.owner, d.annName)...)
 	}
 	if len(results) > 0 {
 		// Something waits: the soonest of its rechecks, not the drift check.
@@ -281,6 +239,63 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 		o.result = ctrl.Result{} // controller-runtime retries an error with its backoff
 	}
 	return o
+}
+
+// observeDirection observes the endpoints of one direction, held by owner,
+// into o, and returns the rechecks they ask for.
+func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Unstructured, o *observation, eps []Endpoint, owner *capz.AzureCluster, annName string) []ctrl.Result {
+	dir := eps[0].Direction
+	wanted := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		wanted = append(wanted, ep.Name)
+	}
+	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, wanted...)
+	if err != nil {
+		o.ready = false
+		o.states[dir] = stateUnknown
+		res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", owner.Namespace, owner.Name), err)
+		if err != nil {
+			o.err = err
+		}
+		return []ctrl.Result{res}
+	}
+	var results []ctrl.Result
+	for i, ep := range eps {
+		ob, exists := obs[strings.ToLower(ep.Name)]
+		state, note := endpointState(ob, exists, ep)
+		if i == 0 || (o.states[dir] == stateReady && state != stateReady) {
+			o.states[dir] = state // the first endpoint's, or the first trouble
+		}
+		healKey := owner.Namespace + "/" + owner.Name + "/" + ep.Name
+		if state == stateReady {
+			r.heal.ready(healKey)
+			if i == 0 {
+				o.annotations[annName] = ob.IP
+			}
+			continue
+		}
+		if i == 0 {
+			delete(o.annotations, annName)
+		}
+		o.ready = false
+		r.noteState(u, ep, state, note)
+		results = append(results, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
+		if wait := r.maybeHeal(ctx, u, owner, ep, state, healKey); wait > 0 {
+			results = append(results, ctrl.Result{RequeueAfter: wait})
+		}
+	}
+	return results
+}
+
+// maybeHeal heals a broken endpoint when its time has come, and otherwise
+// says how long until it may be healed (0: not broken, or healed now).
+func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, key string) time.Duration {
+	broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
+	heal, wait := r.heal.observe(key, broken)
+	if heal {
+		r.healEndpoint(ctx, u, owner, ep, state)
+	}
+	return wait
 }
 
 // healEndpoint deletes a broken endpoint in Azure; CAPZ, which made it from
