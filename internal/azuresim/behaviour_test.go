@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -416,4 +417,67 @@ func TestReferencedResourceNotProvisioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	prov.pls(t, e, "svc", nil, nil)
+}
+
+// TestFaultsByPrincipal: a fault aimed at one principal hits only its
+// requests, and every hit is counted with its kind and principal; a fault
+// on the token endpoint keeps a client from getting a token.
+func TestFaultsByPrincipal(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Principals: []azuresim.Principal{
+		{TenantID: tenant, ClientID: clientID, ClientSecret: clientSecret},
+		{TenantID: tenant, ClientID: "other", ClientSecret: "other-secret"},
+	}})
+	ctx := context.Background()
+	e.seedGroup(t, providerSub, "rg")
+	other, err := azidentity.NewClientSecretCredential(tenant, "other", "other-secret", &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: e.armOpts.ClientOptions, DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherNet, err := armnetwork.NewClientFactory(providerSub, other, e.armOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.AddFault(azuresim.Fault{Method: http.MethodGet, PathRegex: "privateEndpoints", Status: 503, Code: "ServiceUnavailable", Principal: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	list := func(f *armnetwork.ClientFactory) error {
+		_, err := f.NewPrivateEndpointsClient().NewListPager("rg", nil).NextPage(ctx)
+		return err
+	}
+	if err := list(e.network(t, providerSub)); err != nil {
+		t.Errorf("a fault for another principal hit this one: %v", err)
+	}
+	if code, _ := errorCode(list(otherNet)); code != "ServiceUnavailable" {
+		t.Errorf("the targeted principal: want ServiceUnavailable, got %q", code)
+	}
+	faults := e.srv.Counters().Faults
+	if len(faults) != 1 || faults[0].Kind != "ServiceUnavailable" || faults[0].Principal != "other" || faults[0].Count < 1 {
+		t.Errorf("fault counters %+v, want ServiceUnavailable hits counted for other", faults)
+	}
+
+	// The token endpoint is down for a third client.
+	if _, err := e.srv.AddFault(azuresim.Fault{Method: http.MethodPost, PathRegex: "/oauth2/", Status: 503, Code: "temporarily_unavailable", Principal: "third"}); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.AddPrincipal(azuresim.Principal{TenantID: tenant, ClientID: "third", ClientSecret: "third-secret"})
+	third, err := azidentity.NewClientSecretCredential(tenant, "third", "third-secret", &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: e.armOpts.ClientOptions, DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thirdNet, err := armnetwork.NewClientFactory(providerSub, third, e.armOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := list(thirdNet); err == nil {
+		t.Error("a client got through while its token endpoint was down")
+	}
+	if !slices.ContainsFunc(e.srv.Counters().Faults, func(f azuresim.FaultCount) bool {
+		return f.Kind == "temporarily_unavailable" && f.Principal == "third"
+	}) {
+		t.Errorf("the token endpoint's fault was not counted: %+v", e.srv.Counters().Faults)
+	}
 }

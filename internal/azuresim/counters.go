@@ -21,6 +21,18 @@ type Counters struct {
 	Throttled int `json:"throttled"`
 	// Total counts ARM requests.
 	Total int `json:"total"`
+	// Faults counts injected faults by kind and principal.
+	Faults []FaultCount `json:"faults"`
+}
+
+// FaultCount is how often faults of one kind hit one principal. Kind is
+// the error code answered (for example SubscriptionRequestsThrottled),
+// "drop", "latency", or "operation:<code>" for a failed long-running
+// operation.
+type FaultCount struct {
+	Kind      string `json:"kind"`
+	Principal string `json:"principal,omitempty"`
+	Count     int    `json:"count"`
 }
 
 // RequestCount is the number of requests of one kind.
@@ -68,10 +80,17 @@ type counters struct {
 	requests    map[requestKey]int
 	byPrincipal map[string]int
 	tokens      map[string]int
+	faults      map[FaultCount]int // Count unset in the key
 }
 
 func newCounters() *counters {
-	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}}
+	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}, faults: map[FaultCount]int{}}
+}
+
+func (c *counters) fault(kind, principal string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults[FaultCount{Kind: kind, Principal: principal}]++
 }
 
 func (c *counters) request(method, typ string, status int, principal string) {
@@ -93,6 +112,7 @@ func (c *counters) reset() {
 	c.requests = map[requestKey]int{}
 	c.byPrincipal = map[string]int{}
 	c.tokens = map[string]int{}
+	c.faults = map[FaultCount]int{}
 }
 
 func (c *counters) snapshot() Counters {
@@ -113,6 +133,17 @@ func (c *counters) snapshot() Counters {
 	for p, n := range c.byPrincipal {
 		out.ByPrincipal[p] = n
 	}
+	out.Faults = []FaultCount{}
+	for k, n := range c.faults {
+		k.Count = n
+		out.Faults = append(out.Faults, k)
+	}
+	sort.Slice(out.Faults, func(i, j int) bool {
+		if out.Faults[i].Kind != out.Faults[j].Kind {
+			return out.Faults[i].Kind < out.Faults[j].Kind
+		}
+		return out.Faults[i].Principal < out.Faults[j].Principal
+	})
 	sort.Slice(out.Requests, func(i, j int) bool {
 		a, b := out.Requests[i], out.Requests[j]
 		if a.ResourceType != b.ResourceType {

@@ -3,6 +3,7 @@ package azuresim_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
@@ -55,6 +56,34 @@ func TestAzureErrors(t *testing.T) {
 				return err
 			},
 			wantStatus: http.StatusBadRequest, wantCode: "LocationRequired",
+		},
+		{
+			reason: "a private endpoint name longer than Azure's 64 characters",
+			run: func(t *testing.T, e *env, prov provider) error {
+				pls := prov.pls(t, e, "svc", nil, nil)
+				_, err := e.network(t, providerSub).NewPrivateEndpointsClient().BeginCreateOrUpdate(ctx, prov.rg, strings.Repeat("p", 65),
+					peBody(prov.nodeSubnetID, *pls.ID, true), nil)
+				return err
+			},
+			wantStatus: http.StatusBadRequest, wantCode: "InvalidResourceName",
+		},
+		{
+			reason: "a private endpoint name ending with a hyphen",
+			run: func(t *testing.T, e *env, prov provider) error {
+				pls := prov.pls(t, e, "svc", nil, nil)
+				_, err := e.network(t, providerSub).NewPrivateEndpointsClient().BeginCreateOrUpdate(ctx, prov.rg, "pe-",
+					peBody(prov.nodeSubnetID, *pls.ID, true), nil)
+				return err
+			},
+			wantStatus: http.StatusBadRequest, wantCode: "InvalidResourceName",
+		},
+		{
+			reason: "a private link service name longer than Azure's 80 characters",
+			run: func(t *testing.T, e *env, prov provider) error {
+				_, err := e.network(t, providerSub).NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, prov.rg, strings.Repeat("s", 81), prov.plsBody(nil, nil), nil)
+				return err
+			},
+			wantStatus: http.StatusBadRequest, wantCode: "InvalidResourceName",
 		},
 		{
 			reason: "a private endpoint in a subnet that does not exist",

@@ -11,7 +11,13 @@ import (
 )
 
 // Fault is an injected failure. A request matches when its method equals
-// Method (any when empty) and its path matches PathRegex (any when empty).
+// Method (any when empty), its path matches PathRegex (any when empty) and
+// it comes from Principal (a client ID; any when empty). ARM requests are
+// matched after authentication; token-endpoint requests only by faults with
+// a PathRegex (a fault without one is about ARM), by the client_id they
+// name.
+// Every fault that hits is counted with its kind and principal
+// (Counters.Faults).
 //
 // A matching request is answered with Status and an ARM error (Code,
 // Message), or its connection is dropped (Drop), after Latency. With
@@ -31,8 +37,22 @@ type Fault struct {
 	Latency     time.Duration `json:"latency,omitempty"`
 	Drop        bool          `json:"drop,omitempty"`
 	Operation   bool          `json:"operation,omitempty"`
+	Principal   string        `json:"principal,omitempty"`
 
 	re *regexp.Regexp
+}
+
+// kind names the fault for the counters.
+func (f *Fault) kind() string {
+	switch {
+	case f.Operation:
+		return "operation:" + f.Code
+	case f.Drop:
+		return "drop"
+	case f.Status == 0:
+		return "latency"
+	}
+	return f.Code
 }
 
 func (f *Fault) validate() error {
@@ -67,8 +87,11 @@ func (f *Fault) validate() error {
 	return nil
 }
 
-func (f *Fault) matches(method, path string) bool {
+func (f *Fault) matches(method, path, principal string) bool {
 	if f.Method != "" && !strings.EqualFold(f.Method, method) {
+		return false
+	}
+	if f.Principal != "" && !strings.EqualFold(f.Principal, principal) {
 		return false
 	}
 	if f.re != nil && !f.re.MatchString(path) {
@@ -109,6 +132,8 @@ func (f *Fault) apply(w http.ResponseWriter, _ *http.Request) bool {
 type faultSet struct {
 	mu     sync.Mutex
 	faults []*Fault
+	// hit counts a fault that hit a principal.
+	hit func(kind, principal string)
 }
 
 func (fs *faultSet) add(f *Fault) error {
@@ -139,15 +164,27 @@ func (fs *faultSet) clear() {
 
 // match returns the first request fault matching a request and spends one of
 // its uses.
-func (fs *faultSet) match(method, path string) *Fault {
-	return fs.take(method, path, false)
+func (fs *faultSet) match(method, path, principal string) *Fault {
+	return fs.take(method, path, principal, false)
 }
 
-func (fs *faultSet) take(method, path string, operation bool) *Fault {
+// matchAuthority is match for the token endpoint: only faults that name a
+// path.
+func (fs *faultSet) matchAuthority(method, path, principal string) *Fault {
+	return fs.pick(method, path, principal, func(f *Fault) bool { return !f.Operation && f.re != nil })
+}
+
+func (fs *faultSet) take(method, path, principal string, operation bool) *Fault {
+	return fs.pick(method, path, principal, func(f *Fault) bool { return f.Operation == operation })
+}
+
+// pick returns the first fault that eligible admits and that matches the
+// request, spends one of its uses and counts the hit.
+func (fs *faultSet) pick(method, path, principal string, eligible func(*Fault) bool) *Fault {
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
+	var hit *Fault
 	for i, f := range fs.faults {
-		if f.Operation != operation || !f.matches(method, path) {
+		if !eligible(f) || !f.matches(method, path, principal) {
 			continue
 		}
 		if f.Count > 0 {
@@ -156,16 +193,21 @@ func (fs *faultSet) take(method, path string, operation bool) *Fault {
 				fs.faults = append(fs.faults[:i], fs.faults[i+1:]...)
 			}
 		}
-		return f
+		hit = f
+		break
 	}
-	return nil
+	fs.mu.Unlock()
+	if hit != nil && fs.hit != nil {
+		fs.hit(hit.kind(), principal)
+	}
+	return hit
 }
 
 // takeOperationFault returns an operation fault for a long-running operation
-// on the resource, if one matches.
+// on the resource, if one matches the request that starts it.
 func (s *state) takeOperationFault(method, id string) *Fault {
 	if s.faults == nil {
 		return nil
 	}
-	return s.faults.take(method, id, true)
+	return s.faults.take(method, id, s.principal, true)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -71,7 +72,25 @@ var plsKind = &kind{
 	},
 }
 
+// validName checks a Microsoft.Network resource name as Azure does: max
+// characters of word characters, '.', '-' or '_', beginning with a word
+// character and ending with one or '_'.
+func validName(req *putRequest, minLen, maxLen int) *armError {
+	name := req.path.names[len(req.path.names)-1]
+	if len(name) >= minLen && len(name) <= maxLen && nameRule.MatchString(name) {
+		return nil
+	}
+	return errBadRequest("InvalidResourceName",
+		"Resource name %s is invalid. The name can be up to %d characters long. It must begin with a word character, and it must end with a word character or with '_'. The name may contain word characters or '.', '-', '_'.",
+		name, maxLen)
+}
+
+var nameRule = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$`)
+
 func putPLS(s *state, req *putRequest) (err *armError) {
+	if e := validName(req, 1, 80); e != nil {
+		return e
+	}
 	pls := bodyOf[armnetwork.PrivateLinkService](req)
 	if pls.Properties == nil {
 		return errBadRequest("InvalidRequestFormat", "Private link service %s has no properties.", req.id)
@@ -339,6 +358,9 @@ var peKind = &kind{
 }
 
 func putPE(s *state, req *putRequest) *armError {
+	if e := validName(req, 2, 64); e != nil {
+		return e
+	}
 	pe := bodyOf[armnetwork.PrivateEndpoint](req)
 	conn, isManual, e := peConnection(req, pe)
 	if e != nil {

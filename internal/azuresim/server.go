@@ -102,9 +102,9 @@ func New(opts Options) *Server {
 	s.st.latency = opts.Latency
 	s.auth = newAuthority(opts.Principals, opts.Now)
 	s.throttle = newThrottler(opts.Throttling, opts.Now)
-	s.faults = &faultSet{}
-	s.st.faults = s.faults
 	s.counters = newCounters()
+	s.faults = &faultSet{hit: s.counters.fault}
+	s.st.faults = s.faults
 	return s
 }
 
@@ -173,7 +173,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/_sim/"):
 		s.serveAdmin(w, r)
 	case isAuthorityPath(r.URL.Path):
-		s.counters.token(r.FormValue("client_id"))
+		client := r.FormValue("client_id")
+		s.counters.token(client)
+		if f := s.faults.matchAuthority(r.Method, r.URL.Path, client); f != nil && f.apply(w, r) {
+			return // the token endpoint is down, slow or unreachable
+		}
 		s.auth.serve(w, r, s.baseURL(r))
 	default:
 		s.serveARMRequest(w, r)
@@ -188,8 +192,9 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// serveARMRequest is the ARM pipeline: faults, authentication, throttling,
-// then the resource provider; every answer is counted.
+// serveARMRequest is the ARM pipeline: authentication, faults,
+// authorization, throttling, then the resource provider; every answer is
+// counted.
 func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	p, ok := parseARMPath(r.URL.Path)
@@ -201,17 +206,6 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if f := s.faults.match(r.Method, r.URL.Path); f != nil {
-		if f.Drop {
-			// Count it before the connection closes: the client retries at
-			// once, and whoever reads the counters next must see it.
-			dropped = true
-			s.counters.request(r.Method, counterType(p, ok), 0, principalID)
-		}
-		if f.apply(rec, r) {
-			return
-		}
-	}
 	if !ok {
 		writeError(rec, newError(http.StatusNotFound, "InvalidResourceType", "The resource path '%s' is not served by the emulator.", r.URL.Path))
 		return
@@ -226,6 +220,21 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		principalID = pr.ClientID
+	}
+	// Faults come after authentication, so that they can target one
+	// principal and are counted with it.
+	if f := s.faults.match(r.Method, r.URL.Path, principalID); f != nil {
+		if f.Drop {
+			// Count it before the connection closes: the client retries at
+			// once, and whoever reads the counters next must see it.
+			dropped = true
+			s.counters.request(r.Method, counterType(p, ok), 0, principalID)
+		}
+		if f.apply(rec, r) {
+			return
+		}
+	}
+	if pr != nil {
 		if aerr := pr.authorize(r.Method, p); aerr != nil {
 			writeError(rec, aerr)
 			return
@@ -253,6 +262,10 @@ func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, p armPath, pr 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.advance()
+	s.st.principal = ""
+	if pr != nil {
+		s.st.principal = pr.ClientID
+	}
 
 	switch {
 	case p.provider == "" && p.rg != "":

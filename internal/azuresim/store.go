@@ -125,6 +125,9 @@ type state struct {
 	faults *faultSet
 	// renderCtx carries request options (such as $expand) to render.
 	renderCtx renderContext
+	// principal is the client ID of the request being served (operation
+	// faults target it).
+	principal string
 }
 
 // renderContext is what a GET asked for beyond the resource itself.
