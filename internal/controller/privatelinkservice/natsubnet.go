@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"strings"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -73,7 +74,9 @@ func (r *Reconciler) natSubnet(ctx context.Context, obj *v1alpha1.AzurePrivateLi
 func (r *Reconciler) createSubnet(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api networkAPI, vnet *armnetwork.VirtualNetwork, id string) error {
 	bits := int(obj.Spec.NATSubnet.Create.PrefixLength)
 	space, used := addressSpace(vnet)
-	prefix, ok := pls.FreePrefix(space, used, bits)
+	prefix, ok, release := r.ranges.reserve(id[:strings.LastIndex(id, "/subnets/")], used, time.Now(), func(used []netip.Prefix) (netip.Prefix, bool) {
+		return pls.FreePrefix(space, used, bits)
+	})
 	if !ok {
 		return terminal(ReasonNoFreeRange, "virtual network %s (address space %s) has no free /%d range for the NAT subnet", ptr.Deref(vnet.Name, ""), joinPrefixes(space), bits)
 	}
@@ -82,6 +85,7 @@ func (r *Reconciler) createSubnet(ctx context.Context, obj *v1alpha1.AzurePrivat
 		PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled),
 	}}
 	if err := api.PutSubnet(ctx, id, body); err != nil {
+		release()
 		return err
 	}
 	obj.Status.NATSubnetID, obj.Status.NATSubnetCreated = id, true

@@ -31,6 +31,7 @@ type Reconciler struct {
 	Azure     func(context.Context, *v1alpha1.AzurePrivateLinkService) (azureAPI, error)
 
 	failures failureBackoff
+	ranges   rangeReservations
 }
 
 // SubjectOf is the credential subject of an object: its identityRef (the
