@@ -67,6 +67,8 @@ func metrics() []metric {
 		{"delete: time until the MC holds no endpoint (s)", "", "", func(r Result) string { return f1(r.DeleteMCEmptySeconds) }},
 		{"delete: time until every WC is gone (s)", "", "", func(r Result) string { return f1(r.Delete.Seconds) }},
 		{"delete: writes to the MC object", "", "1", func(r Result) string { return d(r.Delete.MCWrites) }},
+		{"delete: writes to WCs, in all", "", "N", func(r Result) string { return d(r.Delete.WCWrites) }},
+		{"delete: API conflicts (409)", "0", "0", func(r Result) string { return d(r.Delete.Conflicts) }},
 		{"MC object size when converged (KiB)", "< 1536 (etcd limit)", "", func(r Result) string {
 			return f1(float64(r.MCObjectBytes) / 1024)
 		}},
