@@ -89,6 +89,14 @@ bench: envtest-assets build ## Scale benchmark (N = 100, 500, 1000; ~40 min); wr
 		--operator-binary $(BIN)/azure-private-endpoint-operator \
 		--markdown docs/benchmarks.md --json docs/benchmarks.json $(BENCH_FLAGS)
 
+# Flags for the chaos run, e.g. CHAOS_FLAGS='--n=300 --window=10m'.
+CHAOS_FLAGS ?=
+
+.PHONY: chaos
+chaos: envtest-assets build ## Chaos run: the operator binary, 200 WCs, 20 AzurePrivateLinkServices, 5 min of faults (~15 min); writes docs/reliability.md, fails on a missed figure.
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) run ./test/chaos \
+		--operator-binary $(BIN)/azure-private-endpoint-operator --markdown docs/reliability.md $(CHAOS_FLAGS)
+
 # How long each fuzz target runs under make fuzz (their seed corpus runs in
 # every make test).
 FUZZTIME ?= 2m

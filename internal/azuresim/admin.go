@@ -237,6 +237,33 @@ func (s *Server) Resources(typ string) []ResourceInfo {
 	return out
 }
 
+// EndpointInfo is what azuresim holds of a private endpoint: its address,
+// its network interface (a recreated endpoint gets a new one) and its
+// connection's state.
+type EndpointInfo struct {
+	ID, Name, IP, NIC, ConnectionState, ProvisioningState string
+}
+
+// Endpoints lists every private endpoint, for harnesses that check what
+// Azure holds without going through ARM (and its faults).
+func (s *Server) Endpoints() []EndpointInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.advance()
+	out := []EndpointInfo{}
+	for _, r := range s.st.res {
+		if r.typeKey != typePE || r.link == nil {
+			continue
+		}
+		out = append(out, EndpointInfo{
+			ID: r.id, Name: r.id[strings.LastIndex(r.id, "/")+1:], IP: r.link.address, NIC: r.link.nicID,
+			ConnectionState: ptr.Deref(connectionState(s.st, r.link).Status, ""), ProvisioningState: r.state,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i].ID) < key(out[j].ID) })
+	return out
+}
+
 // AddFault injects a fault and returns its ID.
 func (s *Server) AddFault(f Fault) (string, error) {
 	if err := s.faults.add(&f); err != nil {

@@ -526,17 +526,7 @@ func renderPE(s *state, r *resource) {
 	p := pe.Properties
 	p.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
 	l := r.link
-	state := &armnetwork.PrivateLinkServiceConnectionState{Status: new(ConnectionPending), Description: new(""), ActionsRequired: new("None")}
-	if c := s.lookup(l.connID); c != nil {
-		cs := objOf[armnetwork.PrivateEndpointConnection](c).Properties.PrivateLinkServiceConnectionState
-		state = &armnetwork.PrivateLinkServiceConnectionState{Status: cs.Status, Description: cs.Description, ActionsRequired: cs.ActionsRequired}
-	} else if l.connID != "" || s.lookup(l.plsID) == nil {
-		state = &armnetwork.PrivateLinkServiceConnectionState{
-			Status:          new(ConnectionDisconnected),
-			Description:     new("The private link service connection was removed by the service owner."),
-			ActionsRequired: new("None"),
-		}
-	}
+	state := connectionState(s, l)
 	for _, list := range []struct {
 		conns []*armnetwork.PrivateLinkServiceConnection
 		typ   string
@@ -567,6 +557,23 @@ func renderPE(s *state, r *resource) {
 			Fqdn: new(ptr.Deref(fqdn, "")), IPAddresses: []*string{new(l.address)},
 		})
 	}
+}
+
+// connectionState is the endpoint's view of its connection: the provider's
+// side, or Disconnected when the provider removed it or the service is gone.
+func connectionState(s *state, l *peLink) *armnetwork.PrivateLinkServiceConnectionState {
+	if c := s.lookup(l.connID); c != nil {
+		cs := objOf[armnetwork.PrivateEndpointConnection](c).Properties.PrivateLinkServiceConnectionState
+		return &armnetwork.PrivateLinkServiceConnectionState{Status: cs.Status, Description: cs.Description, ActionsRequired: cs.ActionsRequired}
+	}
+	if l.connID != "" || s.lookup(l.plsID) == nil {
+		return &armnetwork.PrivateLinkServiceConnectionState{
+			Status:          new(ConnectionDisconnected),
+			Description:     new("The private link service connection was removed by the service owner."),
+			ActionsRequired: new("None"),
+		}
+	}
+	return &armnetwork.PrivateLinkServiceConnectionState{Status: new(ConnectionPending), Description: new(""), ActionsRequired: new("None")}
 }
 
 // resolvePLS finds a private link service by resource ID or alias.

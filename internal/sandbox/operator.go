@@ -146,6 +146,21 @@ func (op *Operator) Stop(grace time.Duration) error {
 	}
 }
 
+// Kill sends SIGKILL, as an OOM kill or a node loss would, and waits for
+// the process to go.
+func (op *Operator) Kill() error {
+	if op.cmd.Process == nil {
+		return nil
+	}
+	if exited, _ := op.Exited(); exited {
+		return closeAfter(op.log, nil)
+	}
+	_ = op.cmd.Process.Kill()
+	err := <-op.done
+	op.done <- err
+	return closeAfter(op.log, nil)
+}
+
 func closeAfter(c io.Closer, err error) error {
 	_ = c.Close()
 	return err

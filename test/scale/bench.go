@@ -131,13 +131,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	throttling.Exempt = []string{sandbox.CAPZClientID}
 	subs := []string{}
 	for i := 0; i < cfg.Subscriptions; i++ {
-		subs = append(subs, wcSubscription(i, cfg.Subscriptions))
+		subs = append(subs, sandbox.FleetWCSubscription(i, cfg.Subscriptions))
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: cfg.Dir, Audit: true, Latency: cfg.AzureLatency, Throttling: throttling,
 		CAPZResync: time.Second, CAPZConcurrency: 16,
-		Ingress:    map[string]capzsim.Ingress{identityNS + "/" + mcName: {AutoApprovedSubscriptions: subs}},
-		Principals: []azuresim.Principal{{TenantID: tenantID, ClientID: operatorClient, ClientSecret: operatorSecret}},
+		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
+		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
 		Logf:       cfg.Logf,
 	})
 	if err != nil {
@@ -145,10 +145,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	b.sb = sb
 	defer func() { _ = sb.Stop() }()
-	if err := sb.CreateIdentity(ctx, sandbox.Identity{
-		Namespace: identityNS, Name: identityName, SecretName: identitySecret,
-		TenantID: tenantID, ClientID: operatorClient, ClientSecret: operatorSecret,
-	}); err != nil {
+	if err := sb.CreateIdentity(ctx, sandbox.FleetIdentity()); err != nil {
 		return b.res, err
 	}
 	// Sampling of each operator ends when it exits, or with the run.
@@ -176,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 func (b *bench) startOperator(ctx context.Context, name string, extra ...string) error {
 	args := append([]string{
-		"--management-cluster-name=" + mcName, "--management-cluster-namespace=" + identityNS,
+		"--management-cluster-name=" + sandbox.FleetMCName, "--management-cluster-namespace=" + sandbox.FleetIdentityNS,
 	}, extra...)
 	op, err := b.sb.StartOperator(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), args...)
 	if err != nil {
@@ -211,12 +208,12 @@ func (b *bench) converge(ctx context.Context) error {
 	}
 	b.sb.Sim.ResetCounters()
 	start := time.Now()
-	objs := []*unstructured.Unstructured{mcObject()}
+	objs := []*unstructured.Unstructured{sandbox.FleetMC()}
 	for i := 0; i < b.cfg.N; i++ {
-		objs = append(objs, wcObject(i, b.cfg.Subscriptions))
+		objs = append(objs, sandbox.FleetWC(i, b.cfg.Subscriptions))
 	}
 	for i := 0; i < 10 && i < b.cfg.N; i++ {
-		if err := b.sb.EnsureNamespace(ctx, wcNamespace(i)); err != nil {
+		if err := b.sb.EnsureNamespace(ctx, sandbox.FleetWCNamespace(i)); err != nil {
 			return err
 		}
 	}
@@ -250,7 +247,7 @@ func (b *bench) converge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mc, err := b.get(ctx, identityNS, mcName)
+	mc, err := b.get(ctx, sandbox.FleetIdentityNS, sandbox.FleetMCName)
 	if err != nil {
 		return err
 	}
@@ -312,7 +309,7 @@ func (b *bench) delete(ctx context.Context) error {
 	g.SetLimit(16)
 	for i := 0; i < b.cfg.N; i++ {
 		g.Go(func() error {
-			return client.IgnoreNotFound(b.sb.Client.Delete(gctx, wcObject(i, b.cfg.Subscriptions)))
+			return client.IgnoreNotFound(b.sb.Client.Delete(gctx, sandbox.FleetWC(i, b.cfg.Subscriptions)))
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -391,7 +388,7 @@ func (b *bench) read(ctx context.Context) (state, error) {
 	ingress := clusterlink.DefaultAnnotationPrefix + "/" + clusterlink.AnnotationMCIngressIP
 	for i := range list.Items {
 		u := &list.Items[i]
-		if u.GetName() == mcName && u.GetNamespace() == identityNS {
+		if u.GetName() == sandbox.FleetMCName && u.GetNamespace() == sandbox.FleetIdentityNS {
 			subnets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
 			for _, sn := range subnets {
 				snm, _ := sn.(map[string]any)
@@ -437,7 +434,7 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 	c := b.sb.Sim.Counters()
 	b.sb.Sim.ResetCounters()
 	for _, r := range c.Requests {
-		if r.Principal != operatorClient {
+		if r.Principal != sandbox.FleetOperatorClient {
 			continue
 		}
 		p.ARMByOperation[r.Method+" "+r.ResourceType] += r.Count
@@ -450,7 +447,7 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 			p.Throttled += r.Count
 		}
 	}
-	p.TokenRequests = c.TokensByClient[operatorClient]
+	p.TokenRequests = c.TokensByClient[sandbox.FleetOperatorClient]
 	events, err := b.sb.AuditEvents()
 	if err != nil {
 		return p, err
@@ -463,7 +460,7 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 		if e.ResponseStatus.Code == http.StatusConflict {
 			p.Conflicts++
 		}
-		if e.ObjectRef.Name == mcName && e.ObjectRef.Namespace == identityNS {
+		if e.ObjectRef.Name == sandbox.FleetMCName && e.ObjectRef.Namespace == sandbox.FleetIdentityNS {
 			p.MCWrites++
 			continue
 		}

@@ -69,6 +69,7 @@ func TestSmoke(t *testing.T) {
 		{"nothing is written in the steady state", res.Steady.MCWrites+res.Steady.WCWrites == 0},
 		{"the steady state reads Azure (drift checks)", res.Steady.ARMReads > 0},
 		{"the deletion wrote the MC", res.Delete.MCWrites >= 1},
+		{"the deletion caused no API conflicts", res.Delete.Conflicts == 0},
 		{"the operator used a token", res.Converge.TokenRequests >= 1},
 		{"CPU and memory were measured", res.CPUSeconds > 0 && res.PeakRSSMiB > 0 && res.PeakHeapMiB > 0},
 	} {

@@ -16,7 +16,9 @@ func pages(n int) int { return max(1, (n+pageSize-1)/pageSize) }
 
 // readFloor is the fewest ARM reads that observe every endpoint once: one
 // paged list per subscription (the MC's holds N endpoints, each WC
-// subscription N/K).
+// subscription N/K). A process new to an endpoint also reads its network
+// interface once (nicReads), because Azure gives an endpoint to a private
+// link service without FQDNs no customDnsConfigs.
 func readFloor(n, k int) int {
 	f := pages(n)
 	for i := 0; i < k; i++ {
@@ -24,6 +26,10 @@ func readFloor(n, k int) int {
 	}
 	return f
 }
+
+// nicReads is one network interface read per endpoint (two per WC), once
+// per process.
+func nicReads(n int) int { return 2 * n }
 
 func boolInt(b bool) int {
 	if b {
@@ -48,14 +54,14 @@ func metrics() []metric {
 		{"converge: writes to one WC, at most", "≤ 2", "3 (see notes)", func(r Result) string { return d(r.Converge.WCWritesMax) }},
 		{"converge: writes to WCs, in all", "", "3N", func(r Result) string { return d(r.Converge.WCWrites) }},
 		{"converge: API conflicts (409)", "", "0", func(r Result) string { return d(r.Converge.Conflicts) }},
-		{"converge: operator ARM reads", "≤ N/5", "see notes", func(r Result) string {
-			return fmt.Sprintf("%d (N/5 = %d, floor %d)", r.Converge.ARMReads, r.N/5, readFloor(r.N, r.Subscriptions))
+		{"converge: operator ARM reads", "≤ N/5 + 2N NICs", "see notes", func(r Result) string {
+			return fmt.Sprintf("%d (N/5 + 2N = %d, floor %d)", r.Converge.ARMReads, r.N/5+nicReads(r.N), readFloor(r.N, r.Subscriptions)+nicReads(r.N))
 		}},
 		{"converge: operator ARM writes", "0", "0", func(r Result) string { return d(r.Converge.ARMWrites) }},
 		{"converge: token requests", "", "1", func(r Result) string { return d(r.Converge.TokenRequests) }},
 		{"converge: 429s received", "", "0", func(r Result) string { return d(r.Converge.Throttled) }},
 		{"restart: ARM reads in the first drift interval", "", "see notes", func(r Result) string {
-			return fmt.Sprintf("%d (floor %d)", r.Restart.ARMReads, readFloor(r.N, r.Subscriptions))
+			return fmt.Sprintf("%d (floor %d)", r.Restart.ARMReads, readFloor(r.N, r.Subscriptions)+nicReads(r.N))
 		}},
 		{"restart: writes (Kubernetes + ARM)", "0", "0", func(r Result) string {
 			return d(r.Restart.MCWrites + r.Restart.WCWrites + r.Restart.ARMWrites)
