@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -78,6 +80,9 @@ type Options struct {
 	// Audit makes kube-apiserver log every write to an AzureCluster, for
 	// Sandbox.AuditEvents.
 	Audit bool
+	// APIProxy puts a TCP proxy between Kubeconfig (the operator binary's
+	// way in) and kube-apiserver, for Sandbox.APIOutage.
+	APIProxy bool
 	// Logf receives progress lines while starting; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -104,6 +109,7 @@ type Sandbox struct {
 	AuditLog string
 
 	stopCAPZ func() error
+	proxy    *apiProxy
 }
 
 // Start starts the API server, the emulator and capzsim. On error, whatever
@@ -143,6 +149,11 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	logf("kube-apiserver listening on %s", env.Config.Host)
+	if opts.APIProxy {
+		if err := sb.startAPIProxy(); err != nil {
+			return nil, err
+		}
+	}
 	if err := sb.startCAPZ(opts); err != nil {
 		return nil, err
 	}
@@ -235,6 +246,10 @@ func (sb *Sandbox) startCAPZ(opts Options) error {
 // safe to call on a partly started sandbox and more than once.
 func (sb *Sandbox) Stop() error {
 	var errs []error
+	if sb.proxy != nil {
+		sb.proxy.close()
+		sb.proxy = nil
+	}
 	if sb.stopCAPZ != nil {
 		errs = append(errs, sb.stopCAPZ())
 		sb.stopCAPZ = nil
@@ -248,4 +263,35 @@ func (sb *Sandbox) Stop() error {
 		sb.Sim = nil
 	}
 	return errors.Join(errs...)
+}
+
+// startAPIProxy starts the proxy and points Kubeconfig at it.
+func (sb *Sandbox) startAPIProxy() error {
+	u, err := url.Parse(sb.Env.Config.Host)
+	if err != nil {
+		return err
+	}
+	p, err := startAPIProxy(u.Host)
+	if err != nil {
+		return err
+	}
+	sb.proxy = p
+	raw, err := os.ReadFile(sb.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	// The API server's certificate names 127.0.0.1, not a port: the proxy's
+	// address verifies as well.
+	return os.WriteFile(sb.Kubeconfig, []byte(strings.ReplaceAll(string(raw), u.Host, p.addr)), 0o600)
+}
+
+// APIOutage makes the API server unreachable through Kubeconfig for d:
+// every connection is cut and new ones are refused, as in a restart of
+// kube-apiserver (etcd and so every object are kept). It needs
+// Options.APIProxy.
+func (sb *Sandbox) APIOutage(d time.Duration) error {
+	if sb.proxy == nil {
+		return errors.New("sandbox: started without Options.APIProxy")
+	}
+	return sb.proxy.outage(d)
 }

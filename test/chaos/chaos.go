@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	throttling := azuresim.DefaultThrottling()
 	throttling.Exempt = []string{sandbox.CAPZClientID}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: cfg.Dir, Throttling: throttling, CAPZResync: time.Second, CAPZConcurrency: 8, CAPZSyncPeriod: 10 * time.Second,
+		Dir: cfg.Dir, APIProxy: true, Throttling: throttling, CAPZResync: time.Second, CAPZConcurrency: 8, CAPZSyncPeriod: 10 * time.Second,
 		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
 		Logf:       cfg.Logf,

@@ -33,7 +33,8 @@ type step struct {
 // failing long-running operations for the whole window; on top of them,
 // at their moments, PrivateLinksReady flaps, private link services deleted
 // out of band, identity secret rotation, the token endpoint down, operator
-// SIGKILLs; a concurrent writer edits the MC and the WCs throughout.
+// SIGKILLs and an API server outage; a concurrent writer edits the MC and
+// the WCs throughout.
 func (c *chaos) faults(ctx context.Context) error {
 	op := sandbox.FleetOperatorClient
 	background := []azuresim.Fault{
@@ -67,6 +68,7 @@ func (c *chaos) faults(ctx context.Context) error {
 		{0.35, "an AzurePrivateLinkService spec changes (its PUTs fail)", c.bumpPLS},
 		{0.40, "identity secret rotated", c.rotateSecret},
 		{0.60, "token endpoint down", c.tokenDown},
+		{0.80, "API server unreachable, every connection cut (as in a restart)", c.apiOutage},
 	}
 	for k := range c.cfg.Kills {
 		at := (float64(k) + 0.2 + 0.6*c.rnd.Float64()) / float64(c.cfg.Kills)
@@ -250,6 +252,16 @@ func (c *chaos) tokenDown(ctx context.Context) error {
 	case <-time.After(d):
 	}
 	return nil
+}
+
+// apiOutage cuts the operator off the API server for a tenth of the window
+// (10-30 s): every connection is closed and new ones are refused, then the
+// same objects are there again, as after a kube-apiserver restart with
+// etcd kept.
+func (c *chaos) apiOutage(context.Context) error {
+	d := min(30*time.Second, max(10*time.Second, c.cfg.Window/10))
+	c.count("API server unreachable, connections cut (s)", int(d.Seconds()))
+	return c.sb.APIOutage(d)
 }
 
 // writer is the concurrent writer: every second it changes a label and an

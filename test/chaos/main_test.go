@@ -34,7 +34,7 @@ func TestChaosShort(t *testing.T) {
 	if err := verdict(res, cfg); err != nil {
 		t.Error(err)
 	}
-	for _, kind := range []string{"operator SIGKILLed", "identity secret rotated",
+	for _, kind := range []string{"operator SIGKILLed", "identity secret rotated", "API server unreachable, connections cut (s)",
 		"PrivateLinksReady flapped False on a WC", "WC private link service deleted out of band (CAPZ recreates it)"} {
 		if res.Faults[kind] == 0 {
 			t.Errorf("fault %q was not injected: %v", kind, res.Faults)

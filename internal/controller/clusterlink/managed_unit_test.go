@@ -108,3 +108,26 @@ func TestWithManagedLink(t *testing.T) {
 		t.Errorf("no object yet: %+v", g)
 	}
 }
+
+// TestManagedLinkUpdateKeepsEndpoint: the managed AzurePrivateLinkService
+// of a wired WC is updated (a new generation not yet Ready) or not Ready
+// for a moment: the MC keeps the endpoint it holds.
+func TestManagedLinkUpdateKeepsEndpoint(t *testing.T) {
+	view := wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks = nil; a.PrivateLinksReady = false })
+	p := &v1alpha1.AzurePrivateLinkService{ObjectMeta: metav1.ObjectMeta{Name: ManagedLinkName(view), Generation: 3}}
+	p.Spec.Visibility, p.Spec.AutoApproval = []string{mcSub}, []string{mcSub}
+	p.Status.ObservedGeneration = 2 // the spec just changed
+	p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	managed := WithManagedLink(view, p)
+	if managed.PrivateLinksReady {
+		t.Fatal("an older generation's Ready counts as ready")
+	}
+	name := ManagedLinkName(view) + "-privateendpoint"
+	got, _ := DesiredMC(mc(), []*capz.AzureCluster{managed}, Config{}, map[string]bool{name: true})
+	if len(got) != 1 || got[0].Name != name {
+		t.Errorf("while the managed service updates, the MC's endpoint %s must stay: %+v", name, got)
+	}
+	if got, _ := DesiredMC(mc(), []*capz.AzureCluster{managed}, Config{}, nil); len(got) != 0 {
+		t.Errorf("an endpoint the MC does not hold yet waits for the service: %+v", got)
+	}
+}

@@ -288,3 +288,36 @@ func holds(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestAnnotationsFollowAzureWithoutMC: the MC is deleted (its resource
+// group with it, as CAPZ does); the WC's annotations go with the endpoints
+// they describe, read with the MC as last seen, instead of pointing at
+// endpoints that no longer exist.
+func TestAnnotationsFollowAzureWithoutMC(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) { o.HealDisconnectedAfter = -1 })
+	wired(t, w, "wc1", true, true)
+	mc, err := w.Get(ctx, mcNS, "mc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Client.Delete(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "the MC gone and wc1's annotations removed", func(ctx context.Context) (bool, string) {
+		_, mcErr := w.Get(ctx, mcNS, "mc")
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		_, api := u.GetAnnotations()[apiAnn]
+		_, ing := u.GetAnnotations()[ingAnn]
+		return mcErr != nil && !api && !ing, testworld.Describe(u)
+	})
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonManagementClusterNotFound)
+	if names := endpointNames(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}); !slices.Contains(names, "wc1-to-mc-privatelink-privateendpoint") {
+		t.Errorf("the WC's entry was removed while the MC is missing: %v", names)
+	}
+}
