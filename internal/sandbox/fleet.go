@@ -15,10 +15,10 @@ import (
 const (
 	FleetTenantID       = "72f988bf-0000-0000-0000-00000000bbbb"
 	FleetOperatorClient = "operator"
-	FleetOperatorSecret = "operator-secret" //nolint:gosec // G101: the emulator's test secret
+	FleetOperatorSecret = "operator-secret"
 	FleetIdentityNS     = "org-giantswarm"
 	FleetIdentityName   = "cluster-identity"
-	FleetIdentitySecret = "cluster-identity-secret" //nolint:gosec // G101: a Secret's name
+	FleetIdentitySecret = "cluster-identity-secret"
 	FleetMCName         = "mc"
 	FleetMCSubscription = "00000000-0000-0000-0000-0000000000c0"
 	FleetLocation       = "westeurope"

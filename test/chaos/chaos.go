@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	c := &chaos{cfg: cfg, rnd: rand.New(rand.NewPCG(cfg.Seed, 42)), injected: map[string]int{}, explained: map[string]bool{}, //nolint:gosec // G404: a repeatable fault schedule
 		user: map[string]userFields{}, secrets: []string{sandbox.FleetOperatorSecret}}
 	res := Result{N: cfg.N, PLS: cfg.PLS, WindowSeconds: cfg.Window.Seconds(), Seed: cfg.Seed}
-	subs := []string{}
+	subs := make([]string, 0, subscriptions(cfg.N))
 	for i := range subscriptions(cfg.N) {
 		subs = append(subs, sandbox.FleetWCSubscription(i, subscriptions(cfg.N)))
 	}
@@ -278,31 +280,7 @@ func (c *chaos) read(ctx context.Context) (world, error) {
 	}
 	ips, states := c.azureEndpoints()
 	for i := range list.Items {
-		u := &list.Items[i]
-		view, _ := capz.FromUnstructured(u)
-		if u.GetName() == sandbox.FleetMCName && u.GetNamespace() == sandbox.FleetIdentityNS {
-			for _, s := range view.Subnets {
-				for _, pe := range s.PrivateEndpoints {
-					if strings.HasSuffix(pe.Name, "-api-privatelink-privateendpoint") {
-						w.mcEntries++
-					}
-				}
-			}
-			continue
-		}
-		w.wcs++
-		api, ing := u.GetAnnotations()[apiAnnotation], u.GetAnnotations()[ingressAnnotation]
-		if api != "" && ing != "" {
-			w.annotated++
-			for ann, name := range map[string]string{api: u.GetName() + "-api-privatelink-privateendpoint", ing: u.GetName() + "-to-mc-privatelink-privateendpoint"} {
-				if ips[name] != ann {
-					w.wrongIP = append(w.wrongIP, name)
-				}
-			}
-		}
-		if conditionTrue(u, "GSPrivateLinksReady") {
-			w.ready++
-		}
+		c.readCluster(&w, &list.Items[i], ips)
 	}
 	for name, st := range states {
 		if st == azuresim.ConnectionDisconnected {
@@ -314,13 +292,40 @@ func (c *chaos) read(ctx context.Context) (world, error) {
 		return w, err
 	}
 	for _, p := range plss.Items {
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == v1alpha1.ConditionReady && cond.Status == "True" && p.Status.ObservedGeneration == p.Generation {
-				w.plsReady++
-			}
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && p.Status.ObservedGeneration == p.Generation {
+			w.plsReady++
 		}
 	}
 	return w, nil
+}
+
+// readCluster adds one AzureCluster to w: the MC's entries, or a WC's
+// annotations (checked against the endpoints' IPs in Azure) and readiness.
+func (c *chaos) readCluster(w *world, u *unstructured.Unstructured, ips map[string]string) {
+	if u.GetName() == sandbox.FleetMCName && u.GetNamespace() == sandbox.FleetIdentityNS {
+		view, _ := capz.FromUnstructured(u)
+		for _, s := range view.Subnets {
+			for _, pe := range s.PrivateEndpoints {
+				if strings.HasSuffix(pe.Name, "-api-privatelink-privateendpoint") {
+					w.mcEntries++
+				}
+			}
+		}
+		return
+	}
+	w.wcs++
+	api, ing := u.GetAnnotations()[apiAnnotation], u.GetAnnotations()[ingressAnnotation]
+	if api != "" && ing != "" {
+		w.annotated++
+		for name, ann := range map[string]string{u.GetName() + "-api-privatelink-privateendpoint": api, u.GetName() + "-to-mc-privatelink-privateendpoint": ing} {
+			if ips[name] != ann {
+				w.wrongIP = append(w.wrongIP, name)
+			}
+		}
+	}
+	if conditionTrue(u, "GSPrivateLinksReady") {
+		w.ready++
+	}
 }
 
 // azureEndpoints returns, by endpoint name, each private endpoint's IP and

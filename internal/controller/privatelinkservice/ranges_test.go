@@ -2,6 +2,7 @@ package privatelinkservice
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestRangeReservations(t *testing.T) {
 		t.Errorf("a released range is chosen again: got %s, want %s", c, b)
 	}
 	// Azure now lists a and b: their reservations go, the next choice is past them.
-	listed := append(used, a, b)
+	listed := slices.Concat(used, []netip.Prefix{a, b})
 	if d, _, _ := rr.reserve("/vnets/v", listed, now, pick); d == a || d == b {
 		t.Errorf("got %s again", d)
 	}
