@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +75,26 @@ func (c *chaos) logf(format string, args ...any) {
 	}
 }
 
+// intN, float64 and perm draw from the run's seeded source; the schedule,
+// the writer and the faults draw from several goroutines.
+func (c *chaos) intN(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rnd.IntN(n)
+}
+
+func (c *chaos) float64() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rnd.Float64()
+}
+
+func (c *chaos) perm(n int) []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rnd.Perm(n)
+}
+
 func (c *chaos) count(kind string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,7 +138,7 @@ func (c *chaos) kill(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(time.Duration(1+c.rnd.IntN(3)) * time.Second):
+	case <-time.After(time.Duration(1+c.intN(3)) * time.Second):
 	}
 	return c.startOperator()
 }
@@ -379,16 +398,6 @@ func (c *chaos) faultCounts() map[string]int {
 		out[fmt.Sprintf("ARM %s (%s)", f.Kind, who)] += f.Count
 	}
 	return out
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var errFigures = errors.New("figures missed their targets")

@@ -71,7 +71,7 @@ func (c *chaos) faults(ctx context.Context) error {
 		{0.80, "API server unreachable, every connection cut (as in a restart)", c.apiOutage},
 	}
 	for k := range c.cfg.Kills {
-		at := (float64(k) + 0.2 + 0.6*c.rnd.Float64()) / float64(c.cfg.Kills)
+		at := (float64(k) + 0.2 + 0.6*c.float64()) / float64(c.cfg.Kills)
 		steps = append(steps, step{at, "operator SIGKILLed", c.kill})
 	}
 	sortSteps(steps)
@@ -123,7 +123,7 @@ func sortSteps(steps []step) {
 // as CAPZ does for a transient error or an update in progress.
 func (c *chaos) flap(ctx context.Context) error {
 	n := max(1, c.cfg.N/10)
-	picked := c.rnd.Perm(c.cfg.N)[:n]
+	picked := c.perm(c.cfg.N)[:n]
 	set := func(v any) error {
 		for _, i := range picked {
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, capzsim.BrokenLinksAnnotation, v)
@@ -152,7 +152,7 @@ func (c *chaos) flap(ctx context.Context) error {
 // MC's endpoints to the WCs' turn Disconnected until healed.
 func (c *chaos) deleteLinkServices(ctx context.Context) error {
 	n := max(1, c.cfg.N/50)
-	for _, i := range c.rnd.Perm(c.cfg.N)[:n] {
+	for _, i := range c.perm(c.cfg.N)[:n] {
 		name := sandbox.FleetWCName(i)
 		c.mu.Lock()
 		c.explained[name+"-api-privatelink-privateendpoint"] = true
@@ -163,7 +163,7 @@ func (c *chaos) deleteLinkServices(ctx context.Context) error {
 	}
 	c.count("WC private link service deleted out of band (CAPZ recreates it)", n)
 	if c.cfg.PLS > 0 {
-		if err := c.deleteLinkService(ctx, sandbox.FleetMCSubscription, plsGroup, plsName(c.rnd.IntN(c.cfg.PLS))); err != nil {
+		if err := c.deleteLinkService(ctx, sandbox.FleetMCSubscription, plsGroup, plsName(c.intN(c.cfg.PLS))); err != nil {
 			return err
 		}
 		c.count("AzurePrivateLinkService's service deleted out of band (the operator recreates it)", 1)
@@ -217,7 +217,7 @@ func (c *chaos) bumpPLS(ctx context.Context) error {
 // rotateSecret gives the identity a new client secret: Azure AD accepts
 // only the new one from now on, and the Secret is updated a moment later.
 func (c *chaos) rotateSecret(ctx context.Context) error {
-	secret := fmt.Sprintf("operator-secret-rotated-%d", c.rnd.IntN(1_000_000))
+	secret := fmt.Sprintf("operator-secret-rotated-%d", c.intN(1_000_000))
 	c.mu.Lock()
 	c.secrets = append(c.secrets, secret)
 	c.mu.Unlock()
@@ -277,7 +277,7 @@ func (c *chaos) writer(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
-		i := c.rnd.IntN(c.cfg.N + 1)
+		i := c.intN(c.cfg.N + 1)
 		u := sandbox.FleetMC()
 		if i < c.cfg.N {
 			u = sandbox.FleetWC(i, subscriptions(c.cfg.N))

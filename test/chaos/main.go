@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -156,7 +158,7 @@ func table(res Result, cfg Config) string {
 	fmt.Fprintf(&b, "| deletion of every WC and AzurePrivateLinkService (s) | – | %.1f | – |\n", res.DeleteSeconds)
 	fmt.Fprintf(&b, "| operator processes (starts after SIGKILL) | – | %d | – |\n", res.OperatorStarts)
 	b.WriteString("\n| Fault injected | Count |\n| --- | --- |\n")
-	for _, k := range sortedKeys(res.Faults) {
+	for _, k := range slices.Sorted(maps.Keys(res.Faults)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, res.Faults[k])
 	}
 	return b.String()
