@@ -44,6 +44,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		// clusterctl move pauses the MC: nothing is written to it.
 		if isPaused {
 			log.V(1).Info("The management cluster is paused")
+			mcPaused.Inc()
 		}
 		return ctrl.Result{}, err
 	}

@@ -17,12 +17,16 @@ var (
 		Name: "azure_private_endpoint_operator_workload_cluster_writes_total",
 		Help: "Writes of workload clusters' AzureClusters (spec, annotations, finalizer, status) by the operator.",
 	})
+	mcPaused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_management_cluster_paused_reconciles_total",
+		Help: "Reconciles of the management cluster that wrote nothing because it (or its Cluster) is paused.",
+	})
 	// endpointStates publishes the private endpoints gauge.
 	endpointStates = newEndpointStateCollector()
 )
 
 func init() {
-	metrics.Registry.MustRegister(mcWrites, wcWrites, endpointStates)
+	metrics.Registry.MustRegister(mcWrites, wcWrites, mcPaused, endpointStates)
 }
 
 var endpointsDesc = prometheus.NewDesc("azure_private_endpoint_operator_private_endpoints",
