@@ -84,10 +84,17 @@ chart-lint: $(HELM) ## Lint and render the Helm chart (helm built from hack/helm
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: envtest-assets build ## Scale benchmark (N = 100, 500, 1000; ~40 min); writes docs/benchmarks.{md,json}.
+bench: envtest-assets build ## Scale benchmark: the wiring (N = 100, 500, 1000) and the consumer scenario (1,000 AzurePrivateEndpoints, own and shared zones); ~50 min; writes docs/benchmarks{,-consumer}.{md,json}.
 	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) run ./test/scale \
 		--operator-binary $(BIN)/azure-private-endpoint-operator \
-		--markdown docs/benchmarks.md --json docs/benchmarks.json $(BENCH_FLAGS)
+		--markdown docs/benchmarks.md --json docs/benchmarks.json \
+		--consumer-markdown docs/benchmarks-consumer.md --consumer-json docs/benchmarks-consumer.json $(BENCH_FLAGS)
+
+.PHONY: bench-consumer
+bench-consumer: envtest-assets build ## The consumer scenario of make bench alone (~10 min); writes docs/benchmarks-consumer.{md,json}.
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) run ./test/scale --scenario=consumer \
+		--operator-binary $(BIN)/azure-private-endpoint-operator \
+		--consumer-markdown docs/benchmarks-consumer.md --consumer-json docs/benchmarks-consumer.json $(BENCH_FLAGS)
 
 # Flags for the chaos run, e.g. CHAOS_FLAGS='--n=300 --window=10m'.
 CHAOS_FLAGS ?=

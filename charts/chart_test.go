@@ -258,10 +258,17 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"patch", plsGroup, "azureprivatelinkservices", "status", "org-a", true},
 		{"update", plsGroup, "azureprivatelinkservices", "finalizers", "org-a", true},
 		{"get", "", "services", "", "org-a", true},
+		{"list", plsGroup, "azureprivateendpoints", "", "", true},
+		{"watch", plsGroup, "azureprivateendpoints", "", "", true},
+		{"patch", plsGroup, "azureprivateendpoints", "", "org-a", true},
+		{"patch", plsGroup, "azureprivateendpoints", "status", "org-a", true},
+		{"update", plsGroup, "azureprivateendpoints", "finalizers", "org-a", true},
 		// The metrics endpoint's authentication and authorization filter.
 		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 		// What the controllers never do.
+		{"create", plsGroup, "azureprivateendpoints", "", "org-a", false},
+		{"delete", plsGroup, "azureprivateendpoints", "", "org-a", false},
 		{"delete", capzGroup, "azureclusters", "", "org-a", false},
 		{"create", capzGroup, "azureclusters", "", "org-a", false},
 		{"update", capzGroup, "azureclusters", "", "org-a", false},

@@ -23,7 +23,7 @@ var (
 )
 
 func addKnownTypes(s *k8sruntime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &AzurePrivateLinkService{}, &AzurePrivateLinkServiceList{})
+	s.AddKnownTypes(GroupVersion, &AzurePrivateLinkService{}, &AzurePrivateLinkServiceList{}, &AzurePrivateEndpoint{}, &AzurePrivateEndpointList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

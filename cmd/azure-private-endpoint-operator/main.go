@@ -38,6 +38,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 )
 
@@ -149,6 +150,11 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	if opts.plsController {
 		if err := privatelinkservice.Setup(mgr, opts.plsOptions(), clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateLinkService controller: %w", err)
+		}
+	}
+	if opts.apeController {
+		if err := privateendpoint.Setup(ctx, mgr, opts.apeOptions(), clients); err != nil {
+			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 )
 
@@ -71,6 +72,13 @@ type options struct {
 	plsRecheck         time.Duration
 	plsConcurrency     int
 	plsConnectionCheck time.Duration
+
+	apeController      bool
+	apeDrift           time.Duration
+	apeRecheck         time.Duration
+	apeConnectionCheck time.Duration
+	apeDNSCheck        time.Duration
+	apeConcurrency     int
 	managePLS          bool
 	operatorCredential string
 	ownCredNamespaces  string
@@ -88,6 +96,15 @@ func (o *options) plsOptions() privatelinkservice.Options {
 	return privatelinkservice.Options{
 		DriftInterval: o.plsDrift, Recheck: o.plsRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.plsConcurrency,
 		ConnectionCheck: o.plsConnectionCheck,
+	}
+}
+
+// apeOptions are the AzurePrivateEndpoint controller's options.
+func (o *options) apeOptions() privateendpoint.Options {
+	return privateendpoint.Options{
+		DriftInterval: o.apeDrift, Recheck: o.apeRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.apeConcurrency,
+		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck,
+		HealDisconnectedAfter: o.healDisconnectedAfter, HealRejected: o.healRejected,
 	}
 }
 
@@ -234,9 +251,9 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.adoptFieldManagers, "adopt-field-managers", strings.Join(clusterlink.DefaultAdoptFieldManagers, ","),
 		"Comma-separated field managers of the older azure-private-endpoint-operator: private endpoint entries they hold are taken over and, when stale, removed. An entry of the operator's name held by any other field manager is left alone (Event PrivateEndpointNameTaken). Empty: adopt none.")
 	fs.DurationVar(&o.healDisconnectedAfter, "heal-disconnected-after", 2*time.Minute,
-		"How long a private endpoint the operator asked for may stay Disconnected (its private link service was deleted or recreated) before it is deleted in Azure so that CAPZ recreates it; retried with backoff, an Event each time. 0 turns healing off.")
+		"How long a private endpoint the operator asked for (in a cluster's spec, or an AzurePrivateEndpoint) may stay Disconnected (its private link service was deleted or recreated) before it is deleted in Azure so that CAPZ (or the operator) recreates it; retried with backoff, an Event each time. 0 turns healing off.")
 	fs.BoolVar(&o.healRejected, "heal-rejected", false,
-		"Heal Rejected private endpoints too (delete them in Azure after --heal-disconnected-after so that CAPZ asks again). Off by default: a rejection is usually a person's decision.")
+		"Heal Rejected private endpoints too (delete them in Azure after --heal-disconnected-after so that the request is made again). Off by default: a rejection is usually a person's decision.")
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
@@ -251,12 +268,24 @@ func (o *options) flagSet() *flag.FlagSet {
 		"How often an AzurePrivateLinkService with spec.connectionApproval is read again to decide new Pending connections (Azure does not notify the provider).")
 	fs.IntVar(&o.plsConcurrency, "private-link-service-concurrency", 4,
 		"AzurePrivateLinkService objects reconciled in parallel.")
+	fs.BoolVar(&o.apeController, "enable-private-endpoint-controller", true,
+		"Run the AzurePrivateEndpoint controller (its CRD must be installed).")
+	fs.DurationVar(&o.apeDrift, "private-endpoint-drift-interval", 10*time.Minute,
+		"How often a ready AzurePrivateEndpoint's private endpoint is read again from Azure (jittered by up to +10%).")
+	fs.DurationVar(&o.apeRecheck, "private-endpoint-recheck-interval", 10*time.Second,
+		"How soon Azure is read again while an AzurePrivateEndpoint waits (a long-running operation, a link being made).")
+	fs.DurationVar(&o.apeConnectionCheck, "private-endpoint-connection-check-interval", time.Minute,
+		"How often an AzurePrivateEndpoint whose connection is Pending, Rejected or Disconnected is read again (the provider's decision reaches the consumer only by reading).")
+	fs.DurationVar(&o.apeDNSCheck, "private-endpoint-dns-check-interval", time.Hour,
+		"How often the private DNS of an AzurePrivateEndpoint whose spec and address did not change is read again to repair out-of-band changes (Private DNS has lower request limits than networking).")
+	fs.IntVar(&o.apeConcurrency, "private-endpoint-concurrency", 4,
+		"AzurePrivateEndpoint objects reconciled in parallel.")
 	fs.BoolVar(&o.managePLS, "manage-private-link-services", false,
 		"For every private workload cluster whose AzureCluster declares no privateLinks (upstream CAPZ), create an AzurePrivateLinkService for its API server load balancer. Per cluster: the annotation <annotation-prefix>/manage-private-link-service=true|false.")
 	fs.StringVar(&o.operatorCredential, "operator-credential", "default",
-		"Credential for AzurePrivateLinkService objects without spec.identityRef: default (the Azure SDK's DefaultAzureCredential: environment, workload identity, managed identity) or none (such objects are refused).")
+		"Credential for AzurePrivateLinkService and AzurePrivateEndpoint objects without spec.identityRef: default (the Azure SDK's DefaultAzureCredential: environment, workload identity, managed identity) or none (such objects are refused).")
 	fs.StringVar(&o.ownCredNamespaces, "operator-credential-namespaces", "",
-		"Comma-separated namespaces whose AzurePrivateLinkService objects without spec.identityRef may use the operator's own credential (--operator-credential), or * for every namespace. Default: none; such objects get OperatorCredentialNotAllowed.")
+		"Comma-separated namespaces whose AzurePrivateLinkService and AzurePrivateEndpoint objects without spec.identityRef may use the operator's own credential (--operator-credential), or * for every namespace. Default: none; such objects get OperatorCredentialNotAllowed.")
 	o.zap.BindFlags(fs)
 	return fs
 }
@@ -272,6 +301,9 @@ func (o *options) validate() error {
 	if o.managePLS && !o.plsController {
 		errs = append(errs, errors.New("--manage-private-link-services needs --enable-private-link-service-controller"))
 	}
+	if o.apeConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--private-endpoint-concurrency=%d: must be at least 1", o.apeConcurrency))
+	}
 	if o.plsConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--private-link-service-concurrency=%d: must be at least 1", o.plsConcurrency))
 	}
@@ -279,6 +311,10 @@ func (o *options) validate() error {
 		"--private-link-service-drift-interval":            o.plsDrift,
 		"--private-link-service-recheck-interval":          o.plsRecheck,
 		"--private-link-service-connection-check-interval": o.plsConnectionCheck,
+		"--private-endpoint-drift-interval":                o.apeDrift,
+		"--private-endpoint-recheck-interval":              o.apeRecheck,
+		"--private-endpoint-connection-check-interval":     o.apeConnectionCheck,
+		"--private-endpoint-dns-check-interval":            o.apeDNSCheck,
 	})...)
 	errs = append(errs, o.validateWiring()...)
 	return errors.Join(errs...)

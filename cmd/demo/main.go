@@ -178,6 +178,9 @@ func (d *demo) run(ctx context.Context, stdin io.Reader) error {
 	}
 	d.say("Converged after the approval.")
 	w.printTable()
+	if err := d.consumer(ctx); err != nil {
+		return err
+	}
 	if d.opts.nonInteractive {
 		return nil
 	}

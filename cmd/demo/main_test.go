@@ -121,10 +121,15 @@ func TestDemoNonInteractive(t *testing.T) {
 	for _, want := range []string{
 		"Converged after the approval.",
 		"az network private-endpoint-connection approve --id /subscriptions/33333333-3333-3333-3333-333333333333/",
+		"AzurePrivateEndpoint org-hosted/hc1-apiserver is Ready",
+		"from the provider's network hcp-vnet:   no private zone linked here covers the name",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+	if !regexp.MustCompile(`from the guest network hc1-vnet:\s+10\.70\.1\.\d+\s+\(zone hc1\.hypershift\.local, record api\)`).MatchString(got) {
+		t.Errorf("the demo does not show api.hc1.hypershift.local resolving from the guest network:\n%s", got)
 	}
 	// The last table: every endpoint approved and annotated.
 	final := got[strings.LastIndex(got, "CLUSTER"):]

@@ -34,6 +34,8 @@ type samples struct {
 	// principal is the identity's service principal, registered in azuresim
 	// so that the sample's secret works against its token endpoint.
 	principal azuresim.Principal
+	// identityName and identityNamespace name the AzureClusterIdentity.
+	identityName, identityNamespace string
 }
 
 func loadSamples(dir string) (*samples, error) {
@@ -44,6 +46,11 @@ func loadSamples(dir string) (*samples, error) {
 	}
 	if s.principal, err = principalOf(s.identity); err != nil {
 		return nil, fmt.Errorf("%s: %w", identityFile, err)
+	}
+	for _, o := range s.identity {
+		if o.GetKind() == "AzureClusterIdentity" {
+			s.identityName, s.identityNamespace = o.GetName(), o.GetNamespace()
+		}
 	}
 	mcs, err := readObjects(filepath.Join(dir, mcFile))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -47,6 +48,14 @@ type Clients struct {
 
 	mu      sync.Mutex
 	network map[string]cachedNetwork
+	dns     map[string]cachedDNS
+	pacers  map[string]*pacer
+}
+
+// cachedDNS is cachedNetwork for Private DNS clients.
+type cachedDNS struct {
+	factory *armprivatedns.ClientFactory
+	cred    azcore.TokenCredential
 }
 
 // cachedNetwork remembers the credential a factory was built with: a rebuilt
@@ -75,7 +84,7 @@ func (c *Clients) NetworkFor(ctx context.Context, sub Subject, subscription stri
 	if e, ok := c.network[k]; ok && e.cred == cred.TokenCredential {
 		return e.factory, cred, nil
 	}
-	f, err := armnetwork.NewClientFactory(subscription, cred, c.options(cred))
+	f, err := armnetwork.NewClientFactory(subscription, cred, c.options(cred, c.pacer(k)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +95,46 @@ func (c *Clients) NetworkFor(ctx context.Context, sub Subject, subscription stri
 	return f, cred, nil
 }
 
-func (c *Clients) options(cred *Credential) *arm.ClientOptions {
+// PrivateDNSFor returns the Private DNS clients for a subscription,
+// authenticated with the subject's identity.
+func (c *Clients) PrivateDNSFor(ctx context.Context, sub Subject, subscription string) (*armprivatedns.ClientFactory, error) {
+	cred, err := c.Credentials.ForSubject(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	k := cred.Key + "|" + strings.ToLower(subscription)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.dns[k]; ok && e.cred == cred.TokenCredential {
+		return e.factory, nil
+	}
+	f, err := armprivatedns.NewClientFactory(subscription, cred, c.options(cred, c.pacer(k)))
+	if err != nil {
+		return nil, err
+	}
+	if c.dns == nil {
+		c.dns = map[string]cachedDNS{}
+	}
+	c.dns[k] = cachedDNS{factory: f, cred: cred.TokenCredential}
+	return f, nil
+}
+
+// pacer is the one pacer of an identity in a subscription, shared by its
+// network and Private DNS clients: ARM counts their requests together.
+// The caller holds c.mu.
+func (c *Clients) pacer(k string) *pacer {
+	if c.pacers == nil {
+		c.pacers = map[string]*pacer{}
+	}
+	p := c.pacers[k]
+	if p == nil {
+		p = newPacer()
+		c.pacers[k] = p
+	}
+	return p
+}
+
+func (c *Clients) options(cred *Credential, pace *pacer) *arm.ClientOptions {
 	retry := defaultRetry
 	if c.Retry != nil {
 		retry = *c.Retry
@@ -96,6 +144,7 @@ func (c *Clients) options(cred *Credential) *arm.ClientOptions {
 		Transport:        cred.Transport,
 		Retry:            retry,
 		Telemetry:        policy.TelemetryOptions{ApplicationID: "azure-private-endpoint-operator"},
+		PerCallPolicies:  []policy.Policy{pace},
 		PerRetryPolicies: []policy.Policy{countingPolicy{}},
 	}}
 }

@@ -32,6 +32,7 @@ import (
 //	PUT    /_sim/config                  change latency, page size, throttling
 //	POST   /_sim/seed                    create resource groups and resources (see Seed), at once
 //	POST   /_sim/connections             act as a private link service owner (see ConnectionAction)
+//	GET    /_sim/dns/resolve?vnet=V&name=N  what N resolves to from virtual network V (see Resolution)
 
 // Seed is a set of objects to create at once, as if already provisioned.
 type Seed struct {
@@ -164,6 +165,14 @@ var adminRoutes = map[string]adminHandler{
 		if decodeAdmin(w, r, &sd) {
 			adminResult(w, s.Seed(sd))
 		}
+	},
+	"GET dns": func(s *Server, w http.ResponseWriter, r *http.Request, path string) {
+		q := r.URL.Query()
+		if path != "dns/resolve" || q.Get("vnet") == "" || q.Get("name") == "" {
+			adminError(w, http.StatusBadRequest, errors.New("use GET /_sim/dns/resolve?vnet=<virtual network ID>&name=<name>"))
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Resolve(q.Get("vnet"), q.Get("name")))
 	},
 	"POST connections": func(s *Server, w http.ResponseWriter, r *http.Request, _ string) {
 		var a ConnectionAction

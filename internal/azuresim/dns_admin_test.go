@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -245,4 +247,75 @@ func mustJSON(t testing.TB, v any) json.RawMessage {
 		t.Fatal(err)
 	}
 	return bytes.TrimSpace(b)
+}
+
+// TestPrivateDNSResolution checks Azure's resolution through linked private
+// zones: the most specific linked zone answers, exact names beat wildcards,
+// a linked zone without the name answers NXDOMAIN (no fallback), and a zone
+// not linked to the network is not consulted.
+func TestPrivateDNSResolution(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	a := newProvider(t, e, providerSub, "net-a", "10.1")
+	b := newProvider(t, e, providerSub, "net-b", "10.2")
+	df := e.dns(t, providerSub)
+	zones, records, links := df.NewPrivateZonesClient(), df.NewRecordSetsClient(), df.NewVirtualNetworkLinksClient()
+	zone := func(name string, recs map[string]string, vnets ...string) {
+		mustPoll(t, func() (*poller[armprivatedns.PrivateZonesClientCreateOrUpdateResponse], error) {
+			return zones.BeginCreateOrUpdate(ctx, "net-a", name, armprivatedns.PrivateZone{Location: new("global")}, nil)
+		})
+		for rel, ip := range recs {
+			if _, err := records.CreateOrUpdate(ctx, "net-a", name, armprivatedns.RecordTypeA, rel, armprivatedns.RecordSet{
+				Properties: &armprivatedns.RecordSetProperties{TTL: new(int64(60)), ARecords: []*armprivatedns.ARecord{{IPv4Address: new(ip)}}},
+			}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, v := range vnets {
+			mustPoll(t, func() (*poller[armprivatedns.VirtualNetworkLinksClientCreateOrUpdateResponse], error) {
+				return links.BeginCreateOrUpdate(ctx, "net-a", name, fmt.Sprintf("link-%d", i), armprivatedns.VirtualNetworkLink{
+					Location: new("global"), Properties: &armprivatedns.VirtualNetworkLinkProperties{VirtualNetwork: &armprivatedns.SubResource{ID: new(v)}},
+				}, nil)
+			})
+		}
+	}
+	zone("wc1.example.internal", map[string]string{"api": "10.1.0.10", "*.apps": "10.1.0.11", "@": "10.1.0.12"}, a.vnetID)
+	zone("example.internal", map[string]string{"missing.wc1": "10.9.9.9", "*": "10.9.0.1"}, a.vnetID, b.vnetID)
+	zone("unlinked.internal", map[string]string{"api": "10.8.0.1"})
+
+	for _, c := range []struct {
+		vnet, name, status, ip string
+	}{
+		{a.vnetID, "api.wc1.example.internal", azuresim.ResolveOK, "10.1.0.10"},
+		{a.vnetID, "API.wc1.example.internal.", azuresim.ResolveOK, "10.1.0.10"},
+		{a.vnetID, "console.apps.wc1.example.internal", azuresim.ResolveOK, "10.1.0.11"},
+		{a.vnetID, "a.b.apps.wc1.example.internal", azuresim.ResolveOK, "10.1.0.11"},
+		{a.vnetID, "wc1.example.internal", azuresim.ResolveOK, "10.1.0.12"},
+		// The most specific linked zone lacks it: no fallback to the parent zone.
+		{a.vnetID, "missing.wc1.example.internal", azuresim.ResolveNXDomain, ""},
+		// From b the child zone is not linked: the parent answers.
+		{b.vnetID, "missing.wc1.example.internal", azuresim.ResolveOK, "10.9.9.9"},
+		{b.vnetID, "api.wc1.example.internal", azuresim.ResolveOK, "10.9.0.1"},
+		{a.vnetID, "api.unlinked.internal", azuresim.ResolveNotPrivate, ""},
+		{b.vnetID, "example.com", azuresim.ResolveNotPrivate, ""},
+	} {
+		got := e.srv.Resolve(c.vnet, c.name)
+		if got.Status != c.status || (c.ip != "" && (len(got.Addresses) != 1 || got.Addresses[0] != c.ip)) {
+			t.Errorf("%s from %s: want %s %s, got %+v", c.name, c.vnet, c.status, c.ip, got)
+		}
+	}
+
+	// The same over the admin API, as the demo and a user with curl ask.
+	resp, err := e.httpc.Get(e.srv.URL() + "/_sim/dns/resolve?vnet=" + url.QueryEscape(a.vnetID) + "&name=api.wc1.example.internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var r azuresim.Resolution
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != azuresim.ResolveOK || len(r.Addresses) != 1 || r.Addresses[0] != "10.1.0.10" {
+		t.Errorf("admin resolve: %v %+v", err, r)
+	}
+	if z, err := zones.Get(ctx, "net-a", "unlinked.internal", nil); err != nil || *z.Properties.NumberOfRecordSets != 2 {
+		t.Errorf("a zone with one A record set counts it and the SOA: %v %v", err, z.Properties.NumberOfRecordSets)
+	}
 }

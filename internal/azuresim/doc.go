@@ -55,8 +55,12 @@
 //     approved, rejected, and Disconnected once the owner removes it or the
 //     service is gone. The subnet of an endpoint cannot change.
 //   - Private DNS: zones (location global; one with VNet links cannot be
-//     deleted), A record sets (synchronous), virtual network links
-//     (long-running; a VNet linked twice to a zone is a 409 Conflict).
+//     deleted; the SOA record set is counted, not served), A record sets
+//     (synchronous), virtual network links (long-running; a VNet linked
+//     twice to a zone is a 409 Conflict), and resolution from a virtual
+//     network (Resolve, GET /_sim/dns/resolve) through the zones linked to
+//     it: the most specific zone answers, an exact name before the closest
+//     wildcard, NXDOMAIN without fallback when that zone lacks the name.
 //   - An AAD token endpoint: client credentials with a secret or a federated
 //     assertion, tenant discovery (openid-configuration) and instance
 //     discovery documents. ARM requests without a valid, unexpired token get
@@ -91,8 +95,8 @@
 //
 // Anything not listed above is not served: public IP addresses (a public
 // frontend is accepted but not checked), network security groups, route
-// tables, NAT gateways, PATCH of tags, record types other than A, DNS
-// resolution itself, private link service NICs, regions (locations are
+// tables, NAT gateways, PATCH of tags, record types other than A, public
+// DNS and DNS forwarding, private link service NICs, regions (locations are
 // stored, not validated, except that private DNS zones must be global),
 // quotas, resource locks, Azure Policy, moves, the
 // checkPrivateLinkServiceVisibility and autoApprovedPrivateLinkServices

@@ -50,7 +50,9 @@ var zoneKind = &kind{
 		z := objOf[armprivatedns.PrivateZone](r)
 		setCommon(&z.ID, &z.Name, &z.Type, &z.Etag, r)
 		z.Properties.ProvisioningState = new(armprivatedns.ProvisioningState(r.state))
-		z.Properties.NumberOfRecordSets = new(int64(len(s.list(typeARecord, r.id))))
+		// Azure counts the zone's SOA record set, which it makes with the
+		// zone: an empty zone has one.
+		z.Properties.NumberOfRecordSets = new(int64(len(s.list(typeARecord, r.id)) + 1))
 		z.Properties.NumberOfVirtualNetworkLinks = new(int64(len(s.list(typeVNetLink, r.id))))
 		z.Properties.MaxNumberOfRecordSets = new(int64(25000))
 		z.Properties.MaxNumberOfVirtualNetworkLinks = new(int64(1000))
@@ -145,4 +147,87 @@ var kinds = map[string]*kind{
 	typeZone:     zoneKind,
 	typeARecord:  aRecordKind,
 	typeVNetLink: vnetLinkKind,
+}
+
+// Resolution statuses of GET /_sim/dns/resolve.
+const (
+	// ResolveOK: a linked zone holds the name; Addresses are its A records.
+	ResolveOK = "NOERROR"
+	// ResolveNXDomain: the most specific linked zone for the name lacks it.
+	// Azure answers NXDOMAIN and does not ask public DNS.
+	ResolveNXDomain = "NXDOMAIN"
+	// ResolveNotPrivate: no zone linked to the virtual network covers the
+	// name; Azure would ask public DNS, which azuresim does not model.
+	ResolveNotPrivate = "NotPrivate"
+)
+
+// Resolution is what a name resolves to from a virtual network through
+// Azure-provided DNS and the private DNS zones linked to it.
+type Resolution struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// Zone is the private DNS zone that answered.
+	Zone string `json:"zone,omitempty"`
+	// Record is the record set that matched (a wildcard, say).
+	Record    string   `json:"record,omitempty"`
+	Addresses []string `json:"addresses,omitempty"`
+}
+
+// Resolve answers name from the virtual network vnetID as Azure-provided
+// DNS does with private zones: among the provisioned zones linked to the
+// network (by a completed link), the most specific one that is a suffix of
+// the name answers; an exact record wins over a wildcard, the closest
+// wildcard over one further up; a zone without a match answers NXDOMAIN.
+func (s *Server) Resolve(vnetID, name string) Resolution {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.advance()
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	res := Resolution{Name: name, Status: ResolveNotPrivate}
+	var zone *resource
+	for _, l := range s.st.all(typeVNetLink) {
+		link := objOf[armprivatedns.VirtualNetworkLink](l)
+		if l.state != stateSucceeded || !strings.EqualFold(ptr.Deref(link.Properties.VirtualNetwork.ID, ""), vnetID) {
+			continue
+		}
+		z := s.st.lookup(armPathOf(l.id).parent().id())
+		if z == nil || z.state != stateSucceeded {
+			continue
+		}
+		zn := strings.ToLower(z.name)
+		if (name == zn || strings.HasSuffix(name, "."+zn)) && (zone == nil || len(zn) > len(zone.name)) {
+			zone = z
+		}
+	}
+	if zone == nil {
+		return res
+	}
+	res.Zone, res.Status = zone.id, ResolveNXDomain
+	records := map[string]*resource{}
+	for _, r := range s.st.list(typeARecord, zone.id) {
+		records[strings.ToLower(r.name)] = r
+	}
+	rel := "@"
+	if name != strings.ToLower(zone.name) {
+		rel = strings.TrimSuffix(name, "."+strings.ToLower(zone.name))
+	}
+	candidates := []string{rel}
+	if rel != "@" {
+		labels := strings.Split(rel, ".")
+		for i := 1; i <= len(labels); i++ {
+			candidates = append(candidates, strings.Join(append([]string{"*"}, labels[i:]...), "."))
+		}
+	}
+	for _, c := range candidates {
+		r := records[strings.TrimSuffix(c, ".")]
+		if r == nil {
+			continue
+		}
+		res.Status, res.Record = ResolveOK, r.name
+		for _, a := range objOf[armprivatedns.RecordSet](r).Properties.ARecords {
+			res.Addresses = append(res.Addresses, ptr.Deref(a.IPv4Address, ""))
+		}
+		return res
+	}
+	return res
 }

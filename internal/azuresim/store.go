@@ -203,6 +203,18 @@ func (s *state) lookup(id string) *resource { return s.res[key(id)] }
 
 // list returns the resources of a type under a scope (a subscription,
 // resource group or parent resource ID), sorted by ID.
+// all returns every resource of a type.
+func (s *state) all(typeKey string) []*resource {
+	var out []*resource
+	for _, r := range s.res {
+		if r.typeKey == typeKey {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i].id) < key(out[j].id) })
+	return out
+}
+
 func (s *state) list(typeKey, scope string) []*resource {
 	prefix := key(scope) + "/"
 	var out []*resource

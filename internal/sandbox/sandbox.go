@@ -27,6 +27,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -205,6 +206,12 @@ func (sb *Sandbox) ClientOptions() azcore.ClientOptions {
 // Network returns network clients for a subscription, as CAPZ's principal.
 func (sb *Sandbox) Network(sub string) (*armnetwork.ClientFactory, error) {
 	return armnetwork.NewClientFactory(sub, sb.CAPZCredential, &arm.ClientOptions{ClientOptions: sb.ClientOptions()})
+}
+
+// DNS returns Private DNS clients for a subscription, as CAPZ's principal
+// (a person or another tool, to the operator).
+func (sb *Sandbox) DNS(sub string) (*armprivatedns.ClientFactory, error) {
+	return armprivatedns.NewClientFactory(sub, sb.CAPZCredential, &arm.ClientOptions{ClientOptions: sb.ClientOptions()})
 }
 
 func (sb *Sandbox) startCAPZ(opts Options) error {

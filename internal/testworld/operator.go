@@ -21,6 +21,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
@@ -70,6 +71,34 @@ func (w *World) StartPrivateLinkServices(t testing.TB, opts privatelinkservice.O
 	}
 	w.StartManager(t, true, func(mgr ctrl.Manager, clients *azure.Clients) error {
 		return privatelinkservice.Setup(mgr, opts, clients)
+	})
+}
+
+// StartPrivateEndpoints runs the AzurePrivateLinkService and
+// AzurePrivateEndpoint controllers in-process with short intervals (zero
+// fields of opts get them), like StartPrivateLinkServices.
+func (w *World) StartPrivateEndpoints(t testing.TB, opts privateendpoint.Options) {
+	t.Helper()
+	if opts.Recheck == 0 {
+		opts.Recheck = 200 * time.Millisecond
+	}
+	if opts.TerminalRecheck == 0 {
+		opts.TerminalRecheck = 2 * time.Second
+	}
+	if opts.DriftInterval == 0 {
+		// Short: an Approved endpoint's connection is read again only at
+		// the drift interval (Azure does not notify the consumer).
+		opts.DriftInterval = 3 * time.Second
+	}
+	if opts.ConnectionCheck == 0 {
+		opts.ConnectionCheck = 500 * time.Millisecond
+	}
+	plsOpts := privatelinkservice.Options{Recheck: 200 * time.Millisecond, TerminalRecheck: 2 * time.Second, DriftInterval: time.Minute, ConnectionCheck: time.Second}
+	w.StartManager(t, true, func(mgr ctrl.Manager, clients *azure.Clients) error {
+		if err := privatelinkservice.Setup(mgr, plsOpts, clients); err != nil {
+			return err
+		}
+		return privateendpoint.Setup(context.Background(), mgr, opts, clients)
 	})
 }
 

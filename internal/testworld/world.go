@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -97,6 +98,16 @@ func Start(t testing.TB, opts Options) *World {
 func (w *World) Network(t testing.TB, sub string) *armnetwork.ClientFactory {
 	t.Helper()
 	f, err := w.Sandbox.Network(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// DNS returns Private DNS clients for a subscription, as CAPZ's principal.
+func (w *World) DNS(t testing.TB, sub string) *armprivatedns.ClientFactory {
+	t.Helper()
+	f, err := w.Sandbox.DNS(sub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,12 @@ type options struct {
 	markdown       string
 	jsonOut        string
 	keep           bool
+
+	scenario            string
+	consumerN           int
+	consumerConcurrency int
+	consumerMarkdown    string
+	consumerJSON        string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -57,6 +63,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.markdown, "markdown", "", "Write the report here (e.g. docs/benchmarks.md).")
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
+	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
+	fs.IntVar(&o.consumerN, "consumer-n", 1000, "AzurePrivateEndpoint objects in the consumer scenario.")
+	fs.IntVar(&o.consumerConcurrency, "consumer-concurrency", 4, "--private-endpoint-concurrency in the consumer scenario (the operator's default is 4).")
+	fs.StringVar(&o.consumerMarkdown, "consumer-markdown", "", "Write the consumer scenario's report here (e.g. docs/benchmarks-consumer.md).")
+	fs.StringVar(&o.consumerJSON, "consumer-json", "", "Write the consumer scenario's results as JSON here.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -66,6 +77,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("--n: %q is not a positive number", s)
 		}
 		o.ns = append(o.ns, n)
+	}
+	if o.scenario != "all" && o.scenario != "wiring" && o.scenario != "consumer" {
+		return o, fmt.Errorf("--scenario=%q: want wiring, consumer or all", o.scenario)
+	}
+	if o.consumerN < 1 || o.consumerConcurrency < 1 {
+		return o, errors.New("--consumer-n and --consumer-concurrency must be at least 1")
 	}
 	if o.subscriptions < 1 {
 		return o, errors.New("--subscriptions must be at least 1")
@@ -97,19 +114,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
 		return 2
 	}
-	results, err := runAll(ctx, opts, stdout)
+	results, consumers, err := runAll(ctx, opts, stdout)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
 		return 1
 	}
-	if err := write(opts, results); err != nil {
-		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
-		return 1
+	if opts.scenario != "consumer" {
+		if err := write(opts, results); err != nil {
+			_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
+			return 1
+		}
+	}
+	if opts.scenario != "wiring" {
+		if err := writeConsumers(opts, consumers); err != nil {
+			_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
+			return 1
+		}
 	}
 	return 0
 }
 
-func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, error) {
+func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []ConsumerResult, error) {
 	ctrl.SetLogger(logr.Discard())
 	start := time.Now()
 	logf := func(format string, args ...any) {
@@ -119,19 +144,22 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, erro
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "apeo-scale-bin-")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
 		logf("building the operator")
 		if bin, err = sandbox.BuildOperator(ctx, dir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var results []Result
 	for _, n := range opts.ns {
+		if opts.scenario == "consumer" {
+			break
+		}
 		dir, err := os.MkdirTemp("", fmt.Sprintf("apeo-scale-%d-", n))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		logf("N=%d: files in %s", n, dir)
 		res, err := Run(ctx, Config{
@@ -139,7 +167,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, erro
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)
+			return nil, nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)
 		}
 		results = append(results, res)
 		if !opts.keep {
@@ -147,7 +175,15 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, erro
 		}
 		_, _ = fmt.Fprintln(stdout, markdownTable(results))
 	}
-	return results, nil
+	if opts.scenario == "wiring" {
+		return results, nil, nil
+	}
+	consumers, err := runConsumers(ctx, opts, bin, logf)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, _ = fmt.Fprintln(stdout, consumerTable(consumers))
+	return results, consumers, nil
 }
 
 func write(opts options, results []Result) error {

@@ -89,3 +89,46 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("report: %v\n%s", err, raw)
 	}
 }
+
+// TestConsumerSmoke runs the consumer scenario at a small N with the real
+// operator binary: every object Ready and resolving, exactly the minimum
+// ARM writes, none after a restart or in the steady state, no 429, and
+// everything gone from Azure after deletion.
+func TestConsumerSmoke(t *testing.T) {
+	bin, err := sandbox.BuildOperator(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunConsumer(context.Background(), ConsumerConfig{
+		N: 6, Subscriptions: 2, OperatorBinary: bin, AzureLatency: time.Second, Concurrency: 4,
+		SteadyDrift: 10 * time.Second, SteadyWindow: 20 * time.Second, Timeout: 5 * time.Minute,
+		Dir: t.TempDir(), Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		ok   bool
+	}{
+		{"every endpoint cost the minimum writes (endpoint, zone, link, two records)", res.Converge.ARMWrites == 5*res.N && res.MinWritesPerEndpoint == 5},
+		{"no 429", res.Converge.Throttled+res.Restart.Throttled+res.Steady.Throttled+res.Delete.Throttled == 0},
+		{"nothing is written after a restart", res.Restart.ARMWrites+res.Restart.WCWrites == 0},
+		{"nothing is written in the steady state", res.Steady.ARMWrites+res.Steady.WCWrites == 0},
+		{"the steady state reads the endpoints", res.Steady.ARMReads > 0},
+		{"the operator wrote each object's status", res.KubeWritesPerObject >= 1},
+		{"the deletion deleted in Azure", res.Delete.ARMWrites >= 4*res.N},
+		{"memory was measured", res.PeakRSSMiB > 0},
+	} {
+		if !c.ok {
+			t.Errorf("%s: %+v", c.what, res)
+		}
+	}
+	md := filepath.Join(t.TempDir(), "consumer.md")
+	if err := writeConsumers(options{consumerMarkdown: md, subscriptions: 2, latency: time.Second, steadyDrift: 10 * time.Second, consumerConcurrency: 4}, []ConsumerResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := os.ReadFile(md); err != nil || !strings.Contains(string(raw), "N = 6, own zones") {
+		t.Errorf("report: %v\n%s", err, raw)
+	}
+}

@@ -27,3 +27,9 @@ const (
 	stateProvisioning = "provisioning"
 	stateUnknown      = "unknown"
 )
+
+// ReasonEndpointHealed is the Event reason for a Disconnected (or, when
+// allowed, Rejected) endpoint the operator asked for that it deleted in
+// Azure, so that CAPZ recreates it against the private link service as it
+// is now.
+const ReasonEndpointHealed = "PrivateEndpointHealed"

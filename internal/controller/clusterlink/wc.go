@@ -22,6 +22,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
 // WCReconciler wires one workload cluster: its finalizer, its private
@@ -44,7 +45,7 @@ type WCReconciler struct {
 
 	memory eventMemory
 	mc     mcSnapshot
-	heal   healTracker
+	heal   heal.Tracker
 	once   sync.Once
 }
 
@@ -70,7 +71,7 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if u == nil {
 		endpointStates.set(key, nil)
 		r.memory.forget(key)
-		r.heal.forgetIdle()
+		r.heal.ForgetIdle()
 		return ctrl.Result{}, nil
 	}
 	// What could be read is used: deletion needs only names and IDs.
@@ -207,7 +208,7 @@ type observation struct {
 // only when that endpoint is provisioned, approved and has an IP; it is
 // removed when Azure says otherwise; it is left alone when Azure cannot be
 // read. Every endpoint of a direction is observed: the cluster is ready only
-// when all are, and a broken one is healed (see healTracker).
+// when all are, and a broken one is healed (see heal.Tracker).
 func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, current map[string]string) observation {
 	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.driftCheck()}}
 	for k, v := range current {
@@ -268,7 +269,7 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 		}
 		healKey := owner.Namespace + "/" + owner.Name + "/" + ep.Name
 		if state == stateReady {
-			r.heal.ready(healKey)
+			r.heal.Ready(healKey)
 			if i == 0 {
 				o.annotations[annName] = ob.IP
 			}
@@ -291,7 +292,7 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 // says how long until it may be healed (0: not broken, or healed now).
 func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, key string) time.Duration {
 	broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
-	heal, wait := r.heal.observe(key, broken)
+	heal, wait := r.heal.Observe(key, broken)
 	if heal {
 		r.healEndpoint(ctx, u, owner, ep, state)
 	}

@@ -1,4 +1,8 @@
-package clusterlink
+// Package heal decides when the operator heals a broken private endpoint
+// (Disconnected, or Rejected where allowed) by deleting it so that it is
+// created again against the private link service as it is now. Both the
+// cluster wiring and AzurePrivateEndpoint use it.
+package heal
 
 import (
 	"sync"
@@ -7,23 +11,17 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ReasonEndpointHealed is the Event reason for a Disconnected (or, when
-// allowed, Rejected) endpoint the operator asked for that it deleted in
-// Azure, so that CAPZ recreates it against the private link service as it
-// is now.
-const ReasonEndpointHealed = "PrivateEndpointHealed"
+// MaxBackoff bounds the wait between two heals of one endpoint.
+const MaxBackoff = time.Hour
 
-// maxHealBackoff bounds the wait between two heals of one endpoint.
-const maxHealBackoff = time.Hour
-
-// healTracker decides when a broken endpoint is healed (docs/design.md,
+// Tracker decides when a broken endpoint is healed (docs/design.md,
 // *Keep what works*): only after it has been broken for the grace period
 // without a break, and then at most once per backoff step (grace, 2×grace,
-// 4×grace, … up to maxHealBackoff). An endpoint seen ready again starts
+// 4×grace, … up to MaxBackoff). An endpoint seen ready again starts
 // over. Keys are the endpoint's holder and name; the state lives in memory,
 // so a restart waits one grace period again, which errs on the side of
 // leaving an endpoint alone.
-type healTracker struct {
+type Tracker struct {
 	// Grace is how long an endpoint stays broken before the first heal.
 	Grace time.Duration
 	Clock clock.PassiveClock
@@ -35,9 +33,9 @@ type healTracker struct {
 	touched map[string]time.Time // last observation, for forgetting
 }
 
-// observe records one observation of an endpoint and says whether to heal
+// Observe records one observation of an endpoint and says whether to heal
 // it now; otherwise, when it is broken, how long until it may be healed.
-func (h *healTracker) observe(key string, broken bool) (heal bool, wait time.Duration) {
+func (h *Tracker) Observe(key string, broken bool) (heal bool, wait time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Grace <= 0 {
@@ -60,8 +58,8 @@ func (h *healTracker) observe(key string, broken bool) (heal bool, wait time.Dur
 	due := since.Add(h.Grace)
 	if n := h.heals[key]; n > 0 {
 		step := h.Grace << min(n, 20)
-		if step > maxHealBackoff || step <= 0 {
-			step = maxHealBackoff
+		if step > MaxBackoff || step <= 0 {
+			step = MaxBackoff
 		}
 		if next := h.lastAt[key].Add(step); next.After(due) {
 			due = next
@@ -76,8 +74,8 @@ func (h *healTracker) observe(key string, broken bool) (heal bool, wait time.Dur
 	return true, 0
 }
 
-// ready forgets an endpoint's heals: it works again.
-func (h *healTracker) ready(key string) {
+// Ready forgets an endpoint's heals: it works again.
+func (h *Tracker) Ready(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.since, key)
@@ -85,14 +83,14 @@ func (h *healTracker) ready(key string) {
 	delete(h.lastAt, key)
 }
 
-// forgetIdle drops what is known of endpoints not observed for longer than
-// maxHealBackoff (deleted clusters), so memory follows the clusters.
-func (h *healTracker) forgetIdle() {
+// ForgetIdle drops what is known of endpoints not observed for longer than
+// MaxBackoff (deleted clusters and objects), so memory follows the clusters.
+func (h *Tracker) ForgetIdle() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.Clock.Now()
 	for k, at := range h.touched {
-		if now.Sub(at) > 2*maxHealBackoff {
+		if now.Sub(at) > 2*MaxBackoff {
 			delete(h.touched, k)
 			delete(h.since, k)
 			delete(h.heals, k)

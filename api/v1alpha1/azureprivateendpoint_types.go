@@ -1,0 +1,295 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of an AzurePrivateEndpoint (Ready is shared with
+// AzurePrivateLinkService).
+const (
+	// ConditionPrivateEndpointReady: the private endpoint exists, is ours,
+	// is provisioned and has an IP address.
+	ConditionPrivateEndpointReady = "PrivateEndpointReady"
+	// ConditionConnectionApproved: the provider approved the endpoint's
+	// connection.
+	ConditionConnectionApproved = "ConnectionApproved"
+	// ConditionDNSReady: the zone, its virtual network links and the
+	// records exist and point at the endpoint's IP (True with reason
+	// NotRequested when spec.dns is not set).
+	ConditionDNSReady = "DNSReady"
+)
+
+// ZoneMode says whether a private DNS zone belongs to one object or is
+// shared by many.
+// +kubebuilder:validation:Enum=Owned;Shared
+type ZoneMode string
+
+const (
+	// ZoneModeOwned: the zone is this object's; it is deleted with it.
+	ZoneModeOwned ZoneMode = "Owned"
+	// ZoneModeShared: several objects write their records into one zone;
+	// the zone and each virtual network link stay while an object needs
+	// them.
+	ZoneModeShared ZoneMode = "Shared"
+)
+
+// AzurePrivateEndpointSpec is the desired Azure private endpoint, and
+// optionally the private DNS that makes a name resolve to it.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name)",message="spec.name is immutable: it cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="self.subscriptionID == oldSelf.subscriptionID && self.resourceGroup == oldSelf.resourceGroup && self.location == oldSelf.location && self.subnetID == oldSelf.subnetID",message="spec.subscriptionID, spec.resourceGroup, spec.location and spec.subnetID are immutable: create a new object to move the private endpoint"
+// +kubebuilder:validation:XValidation:rule="[has(self.privateLinkServiceID), has(self.privateLinkServiceAlias), has(self.privateLinkServiceRef)].filter(x, x).size() == 1",message="spec needs exactly one target: privateLinkServiceID, privateLinkServiceAlias or privateLinkServiceRef"
+// +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef) is immutable: Azure cannot move an endpoint to another service"
+// +kubebuilder:validation:XValidation:rule="has(self.ipAddress) == has(oldSelf.ipAddress) && (!has(self.ipAddress) || self.ipAddress == oldSelf.ipAddress)",message="spec.ipAddress is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.requestMessage) || self.manualApproval",message="spec.requestMessage is sent only with spec.manualApproval"
+type AzurePrivateEndpointSpec struct {
+	// SubscriptionID is the Azure subscription of the private endpoint (and
+	// of its private DNS zone).
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	SubscriptionID string `json:"subscriptionID"`
+
+	// ResourceGroup is the resource group of the private endpoint.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
+	ResourceGroup string `json:"resourceGroup"`
+
+	// Location is the Azure region of the endpoint, which is the region of
+	// its subnet's virtual network.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
+	Location string `json:"location"`
+
+	// Name is the private endpoint's name in Azure. Default: the object's
+	// name. Immutable.
+	// +optional
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9._]*[a-zA-Z0-9_])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.name is immutable"
+	Name string `json:"name,omitempty"`
+
+	// IdentityRef names the AzureClusterIdentity whose credential the
+	// operator uses, resolved like CAPZ does (allowedNamespaces enforced).
+	// Without it the operator uses its own credential, if the object's
+	// namespace may (--operator-credential-namespaces).
+	// +optional
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
+
+	// AzureEnvironment is the cloud, as for AzurePrivateLinkService.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AzureEnvironment string `json:"azureEnvironment,omitempty"`
+
+	// SubnetID is the consumer subnet the endpoint's address comes from.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$`
+	SubnetID string `json:"subnetID"`
+
+	// PrivateLinkServiceID is the target private link service's resource ID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/privateLinkServices/[^/]+$`
+	PrivateLinkServiceID string `json:"privateLinkServiceID,omitempty"`
+
+	// PrivateLinkServiceAlias is the target's alias
+	// (<name>.<guid>.<region>.azure.privatelinkservice), for a service the
+	// consumer cannot see by ID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-a-zA-Z0-9._]*\.azure\.privatelinkservice$`
+	PrivateLinkServiceAlias string `json:"privateLinkServiceAlias,omitempty"`
+
+	// PrivateLinkServiceRef names an AzurePrivateLinkService in the same
+	// namespace; its status.resourceID is the target.
+	// +optional
+	PrivateLinkServiceRef *LocalObjectReference `json:"privateLinkServiceRef,omitempty"`
+
+	// ManualApproval asks the provider to approve the connection instead of
+	// relying on its auto-approval list; the connection stays Pending until
+	// it does.
+	// +optional
+	ManualApproval bool `json:"manualApproval,omitempty"`
+
+	// RequestMessage is shown to the provider with a manual request.
+	// +optional
+	// +kubebuilder:validation:MaxLength=140
+	RequestMessage string `json:"requestMessage,omitempty"`
+
+	// IPAddress is a static address in the subnet for the endpoint.
+	// Default: Azure picks one. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Format=ipv4
+	IPAddress string `json:"ipAddress,omitempty"`
+
+	// DNS makes names in a private DNS zone resolve to the endpoint from
+	// the linked virtual networks.
+	// +optional
+	DNS *PrivateEndpointDNS `json:"dns,omitempty"`
+
+	// DeletionPolicy: Delete (default) removes the records, the virtual
+	// network links and zone the object no longer needs, and the endpoint;
+	// Orphan leaves everything in Azure.
+	// +optional
+	// +kubebuilder:default=Delete
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Adopt lets the operator take over an endpoint, zone, virtual network
+	// link or record set of the same name that it did not create (it then
+	// marks it as its own). Without it such a resource is left alone and
+	// reported.
+	// +optional
+	Adopt bool `json:"adopt,omitempty"`
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PrivateEndpointDNS is the private DNS of an endpoint.
+//
+// +kubebuilder:validation:XValidation:rule="self.zoneName == oldSelf.zoneName && has(self.zoneResourceGroup) == has(oldSelf.zoneResourceGroup) && (!has(self.zoneResourceGroup) || self.zoneResourceGroup == oldSelf.zoneResourceGroup) && (has(self.zoneMode) ? self.zoneMode : 'Owned') == (has(oldSelf.zoneMode) ? oldSelf.zoneMode : 'Owned')",message="spec.dns.zoneName, zoneResourceGroup and zoneMode are immutable: remove spec.dns and add it again to move the records"
+type PrivateEndpointDNS struct {
+	// ZoneName is the private DNS zone, e.g. wc1.hypershift.local.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	ZoneName string `json:"zoneName"`
+
+	// ZoneResourceGroup is the zone's resource group, in
+	// spec.subscriptionID. Default: spec.resourceGroup.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
+	ZoneResourceGroup string `json:"zoneResourceGroup,omitempty"`
+
+	// ZoneMode: Owned (default) makes the zone this object's alone: it is
+	// created and deleted with it. Shared lets many objects write records
+	// into one zone; the zone and each virtual network link stay while an
+	// object still needs them.
+	// +optional
+	// +kubebuilder:default=Owned
+	ZoneMode ZoneMode `json:"zoneMode,omitempty"`
+
+	// Records are A record names relative to the zone, each pointing at
+	// the endpoint's IP. Default: api and *.apps.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(@|(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?|\*)$`
+	Records []string `json:"records,omitempty"`
+
+	// TTL of the records in seconds, 1 to 86400. Default 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=300
+	TTL int64 `json:"ttl,omitempty"`
+
+	// VirtualNetworkLinks are the virtual networks (resource IDs) the names
+	// resolve from. Default: the virtual network of spec.subnetID.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:items:Pattern=`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+$`
+	VirtualNetworkLinks []string `json:"virtualNetworkLinks,omitempty"`
+}
+
+// AzurePrivateEndpointStatus is what the operator observed.
+type AzurePrivateEndpointStatus struct {
+	// Target is the private link service the endpoint connects to (its
+	// resource ID, or the alias).
+	// +optional
+	Target string `json:"target,omitempty"`
+	// PrivateEndpointID is the endpoint's resource ID in Azure.
+	// +optional
+	PrivateEndpointID string `json:"privateEndpointID,omitempty"`
+	// NetworkInterfaceID is the endpoint's network interface (Azure makes a
+	// new one when the endpoint is recreated).
+	// +optional
+	NetworkInterfaceID string `json:"networkInterfaceID,omitempty"`
+	// IPAddresses are the endpoint's private addresses.
+	// +optional
+	// +listType=atomic
+	IPAddresses []string `json:"ipAddresses,omitempty"`
+	// ProvisioningState as Azure reports it.
+	// +optional
+	ProvisioningState string `json:"provisioningState,omitempty"`
+	// ConnectionState is Pending, Approved, Rejected or Disconnected.
+	// +optional
+	ConnectionState string `json:"connectionState,omitempty"`
+	// ConnectionDescription is the provider's message with the state.
+	// +optional
+	ConnectionDescription string `json:"connectionDescription,omitempty"`
+	// DNSZoneID is the private DNS zone's resource ID.
+	// +optional
+	DNSZoneID string `json:"dnsZoneID,omitempty"`
+	// FQDNs are the names the operator wrote, each resolving to
+	// IPAddresses from the linked virtual networks.
+	// +optional
+	// +listType=atomic
+	FQDNs []string `json:"fqdns,omitempty"`
+	// VirtualNetworkLinks are the virtual network links the object uses.
+	// +optional
+	// +listType=atomic
+	VirtualNetworkLinks []string `json:"virtualNetworkLinks,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: PrivateEndpointReady, ConnectionApproved, DNSReady and
+	// Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// AzurePrivateEndpoint is an Azure private endpoint to a private link
+// service, with the private DNS that makes names resolve to it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ape,categories=privatelink
+// +kubebuilder:validation:XValidation:rule="has(self.spec.name) || (size(self.metadata.name) >= 2 && size(self.metadata.name) <= 64)",message="the private endpoint's name in Azure (spec.name, default metadata.name) must have 2 to 64 characters: set spec.name"
+
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`,priority=1
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.ipAddresses[0]`
+// +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.status.connectionState`
+// +kubebuilder:printcolumn:name="DNS",type=string,JSONPath=`.status.conditions[?(@.type=="DNSReady")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type AzurePrivateEndpoint struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   AzurePrivateEndpointSpec   `json:"spec"`
+	Status AzurePrivateEndpointStatus `json:"status,omitempty"`
+}
+
+// AzurePrivateEndpointName is the private endpoint's name in Azure.
+func (p *AzurePrivateEndpoint) AzurePrivateEndpointName() string {
+	if p.Spec.Name != "" {
+		return p.Spec.Name
+	}
+	return p.Name
+}
+
+// AzurePrivateEndpointList is a list of AzurePrivateEndpoint.
+//
+// +kubebuilder:object:root=true
+type AzurePrivateEndpointList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AzurePrivateEndpoint `json:"items"`
+}

@@ -1,0 +1,126 @@
+package azure
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Paced counts requests the operator held back because Azure's remaining
+// request budget was nearly spent.
+var Paced = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "azure_private_endpoint_operator_azure_requests_paced_total",
+	Help: "Azure Resource Manager requests not sent, and retried later, because the x-ms-ratelimit-remaining-* headers said the subscription's budget for the identity was nearly spent; by request class (reads, writes, deletes).",
+}, []string{"class"})
+
+func init() {
+	metrics.Registry.MustRegister(Paced)
+}
+
+// refillPerSecond is ARM's documented token bucket refill per subscription
+// and principal (reads 25/s, writes and deletes 10/s). Azure announces how
+// many requests remain, not how fast they come back, so the pacer assumes
+// these rates between two answers.
+var refillPerSecond = map[string]float64{"reads": 25, "writes": 10, "deletes": 10}
+
+// paceReserve is how many requests of a class the pacer leaves unspent:
+// requests in flight are not in the last header yet.
+const paceReserve = 10
+
+// pacer holds back requests of a class whose remaining budget, as ARM last
+// announced it in x-ms-ratelimit-remaining-subscription-<class> (and
+// -global-<class>) and refilled since at the documented rate, is down to
+// the reserve. It answers such a request at once with a transient error
+// carrying how long to wait, so a controller requeues instead of blocking
+// a worker, and Azure never has to answer 429. One pacer serves one
+// subscription and identity: that is how ARM counts.
+type pacer struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	classes map[string]*budget
+}
+
+type budget struct {
+	tokens float64
+	at     time.Time
+}
+
+func newPacer() *pacer { return &pacer{now: time.Now, classes: map[string]*budget{}} }
+
+// Do implements policy.Policy.
+func (p *pacer) Do(req *policy.Request) (*http.Response, error) {
+	class := requestClass(req.Raw().Method)
+	if wait := p.take(class); wait > 0 {
+		Paced.WithLabelValues(class).Inc()
+		return nil, &pacedError{ce: ClassifiedError{Classification: Classification{
+			Class: ClassTransient, Reason: ReasonThrottled, RetryAfter: wait,
+			Message: fmt.Sprintf("holding back Azure %s for %s: the subscription's remaining budget for this identity is nearly spent", class, wait.Round(time.Millisecond)),
+		}}}
+	}
+	resp, err := req.Next()
+	if resp != nil {
+		p.observe(class, resp.Header)
+	}
+	return resp, err
+}
+
+// take spends one request of a class, or says how long to wait.
+func (p *pacer) take(class string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.classes[class]
+	if b == nil {
+		return 0 // nothing announced yet
+	}
+	now, rate := p.now(), refillPerSecond[class]
+	b.tokens += now.Sub(b.at).Seconds() * rate
+	b.at = now
+	if b.tokens-1 < paceReserve {
+		return max(time.Duration((paceReserve+1-b.tokens)/rate*float64(time.Second)), 100*time.Millisecond)
+	}
+	b.tokens--
+	return 0
+}
+
+// observe takes the remaining budget ARM announced.
+func (p *pacer) observe(class string, h http.Header) {
+	v := h.Get("x-ms-ratelimit-remaining-subscription-" + class)
+	if v == "" {
+		v = h.Get("x-ms-ratelimit-remaining-subscription-global-" + class)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.classes[class] = &budget{tokens: float64(n), at: p.now()}
+}
+
+// requestClass is ARM's class of a request for its limits.
+func requestClass(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return "reads"
+	case http.MethodDelete:
+		return "deletes"
+	default:
+		return "writes"
+	}
+}
+
+// pacedError is the pacer's answer: classified as transient with a wait,
+// and not retried by the SDK's retry policy (the controller requeues).
+type pacedError struct{ ce ClassifiedError }
+
+func (e *pacedError) Error() string  { return e.ce.Error() }
+func (e *pacedError) Unwrap() error  { return &e.ce }
+func (e *pacedError) NonRetriable() {}

@@ -1,0 +1,51 @@
+package azure
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestPacer: no holding back before Azure announced a budget; a budget
+// above the reserve is spent; at the reserve, requests wait for the
+// documented refill, classified as transient with that wait and not
+// retried by the SDK; classes are separate.
+func TestPacer(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPacer()
+	p.now = func() time.Time { return now }
+	if w := p.take("writes"); w != 0 {
+		t.Fatalf("no budget known yet: wait %s", w)
+	}
+	p.observe("writes", http.Header{"X-Ms-Ratelimit-Remaining-Subscription-Writes": []string{"12"}})
+	for i := range 2 {
+		if w := p.take("writes"); w != 0 {
+			t.Fatalf("write %d of a budget of 12 (reserve %d) held back %s", i, paceReserve, w)
+		}
+	}
+	w := p.take("writes")
+	if w <= 0 || w > time.Second {
+		t.Fatalf("at the reserve: wait %s, want up to a second (10 writes/s)", w)
+	}
+	if r := p.take("reads"); r != 0 {
+		t.Errorf("reads held back by the writes' budget: %s", r)
+	}
+	now = now.Add(w)
+	if w := p.take("writes"); w != 0 {
+		t.Errorf("after the announced wait: still %s", w)
+	}
+	// The global header form, as ARM's token-bucket limits send it.
+	p.observe("deletes", http.Header{"X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes": []string{"0"}})
+	if w := p.take("deletes"); w < time.Second {
+		t.Errorf("an empty delete budget: wait %s, want over a second", w)
+	}
+	err := error(&pacedError{ce: ClassifiedError{Classification: Classification{Class: ClassTransient, Reason: ReasonThrottled, RetryAfter: time.Second}}})
+	if c := Classify(err); c.Class != ClassTransient || c.RetryAfter != time.Second {
+		t.Errorf("classified %+v", c)
+	}
+	var nr interface{ NonRetriable() }
+	if !errors.As(err, &nr) {
+		t.Error("the SDK would retry a paced request")
+	}
+}

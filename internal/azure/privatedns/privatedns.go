@@ -1,0 +1,302 @@
+// Package privatedns holds what the operator knows of Azure Private DNS:
+// the zone, virtual network links and A record sets an endpoint's names
+// need, who owns each (docs/design.md, *Never take what is not ours*), and
+// an SDK adapter that starts long-running writes without waiting on them.
+package privatedns
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/utils/ptr"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+)
+
+// OwnerTag marks zones and virtual network links the operator created: the
+// owning object's namespace/name, or SharedOwner.
+const OwnerTag = "azure-private-endpoint-operator.giantswarm.io_owner"
+
+// OwnerMetadata marks record sets the operator wrote (record sets carry
+// metadata, not tags); its value is the owning object's namespace/name.
+const OwnerMetadata = "azure_private_endpoint_operator_owner"
+
+// SharedOwner is the owner value of a zone or link that several objects
+// use (zone mode Shared): it is deleted when the last of them no longer
+// needs it. It cannot clash with a namespace/name.
+const SharedOwner = "shared"
+
+// DefaultRecords are the record names when spec.dns.records is empty: a
+// cluster's API and its ingress wildcard.
+var DefaultRecords = []string{"api", "*.apps"}
+
+// DefaultTTL is the records' TTL when spec.dns.ttl is not set.
+const DefaultTTL = 300
+
+// Zone is where and how an object's names live.
+type Zone struct {
+	Subscription, ResourceGroup, Name string
+	Shared                            bool
+}
+
+// ID is the zone's resource ID.
+func (z Zone) ID() string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/privateDnsZones/%s", z.Subscription, z.ResourceGroup, z.Name)
+}
+
+// Key identifies the zone among objects (case-insensitive, as ARM).
+func (z Zone) Key() string {
+	return strings.ToLower(z.Subscription + "/" + z.ResourceGroup + "/" + z.Name)
+}
+
+// Owner is the owner value the operator puts on a zone or link it creates
+// for the object named owner.
+func (z Zone) Owner(owner string) string {
+	if z.Shared {
+		return SharedOwner
+	}
+	return owner
+}
+
+// ZoneFromID reads a zone resource ID (as in status.dnsZoneID).
+func ZoneFromID(id string) (Zone, bool) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") || !strings.EqualFold(segs[6], "privateDnsZones") {
+		return Zone{}, false
+	}
+	return Zone{Subscription: segs[1], ResourceGroup: segs[3], Name: segs[7]}, true
+}
+
+// LinkName is the name of the zone's link to a virtual network: derived
+// from the network's ID alone, so every object that needs the link names
+// the same one. At most 80 characters, as Azure allows.
+func LinkName(vnetID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(strings.ToLower(vnetID)))
+	name := strings.ToLower(vnetID[strings.LastIndex(vnetID, "/")+1:])
+	if len(name) > 70 {
+		name = name[:70]
+	}
+	return fmt.Sprintf("%s-%08x", name, h.Sum32())
+}
+
+// FQDN is the name a relative record name stands for in a zone ("@" is the
+// zone's apex).
+func FQDN(rel, zone string) string {
+	if rel == "@" {
+		return zone
+	}
+	return rel + "." + zone
+}
+
+// FQDNs lists the names the records stand for, in the records' order.
+func FQDNs(records []string, zone string) []string {
+	out := make([]string, 0, len(records))
+	for _, r := range records {
+		out = append(out, FQDN(r, zone))
+	}
+	return out
+}
+
+// RelativeName is the inverse of FQDN for a name in zone.
+func RelativeName(fqdn, zone string) string {
+	if strings.EqualFold(fqdn, zone) {
+		return "@"
+	}
+	return strings.TrimSuffix(fqdn, "."+zone)
+}
+
+// RecordOwner reads who wrote a record set ("" when nobody the operator
+// knows).
+func RecordOwner(rs *armprivatedns.RecordSet) string {
+	if rs == nil || rs.Properties == nil {
+		return ""
+	}
+	return ptr.Deref(rs.Properties.Metadata[OwnerMetadata], "")
+}
+
+// TagOwner reads the owner tag of a zone or link.
+func TagOwner(tags map[string]*string) string { return ptr.Deref(tags[OwnerTag], "") }
+
+// RecordMatches says whether a record set already is what the operator
+// would write: its A records are exactly ips, with the TTL.
+func RecordMatches(rs *armprivatedns.RecordSet, ips []string, ttl int64, owner string) bool {
+	if rs == nil || rs.Properties == nil || ptr.Deref(rs.Properties.TTL, 0) != ttl || RecordOwner(rs) != owner {
+		return false
+	}
+	var got []string
+	for _, a := range rs.Properties.ARecords {
+		if a != nil {
+			got = append(got, ptr.Deref(a.IPv4Address, ""))
+		}
+	}
+	want := slices.Clone(ips)
+	slices.Sort(got)
+	slices.Sort(want)
+	return slices.Equal(got, want)
+}
+
+// RecordBody is the A record set for ips. Metadata the record set has beside
+// the operator's is kept.
+func RecordBody(observed *armprivatedns.RecordSet, ips []string, ttl int64, owner string) armprivatedns.RecordSet {
+	md := map[string]*string{}
+	if observed != nil && observed.Properties != nil {
+		for k, v := range observed.Properties.Metadata {
+			md[k] = v
+		}
+	}
+	md[OwnerMetadata] = new(owner)
+	recs := make([]*armprivatedns.ARecord, 0, len(ips))
+	for _, ip := range ips {
+		recs = append(recs, &armprivatedns.ARecord{IPv4Address: new(ip)})
+	}
+	return armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{TTL: new(ttl), ARecords: recs, Metadata: md}}
+}
+
+// ZoneBody is the zone to create, or the observed one with the owner tag
+// set (adoption). Zones live in location global.
+func ZoneBody(observed *armprivatedns.PrivateZone, owner string) armprivatedns.PrivateZone {
+	tags := map[string]*string{}
+	if observed != nil {
+		for k, v := range observed.Tags {
+			tags[k] = v
+		}
+	}
+	tags[OwnerTag] = new(owner)
+	return armprivatedns.PrivateZone{Location: new("global"), Tags: tags}
+}
+
+// LinkBody is the link of a zone to a virtual network, without
+// auto-registration (the operator writes the records).
+func LinkBody(vnetID, owner string) armprivatedns.VirtualNetworkLink {
+	return armprivatedns.VirtualNetworkLink{
+		Location: new("global"),
+		Tags:     map[string]*string{OwnerTag: new(owner)},
+		Properties: &armprivatedns.VirtualNetworkLinkProperties{
+			VirtualNetwork:      &armprivatedns.SubResource{ID: new(vnetID)},
+			RegistrationEnabled: new(false),
+		},
+	}
+}
+
+// LinkedVNet is the virtual network a link points at.
+func LinkedVNet(l *armprivatedns.VirtualNetworkLink) string {
+	if l == nil || l.Properties == nil || l.Properties.VirtualNetwork == nil {
+		return ""
+	}
+	return ptr.Deref(l.Properties.VirtualNetwork.ID, "")
+}
+
+// SDK talks to Private DNS through the Azure SDK for one subscription.
+// Zone and link writes are long-running: they are started, not waited on.
+type SDK struct {
+	Factory *armprivatedns.ClientFactory
+}
+
+// Zone returns the zone, or nil when it does not exist.
+func (s SDK) Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error) {
+	resp, err := s.Factory.NewPrivateZonesClient().Get(ctx, rg, zone, nil)
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp.PrivateZone, nil
+}
+
+// PutZone starts creating or updating the zone.
+func (s SDK) PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error {
+	_, err := s.Factory.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, rg, zone, body, nil)
+	return err
+}
+
+// DeleteZone starts deleting the zone; a missing one is fine.
+func (s SDK) DeleteZone(ctx context.Context, rg, zone string) error {
+	_, err := s.Factory.NewPrivateZonesClient().BeginDelete(ctx, rg, zone, nil)
+	return ignoreNotFound(err)
+}
+
+// Links lists the zone's virtual network links (none when the zone is
+// missing).
+func (s SDK) Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error) {
+	return collect(ctx, s.Factory.NewVirtualNetworkLinksClient().NewListPager(rg, zone, nil),
+		func(p armprivatedns.VirtualNetworkLinksClientListResponse) []*armprivatedns.VirtualNetworkLink {
+			return p.Value
+		})
+}
+
+// PutLink starts creating the link.
+func (s SDK) PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error {
+	_, err := s.Factory.NewVirtualNetworkLinksClient().BeginCreateOrUpdate(ctx, rg, zone, name, body, nil)
+	return err
+}
+
+// DeleteLink starts deleting the link; a missing one is fine.
+func (s SDK) DeleteLink(ctx context.Context, rg, zone, name string) error {
+	_, err := s.Factory.NewVirtualNetworkLinksClient().BeginDelete(ctx, rg, zone, name, nil)
+	return ignoreNotFound(err)
+}
+
+// Record returns an A record set, or nil when it does not exist.
+func (s SDK) Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error) {
+	resp, err := s.Factory.NewRecordSetsClient().Get(ctx, rg, zone, armprivatedns.RecordTypeA, rel, nil)
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp.RecordSet, nil
+}
+
+// PutRecord writes an A record set (synchronous in Azure). etag "" creates
+// it only if it does not exist (If-None-Match: *), so a record set someone
+// else made meanwhile is never overwritten; otherwise it updates only the
+// version the operator read (If-Match).
+func (s SDK) PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error {
+	opts := &armprivatedns.RecordSetsClientCreateOrUpdateOptions{IfNoneMatch: new("*")}
+	if etag != "" {
+		opts = &armprivatedns.RecordSetsClientCreateOrUpdateOptions{IfMatch: new(etag)}
+	}
+	_, err := s.Factory.NewRecordSetsClient().CreateOrUpdate(ctx, rg, zone, armprivatedns.RecordTypeA, rel, body, opts)
+	return err
+}
+
+// DeleteRecord deletes an A record set the operator read at etag; a missing
+// one is fine.
+func (s SDK) DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error {
+	var opts *armprivatedns.RecordSetsClientDeleteOptions
+	if etag != "" {
+		opts = &armprivatedns.RecordSetsClientDeleteOptions{IfMatch: new(etag)}
+	}
+	_, err := s.Factory.NewRecordSetsClient().Delete(ctx, rg, zone, armprivatedns.RecordTypeA, rel, opts)
+	return ignoreNotFound(err)
+}
+
+func collect[P, T any](ctx context.Context, pager *runtime.Pager[P], items func(P) []*T) ([]*T, error) {
+	var out []*T
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if azure.IsNotFound(err) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items(page)...)
+	}
+	return out, nil
+}
+
+func ignoreNotFound(err error) error {
+	if azure.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,84 @@
+package privatedns
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/utils/ptr"
+)
+
+func TestNames(t *testing.T) {
+	vnet := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/c-vnet"
+	if a, b := LinkName(vnet), LinkName(strings.ToUpper(vnet)); a != b || !strings.HasPrefix(a, "c-vnet-") {
+		t.Errorf("link names differ by case or lose the network's name: %s %s", a, b)
+	}
+	if LinkName(vnet) == LinkName(strings.Replace(vnet, "/rg/", "/rg2/", 1)) {
+		t.Error("two networks of one name in two resource groups get one link name")
+	}
+	if n := LinkName("/x/" + strings.Repeat("v", 80)); len(n) > 80 {
+		t.Errorf("link name of %d characters; Azure allows 80", len(n))
+	}
+	for _, c := range []struct{ rel, fqdn string }{{"api", "api.wc1.internal"}, {"*.apps", "*.apps.wc1.internal"}, {"@", "wc1.internal"}} {
+		if got := FQDN(c.rel, "wc1.internal"); got != c.fqdn {
+			t.Errorf("FQDN(%s) = %s, want %s", c.rel, got, c.fqdn)
+		}
+		if got := RelativeName(c.fqdn, "wc1.internal"); got != c.rel {
+			t.Errorf("RelativeName(%s) = %s, want %s", c.fqdn, got, c.rel)
+		}
+	}
+	z := Zone{Subscription: "s", ResourceGroup: "rg", Name: "wc1.internal"}
+	back, ok := ZoneFromID(z.ID())
+	if !ok || back != z {
+		t.Errorf("ZoneFromID(%s) = %+v %v", z.ID(), back, ok)
+	}
+	if _, ok := ZoneFromID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"); ok {
+		t.Error("a virtual network ID read as a zone")
+	}
+	if z.Owner("ns/a") != "ns/a" || (Zone{Shared: true}).Owner("ns/a") != SharedOwner {
+		t.Error("owner values")
+	}
+}
+
+func TestRecords(t *testing.T) {
+	observed := &armprivatedns.RecordSet{Etag: new("e1"), Properties: &armprivatedns.RecordSetProperties{
+		TTL: new(int64(300)), Metadata: map[string]*string{"team": new("x"), OwnerMetadata: new("ns/a")},
+		ARecords: []*armprivatedns.ARecord{{IPv4Address: new("10.0.0.5")}},
+	}}
+	cases := []struct {
+		name  string
+		ips   []string
+		ttl   int64
+		owner string
+		want  bool
+	}{
+		{"same", []string{"10.0.0.5"}, 300, "ns/a", true},
+		{"new address", []string{"10.0.0.6"}, 300, "ns/a", false},
+		{"another TTL", []string{"10.0.0.5"}, 60, "ns/a", false},
+		{"another owner", []string{"10.0.0.5"}, 300, "ns/b", false},
+		{"an extra address", []string{"10.0.0.5", "10.0.0.7"}, 300, "ns/a", false},
+	}
+	for _, c := range cases {
+		if got := RecordMatches(observed, c.ips, c.ttl, c.owner); got != c.want {
+			t.Errorf("%s: RecordMatches = %v", c.name, got)
+		}
+	}
+	if RecordMatches(nil, []string{"10.0.0.5"}, 300, "ns/a") {
+		t.Error("a missing record set matches")
+	}
+	b := RecordBody(observed, []string{"10.0.0.6"}, 60, "ns/a")
+	if ptr.Deref(b.Properties.Metadata["team"], "") != "x" || RecordOwner(&b) != "ns/a" || *b.Properties.TTL != 60 || *b.Properties.ARecords[0].IPv4Address != "10.0.0.6" {
+		t.Errorf("record body: %+v", b.Properties)
+	}
+	if RecordOwner(&armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{}}) != "" {
+		t.Error("a record set without metadata has an owner")
+	}
+	zb := ZoneBody(&armprivatedns.PrivateZone{Tags: map[string]*string{"cost": new("c")}}, SharedOwner)
+	if *zb.Location != "global" || TagOwner(zb.Tags) != SharedOwner || ptr.Deref(zb.Tags["cost"], "") != "c" {
+		t.Errorf("zone body: %+v", zb)
+	}
+	lb := LinkBody("/v", "ns/a")
+	if LinkedVNet(&lb) != "/v" || *lb.Properties.RegistrationEnabled || TagOwner(lb.Tags) != "ns/a" {
+		t.Errorf("link body: %+v", lb)
+	}
+}

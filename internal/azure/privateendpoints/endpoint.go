@@ -1,0 +1,166 @@
+package privateendpoints
+
+import (
+	"context"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"k8s.io/utils/ptr"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+)
+
+// OwnerTag marks the private endpoints an AzurePrivateEndpoint created; its
+// value is the object's namespace/name. (Endpoints CAPZ creates for the
+// cluster wiring carry CAPZ's tags, not this one.)
+const OwnerTag = "azure-private-endpoint-operator.giantswarm.io_owner"
+
+// Desired is one consumer endpoint as an AzurePrivateEndpoint asks for it.
+type Desired struct {
+	Name     string
+	Location string
+	SubnetID string
+	// Target is the private link service's resource ID or alias.
+	Target         string
+	ManualApproval bool
+	RequestMessage string
+	// IPAddress is a static address; empty lets Azure pick.
+	IPAddress string
+	Owner     string
+}
+
+// ConnectionName is the name of the endpoint's one connection.
+func (d Desired) ConnectionName() string { return d.Name + "-connection" }
+
+// Body is the PUT body for d. Tags the endpoint has beside ours are kept,
+// and so is what Azure filled in on an observed endpoint (its NIC, its
+// connection's state) by sending back only fields the operator sets.
+func Body(d Desired, observed *armnetwork.PrivateEndpoint) armnetwork.PrivateEndpoint {
+	tags := map[string]*string{}
+	if observed != nil {
+		for k, v := range observed.Tags {
+			tags[k] = v
+		}
+	}
+	tags[OwnerTag] = new(d.Owner)
+	conn := &armnetwork.PrivateLinkServiceConnection{
+		Name: new(d.ConnectionName()),
+		Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
+			PrivateLinkServiceID: new(d.Target),
+		},
+	}
+	props := &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: new(d.SubnetID)}}
+	if d.ManualApproval {
+		if d.RequestMessage != "" {
+			conn.Properties.RequestMessage = new(d.RequestMessage)
+		}
+		props.ManualPrivateLinkServiceConnections = []*armnetwork.PrivateLinkServiceConnection{conn}
+	} else {
+		props.PrivateLinkServiceConnections = []*armnetwork.PrivateLinkServiceConnection{conn}
+	}
+	if observed != nil && observed.Properties != nil {
+		// Azure keeps the connection's state through a PUT only when the
+		// connection is sent back as it is.
+		if c := firstConnection(observed.Properties); c != nil && c.Properties != nil {
+			conn.Properties.PrivateLinkServiceID = c.Properties.PrivateLinkServiceID
+			conn.Properties.PrivateLinkServiceConnectionState = c.Properties.PrivateLinkServiceConnectionState
+			conn.Properties.GroupIDs = c.Properties.GroupIDs
+		}
+	}
+	if d.IPAddress != "" {
+		props.IPConfigurations = []*armnetwork.PrivateEndpointIPConfiguration{{
+			Name: new(d.Name + "-ipconfig"),
+			Properties: &armnetwork.PrivateEndpointIPConfigurationProperties{
+				PrivateIPAddress: new(d.IPAddress),
+			},
+		}}
+	}
+	return armnetwork.PrivateEndpoint{Location: new(d.Location), Tags: tags, Properties: props}
+}
+
+func firstConnection(p *armnetwork.PrivateEndpointProperties) *armnetwork.PrivateLinkServiceConnection {
+	conns := p.PrivateLinkServiceConnections
+	if len(p.ManualPrivateLinkServiceConnections) > 0 {
+		conns = p.ManualPrivateLinkServiceConnections
+	}
+	if len(conns) == 0 {
+		return nil
+	}
+	return conns[0]
+}
+
+// Drift lists what of an observed endpoint Azure lets the operator change
+// and that differs from d: only the owner tag and, for a manual
+// connection, the request message. The subnet, the target and a static
+// address cannot change on an existing endpoint; Immutable reports those.
+func Drift(d Desired, observed *armnetwork.PrivateEndpoint) []string {
+	var out []string
+	if ptr.Deref(observed.Tags[OwnerTag], "") != d.Owner {
+		out = append(out, "tags")
+	}
+	if p := observed.Properties; p != nil && d.ManualApproval {
+		if c := firstConnection(p); c != nil && c.Properties != nil && ptr.Deref(c.Properties.RequestMessage, "") != d.RequestMessage {
+			out = append(out, "requestMessage")
+		}
+	}
+	return out
+}
+
+// Immutable names the first field of an observed endpoint that differs
+// from d and that Azure cannot change in place ("" when none does): the
+// endpoint must be deleted and created again, which the operator leaves to
+// a person.
+func Immutable(d Desired, observed *armnetwork.PrivateEndpoint) string {
+	p := observed.Properties
+	if p == nil {
+		return ""
+	}
+	if p.Subnet != nil && p.Subnet.ID != nil && !strings.EqualFold(*p.Subnet.ID, d.SubnetID) {
+		return "subnet"
+	}
+	if (len(p.ManualPrivateLinkServiceConnections) > 0) != d.ManualApproval {
+		return "manualApproval"
+	}
+	// A target given by alias comes back as the service's resource ID, so
+	// only a target given by ID can be compared.
+	if c := firstConnection(p); c != nil && c.Properties != nil && strings.HasPrefix(d.Target, "/") &&
+		!strings.EqualFold(ptr.Deref(c.Properties.PrivateLinkServiceID, ""), d.Target) {
+		return "privateLinkServiceID"
+	}
+	return ""
+}
+
+// Owner reads the owner tag: the owning object's namespace/name, or "".
+func Owner(pe *armnetwork.PrivateEndpoint) string {
+	if pe == nil {
+		return ""
+	}
+	return ptr.Deref(pe.Tags[OwnerTag], "")
+}
+
+// Get returns the private endpoint, or nil when it does not exist.
+func (s SDK) Get(ctx context.Context, rg, name string) (*armnetwork.PrivateEndpoint, error) {
+	resp, err := s.Endpoints.Get(ctx, rg, name, nil)
+	if azure.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp.PrivateEndpoint, nil
+}
+
+// Put starts creating or updating the private endpoint; it does not wait.
+func (s SDK) Put(ctx context.Context, rg, name string, body armnetwork.PrivateEndpoint) error {
+	_, err := s.Endpoints.BeginCreateOrUpdate(ctx, rg, name, body, nil)
+	return err
+}
+
+// Delete starts deleting the private endpoint; a missing one is fine.
+func (s SDK) Delete(ctx context.Context, rg, name string) error {
+	_, err := s.Endpoints.BeginDelete(ctx, rg, name, nil)
+	if azure.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,430 @@
+package privateendpoint
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+)
+
+// zoneOf is the zone the spec names.
+func zoneOf(obj *v1alpha1.AzurePrivateEndpoint) dns.Zone {
+	d := obj.Spec.DNS
+	rg := d.ZoneResourceGroup
+	if rg == "" {
+		rg = obj.Spec.ResourceGroup
+	}
+	return dns.Zone{Subscription: obj.Spec.SubscriptionID, ResourceGroup: rg, Name: d.ZoneName, Shared: d.ZoneMode == v1alpha1.ZoneModeShared}
+}
+
+// records are the relative record names the spec asks for.
+func records(d *v1alpha1.PrivateEndpointDNS) []string {
+	if d == nil {
+		return nil
+	}
+	if len(d.Records) == 0 {
+		return dns.DefaultRecords
+	}
+	return d.Records
+}
+
+func ttl(d *v1alpha1.PrivateEndpointDNS) int64 {
+	if d.TTL <= 0 {
+		return dns.DefaultTTL
+	}
+	return d.TTL
+}
+
+// vnets are the virtual networks the names must resolve from.
+func vnets(obj *v1alpha1.AzurePrivateEndpoint) []string {
+	if d := obj.Spec.DNS; d != nil && len(d.VirtualNetworkLinks) > 0 {
+		return d.VirtualNetworkLinks
+	}
+	return []string{pls.VNetOf(obj.Spec.SubnetID)}
+}
+
+// dnsMemo remembers, per object, what its DNS was last verified for and
+// when, so that an unchanged object's DNS is read only every DNSCheck:
+// Private DNS has lower request limits than networking.
+type dnsMemo struct {
+	mu sync.Mutex
+	m  map[string]dnsSeen
+}
+
+type dnsSeen struct {
+	fingerprint string
+	at          time.Time
+}
+
+func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.m[key]
+	return ok && s.fingerprint == fp && now.Sub(s.at) < ttl
+}
+
+func (m *dnsMemo) set(key, fp string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]dnsSeen{}
+	}
+	m.m[key] = dnsSeen{fingerprint: fp, at: now}
+}
+
+func (m *dnsMemo) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, key)
+}
+
+// fingerprint is what the DNS depends on: the spec and the address.
+func fingerprint(obj *v1alpha1.AzurePrivateEndpoint) string {
+	return fmt.Sprintf("%d|%s", obj.Generation, strings.Join(obj.Status.IPAddresses, ","))
+}
+
+// dns writes the zone, its links and the records for an Approved endpoint
+// with an address, each only when missing or different, and never over a
+// record set someone else wrote.
+func (r *Reconciler) dns(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionDNSReady
+	spec, key := obj.Spec.DNS, owner(obj)
+	if spec == nil || (obj.Status.DNSZoneID != "" && !strings.EqualFold(obj.Status.DNSZoneID, zoneOf(obj).ID())) {
+		// No DNS any more, or a different zone: release the old one first.
+		if done, res, err := r.releaseDNS(ctx, obj, api); !done || err != nil {
+			return res, err
+		}
+	}
+	if spec == nil {
+		setCondition(obj, cond, metav1.ConditionTrue, ReasonNotRequested, "spec.dns is not set")
+		return ctrl.Result{}, nil
+	}
+	now, fp := r.clock().Now(), fingerprint(obj)
+	if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation &&
+		r.dnsSeen.fresh(key, fp, now, r.Opts.DNSCheck) {
+		return ctrl.Result{}, nil
+	}
+	zone := zoneOf(obj)
+	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	obj.Status.DNSZoneID = zone.ID()
+	if z == nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key))); err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneCreated, "Create", "creating private DNS zone %s", zone.Name)
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating private DNS zone "+zone.Name)
+		return r.requeueSoon(), nil
+	}
+	if st := zoneState(z); st != armprivatedns.ProvisioningStateSucceeded {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, fmt.Sprintf("private DNS zone %s is %s", zone.Name, st))
+		return r.requeueSoon(), nil
+	}
+	if zo := dns.TagOwner(z.Tags); zo != zone.Owner(key) {
+		if zo == "" && obj.Spec.Adopt {
+			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key))); err != nil {
+				return r.fail(ctx, obj, cond, err)
+			}
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneAdopted, "Adopt", "adopting private DNS zone %s (spec.adopt)", zone.Name)
+			setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "adopting private DNS zone "+zone.Name)
+			return r.requeueSoon(), nil
+		}
+		if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c == nil || c.Status != metav1.ConditionTrue {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
+				"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", zone.Name, zo)
+		}
+	}
+	linked, err := r.links(ctx, obj, api, zone)
+	if err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	if err := r.writeRecords(ctx, obj, api, zone); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	if !linked {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "linking private DNS zone "+zone.Name+" to the virtual networks")
+		return r.requeueSoon(), nil
+	}
+	setCondition(obj, cond, metav1.ConditionTrue, ReasonReady,
+		fmt.Sprintf("%s resolve to %s from %d linked virtual network(s)", strings.Join(obj.Status.FQDNs, ", "), strings.Join(obj.Status.IPAddresses, ", "), len(obj.Status.VirtualNetworkLinks)))
+	r.dnsSeen.set(key, fp, now)
+	return ctrl.Result{}, nil
+}
+
+func zoneState(z *armprivatedns.PrivateZone) armprivatedns.ProvisioningState {
+	if z.Properties == nil {
+		return ""
+	}
+	return ptr.Deref(z.Properties.ProvisioningState, "")
+}
+
+// links makes sure the zone is linked to every virtual network the object
+// needs (any link to the network will do, whoever made it), and removes
+// the links it used before and no longer needs. It reports whether every
+// needed link is provisioned.
+func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) (bool, error) {
+	key := owner(obj)
+	existing, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return false, err
+	}
+	byVNet := map[string]*armprivatedns.VirtualNetworkLink{}
+	for _, l := range existing {
+		byVNet[strings.ToLower(dns.LinkedVNet(l))] = l
+	}
+	ready, used := true, []string{}
+	want := vnets(obj)
+	for _, v := range want {
+		l := byVNet[strings.ToLower(v)]
+		if l == nil {
+			name := dns.LinkName(v)
+			if err := api.PutLink(ctx, zone.ResourceGroup, zone.Name, name, dns.LinkBody(v, zone.Owner(key))); err != nil {
+				return false, err
+			}
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventLinkCreated, "Create", "linking private DNS zone %s to virtual network %s", zone.Name, v)
+			used, ready = append(used, zone.ID()+"/virtualNetworkLinks/"+name), false
+			continue
+		}
+		used = append(used, ptr.Deref(l.ID, ""))
+		if l.Properties == nil || ptr.Deref(l.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
+			ready = false
+		}
+	}
+	for _, l := range existing {
+		id := ptr.Deref(l.ID, "")
+		if !containsFold(obj.Status.VirtualNetworkLinks, id) || containsFold(used, id) {
+			continue
+		}
+		if err := r.dropLink(ctx, obj, api, zone, l); err != nil {
+			return false, err
+		}
+	}
+	obj.Status.VirtualNetworkLinks = used
+	return ready, nil
+}
+
+// dropLink deletes a link the object used, if the operator made it and no
+// other object still needs it.
+func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink) error {
+	o, v := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
+	if o != owner(obj) && o != dns.SharedOwner {
+		return nil // not the operator's: it stays
+	}
+	if o == dns.SharedOwner {
+		needed, err := r.neededElsewhere(ctx, obj, zone, v)
+		if err != nil || needed {
+			return err
+		}
+	}
+	if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
+		return nil
+	}
+	if err := api.DeleteLink(ctx, zone.ResourceGroup, zone.Name, ptr.Deref(l.Name, "")); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventLinkDeleted, "Delete", "unlinking private DNS zone %s from virtual network %s", zone.Name, v)
+	return nil
+}
+
+// neededElsewhere says whether another live object uses the shared zone —
+// from vnet when vnet is set, at all otherwise.
+func (r *Reconciler) neededElsewhere(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone, vnet string) (bool, error) {
+	list := &v1alpha1.AzurePrivateEndpointList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == obj.UID || o.DeletionTimestamp != nil || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key() {
+			continue
+		}
+		if vnet == "" || containsFold(vnets(o), vnet) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// writeRecords writes each record set the spec names with the endpoint's
+// address, and deletes the ones the object wrote before and no longer
+// names. A record set the operator did not write is left alone unless the
+// spec adopts it.
+func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) error {
+	key, ips, t := owner(obj), obj.Status.IPAddresses, ttl(obj.Spec.DNS)
+	want := records(obj.Spec.DNS)
+	var written, taken []string
+	for _, rel := range want {
+		rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
+		if err != nil {
+			return err
+		}
+		fqdn := dns.FQDN(rel, zone.Name)
+		o := dns.RecordOwner(rs)
+		switch {
+		case rs != nil && o != key && (o != "" || !obj.Spec.Adopt):
+			taken = append(taken, fmt.Sprintf("%s (owner %q)", fqdn, o))
+			continue
+		case dns.RecordMatches(rs, ips, t, key):
+		default:
+			etag := ""
+			if rs != nil {
+				etag = ptr.Deref(rs.Etag, "")
+			}
+			if err := api.PutRecord(ctx, zone.ResourceGroup, zone.Name, rel, etag, dns.RecordBody(rs, ips, t, key)); err != nil {
+				return err
+			}
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordWritten, "Write", "%s now resolves to %s", fqdn, strings.Join(ips, ", "))
+		}
+		written = append(written, fqdn)
+	}
+	for _, fqdn := range obj.Status.FQDNs {
+		if slices.Contains(written, fqdn) || !strings.HasSuffix(fqdn, zone.Name) {
+			continue
+		}
+		if err := r.deleteRecord(ctx, obj, api, zone, dns.RelativeName(fqdn, zone.Name)); err != nil {
+			return err
+		}
+	}
+	obj.Status.FQDNs = written
+	if len(taken) > 0 {
+		return terminal(ReasonRecordNotOwned, "record set(s) %s exist and were not written for this object (metadata %s); the operator leaves them alone: remove them, pick other spec.dns.records, or set spec.adopt",
+			strings.Join(taken, ", "), dns.OwnerMetadata)
+	}
+	return nil
+}
+
+// deleteRecord deletes a record set if the object wrote it.
+func (r *Reconciler) deleteRecord(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, rel string) error {
+	rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
+	if err != nil || rs == nil || dns.RecordOwner(rs) != owner(obj) {
+		return err
+	}
+	if err := api.DeleteRecord(ctx, zone.ResourceGroup, zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordDeleted, "Delete", "deleted record %s", dns.FQDN(rel, zone.Name))
+	return nil
+}
+
+// removeRecords deletes the records the object wrote (status.fqdns).
+func (r *Reconciler) removeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (ctrl.Result, error) {
+	zone, ok := dns.ZoneFromID(obj.Status.DNSZoneID)
+	if !ok || len(obj.Status.FQDNs) == 0 {
+		return ctrl.Result{}, nil
+	}
+	for _, fqdn := range obj.Status.FQDNs {
+		if err := r.deleteRecord(ctx, obj, api, zone, dns.RelativeName(fqdn, zone.Name)); err != nil {
+			return r.fail(ctx, obj, v1alpha1.ConditionDNSReady, err)
+		}
+	}
+	obj.Status.FQDNs = nil
+	r.dnsSeen.forget(owner(obj))
+	return ctrl.Result{}, nil
+}
+
+// releaseDNS undoes the object's DNS in order: its records, the links it
+// used that nobody else needs, then the zone if the operator made it for
+// this object (or it is shared and unused) and it is empty. It reports
+// whether everything is released.
+func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (bool, ctrl.Result, error) {
+	cond := v1alpha1.ConditionDNSReady
+	zone, ok := dns.ZoneFromID(obj.Status.DNSZoneID)
+	if !ok {
+		return true, ctrl.Result{}, nil
+	}
+	zone.Shared = true // the zone's tag says what it is; Shared only widens the checks
+	if res, err := r.removeRecords(ctx, obj, api); err != nil {
+		return false, res, err
+	}
+	existing, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
+		return false, res, err
+	}
+	pending := false
+	for _, l := range existing {
+		if !containsFold(obj.Status.VirtualNetworkLinks, ptr.Deref(l.ID, "")) {
+			continue
+		}
+		if err := r.dropLink(ctx, obj, api, zone, l); err != nil {
+			res, err := r.fail(ctx, obj, cond, err)
+			return false, res, err
+		}
+		if o := dns.TagOwner(l.Tags); o == owner(obj) || o == dns.SharedOwner {
+			needed, err := r.neededElsewhere(ctx, obj, zone, dns.LinkedVNet(l))
+			if err != nil {
+				res, err := r.fail(ctx, obj, cond, err)
+				return false, res, err
+			}
+			pending = pending || !needed
+		}
+	}
+	if pending {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "removing virtual network links")
+		return false, r.requeueSoon(), nil
+	}
+	obj.Status.VirtualNetworkLinks = nil
+	done, err := r.dropZone(ctx, obj, api, zone, len(existing))
+	if err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
+		return false, res, err
+	}
+	if !done {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting private DNS zone "+zone.Name)
+		return false, r.requeueSoon(), nil
+	}
+	obj.Status.DNSZoneID = ""
+	return true, ctrl.Result{}, nil
+}
+
+// dropZone deletes the zone if the operator made it for this object, or
+// made it shared and no live object uses it, and it holds nothing but its
+// SOA record and no links. It reports whether the zone is gone or stays
+// for good.
+func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, links int) (bool, error) {
+	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil || z == nil {
+		return z == nil, err
+	}
+	o := dns.TagOwner(z.Tags)
+	if o != owner(obj) && o != dns.SharedOwner {
+		return true, nil
+	}
+	if o == dns.SharedOwner {
+		if used, err := r.neededElsewhere(ctx, obj, zone, ""); err != nil || used {
+			return used, err
+		}
+	}
+	if zoneState(z) == armprivatedns.ProvisioningStateDeleting {
+		return false, nil
+	}
+	if links > 0 || (z.Properties != nil && ptr.Deref(z.Properties.NumberOfRecordSets, 0) > 1) {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Keep",
+			"private DNS zone %s still holds other records or links: it stays", zone.Name)
+		return true, nil
+	}
+	if err := api.DeleteZone(ctx, zone.ResourceGroup, zone.Name); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneDeleted, "Delete", "deleting private DNS zone %s", zone.Name)
+	return false, nil
+}
+
+func containsFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
+}

@@ -1,0 +1,211 @@
+package privateendpoint
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	pe "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+)
+
+// desired is the endpoint the spec asks for.
+func desired(obj *v1alpha1.AzurePrivateEndpoint, target string) pe.Desired {
+	s := obj.Spec
+	return pe.Desired{
+		Name: obj.AzurePrivateEndpointName(), Location: s.Location, SubnetID: s.SubnetID, Target: target,
+		ManualApproval: s.ManualApproval, RequestMessage: s.RequestMessage, IPAddress: s.IPAddress, Owner: owner(obj),
+	}
+}
+
+// endpoint observes the private endpoint with one GET and writes it only
+// when it is missing or differs on what the operator sets. It reports
+// whether the endpoint is provisioned with an address.
+func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, target string) (ctrl.Result, bool, error) {
+	cond := v1alpha1.ConditionPrivateEndpointReady
+	rg, want := obj.Spec.ResourceGroup, desired(obj, target)
+	observed, err := api.Get(ctx, rg, want.Name)
+	if err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
+		return res, false, err
+	}
+	if observed == nil {
+		res, err := r.create(ctx, obj, api, want)
+		return res, false, err
+	}
+	if o := pe.Owner(observed); o != want.Owner && (o != "" || !obj.Spec.Adopt) {
+		msg := fmt.Sprintf("private endpoint %s exists and was not created by the operator (no %s tag); set spec.adopt to manage it", want.Name, pe.OwnerTag)
+		if o != "" {
+			msg = fmt.Sprintf("private endpoint %s belongs to AzurePrivateEndpoint %s (tag %s); the operator leaves it alone", want.Name, o, pe.OwnerTag)
+		}
+		res, err := r.fail(ctx, obj, cond, terminal(ReasonNotOwned, "%s", msg))
+		return res, false, err
+	}
+	if field := pe.Immutable(want, observed); field != "" {
+		res, err := r.fail(ctx, obj, cond, terminal(ReasonImmutableChanged,
+			"private endpoint %s differs from the spec in %s, which Azure cannot change: delete the endpoint in Azure (the operator creates it again) or change the spec back", want.Name, field))
+		return res, false, err
+	}
+	obj.Status.PrivateEndpointID = ptr.Deref(observed.ID, "")
+	st := ptr.Deref(observed.Properties.ProvisioningState, "")
+	obj.Status.ProvisioningState = string(st)
+	switch st {
+	case armnetwork.ProvisioningStateSucceeded:
+	case armnetwork.ProvisioningStateFailed:
+		// Written again: the same PUT often passes once Azure recovers; the
+		// next look waits TerminalRecheck, not to hammer Azure.
+		if err := api.Put(ctx, rg, want.Name, pe.Body(want, observed)); err != nil {
+			res, err := r.fail(ctx, obj, cond, err)
+			return res, false, err
+		}
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioningFailed, "Azure reports provisioningState Failed; the operator wrote the endpoint again")
+		return ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}, false, nil
+	default:
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "Azure reports provisioningState "+string(st))
+		return r.requeueSoon(), false, nil
+	}
+	if diff := pe.Drift(want, observed); len(diff) > 0 {
+		if err := api.Put(ctx, rg, want.Name, pe.Body(want, observed)); err != nil {
+			res, err := r.fail(ctx, obj, cond, err)
+			return res, false, err
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUpdated, "Update", "updating private endpoint %s: %s differ", want.Name, strings.Join(diff, ", "))
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "updating "+strings.Join(diff, ", "))
+		return r.requeueSoon(), false, nil
+	}
+	if err := r.address(ctx, obj, api, observed); err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
+		return res, false, err
+	}
+	setCondition(obj, cond, metav1.ConditionTrue, ReasonReady, "provisioned, address "+strings.Join(obj.Status.IPAddresses, ", "))
+	return ctrl.Result{}, true, nil
+}
+
+// address records the endpoint's connection and address. The address is
+// read from the NIC only when the NIC is new to the operator: a NIC keeps
+// its address, and a recreated endpoint gets a new NIC.
+func (r *Reconciler) address(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, observed *armnetwork.PrivateEndpoint) error {
+	st := &obj.Status
+	o := pe.Observe(observed, nil)
+	st.ConnectionState, st.ConnectionDescription = o.ConnectionState, o.ConnectionDescription
+	nic := ""
+	if len(o.NICIDs) > 0 {
+		nic = o.NICIDs[0]
+	}
+	ip := o.IP
+	switch {
+	case ip != "":
+	case nic != "" && strings.EqualFold(nic, st.NetworkInterfaceID) && len(st.IPAddresses) > 0:
+		ip = st.IPAddresses[0]
+	case nic != "":
+		var err error
+		if ip, err = api.InterfaceIP(ctx, nic); err != nil {
+			return err
+		}
+	}
+	if ip == "" {
+		return waitFor(ReasonNoAddress, "private endpoint %s has no address yet", o.Name)
+	}
+	st.NetworkInterfaceID, st.IPAddresses = nic, []string{ip}
+	return nil
+}
+
+// create starts creating the endpoint; one that was there before (its ID is
+// in status) was deleted behind the operator's back, or healed.
+func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, want pe.Desired) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionPrivateEndpointReady
+	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pe.Body(want, nil)); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	if obj.Status.PrivateEndpointID != "" {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecreated, "Create", "creating private endpoint %s again; its address may change and the records follow it", want.Name)
+	} else {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventCreated, "Create", "creating private endpoint %s to %s", want.Name, want.Target)
+	}
+	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating")
+	st := &obj.Status
+	st.ProvisioningState, st.ConnectionState, st.ConnectionDescription = "", "", ""
+	return r.requeueSoon(), nil
+}
+
+// connection follows the endpoint's connection state. Approved lets the DNS
+// phase run; Pending waits for the provider; Rejected removes the records
+// (the names must not lead to an endpoint that carries nothing); a
+// Disconnected endpoint is healed after the grace period by deleting it, so
+// that the next pass creates it again and the records follow its new
+// address.
+func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, bool, error) {
+	cond := v1alpha1.ConditionConnectionApproved
+	st := obj.Status.ConnectionState
+	msg := "the provider set the connection " + st
+	if d := obj.Status.ConnectionDescription; d != "" {
+		msg += ": " + d
+	}
+	key := owner(obj)
+	if st != pe.StateApproved {
+		r.dnsWaits(obj, st)
+	}
+	switch st {
+	case pe.StateApproved:
+		r.heal.Ready(key)
+		setCondition(obj, cond, metav1.ConditionTrue, ReasonApproved, msg)
+		return ctrl.Result{RequeueAfter: r.Opts.drift()}, true, nil
+	case pe.StatePending:
+		reason, m := ReasonPending, "waiting for the provider to approve the connection"
+		if obj.Spec.ManualApproval {
+			reason, m = ReasonWaitingForApproval, "manual approval requested: waiting for the private link service's owner to approve it"
+		}
+		setCondition(obj, cond, metav1.ConditionFalse, reason, m)
+		return ctrl.Result{RequeueAfter: r.Opts.ConnectionCheck}, false, nil
+	}
+	reason := ReasonDisconnected
+	if st == pe.StateRejected {
+		reason = ReasonRejected
+	}
+	setCondition(obj, cond, metav1.ConditionFalse, reason, msg)
+	if st == pe.StateRejected {
+		if res, err := r.removeRecords(ctx, obj, api.dns); err != nil {
+			return res, false, err
+		}
+	}
+	if st != pe.StateDisconnected && (st != pe.StateRejected || !r.Opts.HealRejected) {
+		return ctrl.Result{RequeueAfter: r.Opts.ConnectionCheck}, false, nil
+	}
+	due, wait := r.heal.Observe(key, true)
+	if !due {
+		if wait <= 0 {
+			wait = r.Opts.ConnectionCheck // healing is off: keep watching
+		}
+		return ctrl.Result{RequeueAfter: min(wait, r.Opts.ConnectionCheck)}, false, nil
+	}
+	name := obj.AzurePrivateEndpointName()
+	if err := api.endpoints.Delete(ctx, obj.Spec.ResourceGroup, name); err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
+		return res, false, err
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventHealed, "Heal",
+		"private endpoint %s was %s for longer than %s: deleted to create it again against the private link service as it is now", name, st, r.Opts.HealDisconnectedAfter)
+	setCondition(obj, cond, metav1.ConditionFalse, reason, msg+"; the operator deleted the endpoint to create it again")
+	return r.requeueSoon(), false, nil
+}
+
+// dnsWaits says on DNSReady why no record is written while the connection
+// is not Approved.
+func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) {
+	cond := v1alpha1.ConditionDNSReady
+	switch {
+	case obj.Spec.DNS == nil:
+		setCondition(obj, cond, metav1.ConditionTrue, ReasonNotRequested, "spec.dns is not set")
+	case state == pe.StateRejected:
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonRejected, "the connection was rejected: no record points at the endpoint")
+	case meta.FindStatusCondition(obj.Status.Conditions, cond) == nil:
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForApproval, "records are written once the connection is Approved")
+	}
+}

@@ -1,0 +1,291 @@
+package privateendpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
+)
+
+// Condition reasons beside azure's (NotFound, AuthorizationFailed, ...).
+// They are constant: alerts and scripts may match them.
+const (
+	ReasonReady              = "Ready"
+	ReasonNotReady           = "NotReady"
+	ReasonPaused             = "Paused"
+	ReasonProvisioning       = "Provisioning"
+	ReasonProvisioningFailed = "ProvisioningFailed"
+	ReasonNotOwned           = "NotOwned"
+	ReasonImmutableChanged   = "ImmutableFieldChanged"
+	ReasonTargetNotReady     = "TargetNotReady"
+	ReasonNoAddress          = "NoAddress"
+	ReasonPending            = "Pending"
+	ReasonApproved           = "Approved"
+	ReasonRejected           = "Rejected"
+	ReasonDisconnected       = "Disconnected"
+	ReasonNotRequested       = "NotRequested"
+	ReasonWaitingForApproval = "WaitingForApproval"
+	ReasonRecordNotOwned     = "RecordSetNotOwned"
+	ReasonLinkedElsewhere    = "VirtualNetworkLinkedElsewhere"
+)
+
+// Event reasons.
+const (
+	EventCreated       = "PrivateEndpointCreated"
+	EventRecreated     = "PrivateEndpointRecreated"
+	EventUpdated       = "PrivateEndpointUpdated"
+	EventDeleted       = "PrivateEndpointDeleted"
+	EventOrphaned      = "PrivateEndpointOrphaned"
+	EventHealed        = "PrivateEndpointHealed"
+	EventZoneCreated   = "DNSZoneCreated"
+	EventZoneDeleted   = "DNSZoneDeleted"
+	EventZoneAdopted   = "DNSZoneAdopted"
+	EventZoneNotOwned  = "DNSZoneNotOwned"
+	EventLinkCreated   = "VirtualNetworkLinkCreated"
+	EventLinkDeleted   = "VirtualNetworkLinkDeleted"
+	EventRecordWritten = "DNSRecordWritten"
+	EventRecordDeleted = "DNSRecordDeleted"
+	EventIdentity      = "IdentityUnavailable"
+)
+
+// Reconciler reconciles one AzurePrivateEndpoint: resolve the target,
+// observe the endpoint and write it only when it is missing or differs,
+// follow its connection (heal it when Disconnected), then write the private
+// DNS while the connection is Approved; record status.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Opts     Options
+	Azure    func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error)
+	Clock    clock.PassiveClock
+
+	heal    heal.Tracker
+	dnsSeen dnsMemo
+}
+
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return r.Clock
+}
+
+// Reconcile is the controller's entry point.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &v1alpha1.AzurePrivateEndpoint{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.heal.Clock, r.heal.Grace = r.clock(), r.Opts.HealDisconnectedAfter
+	before := obj.DeepCopy()
+	if isPaused(obj) {
+		setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionUnknown, ReasonPaused, "reconciliation is paused by an annotation")
+		return ctrl.Result{}, r.writeStatus(ctx, before, obj)
+	}
+	if obj.DeletionTimestamp != nil {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(obj, Finalizer)
+		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		before.Finalizers, before.ResourceVersion = obj.Finalizers, obj.ResourceVersion
+	}
+	res, err := r.reconcileAzure(ctx, obj)
+	obj.Status.ObservedGeneration = obj.Generation
+	summarize(obj)
+	if werr := r.writeStatus(ctx, before, obj); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return res, err
+}
+
+// reconcileAzure runs the phases in order: target, endpoint, connection,
+// DNS. Each either is done or says what to wait for.
+func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) (ctrl.Result, error) {
+	api, err := r.Azure(ctx, obj)
+	if err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
+	}
+	target, err := r.target(ctx, obj)
+	if err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
+	}
+	obj.Status.Target = target
+	res, ready, err := r.endpoint(ctx, obj, api.endpoints, target)
+	if !ready || err != nil {
+		return res, err
+	}
+	res, approved, err := r.connection(ctx, obj, api)
+	if !approved || err != nil {
+		return res, err
+	}
+	dres, err := r.dns(ctx, obj, api.dns)
+	if err != nil {
+		return dres, err
+	}
+	return lowest(res, dres), nil
+}
+
+// lowest is the sooner of two requeues (zero means none).
+func lowest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0 || a.RequeueAfter < b.RequeueAfter:
+		return a
+	default:
+		return b
+	}
+}
+
+// target is the private link service to connect to: the ID, the alias, or
+// the referenced AzurePrivateLinkService's resource ID once it has one.
+func (r *Reconciler) target(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) (string, error) {
+	s := obj.Spec
+	switch {
+	case s.PrivateLinkServiceID != "":
+		return s.PrivateLinkServiceID, nil
+	case s.PrivateLinkServiceAlias != "":
+		return s.PrivateLinkServiceAlias, nil
+	case s.PrivateLinkServiceRef == nil:
+		return "", terminal(ReasonTargetNotReady, "spec names no private link service")
+	}
+	pls := &v1alpha1.AzurePrivateLinkService{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: s.PrivateLinkServiceRef.Name}, pls)
+	if apierrors.IsNotFound(err) {
+		return "", waitFor(ReasonTargetNotReady, "AzurePrivateLinkService %s/%s does not exist yet", obj.Namespace, s.PrivateLinkServiceRef.Name)
+	}
+	if err != nil {
+		return "", err
+	}
+	if pls.Status.ResourceID == "" {
+		return "", waitFor(ReasonTargetNotReady, "AzurePrivateLinkService %s/%s has no private link service in Azure yet", obj.Namespace, pls.Name)
+	}
+	return pls.Status.ResourceID, nil
+}
+
+// fail records an error on a condition and says when to try again: the one
+// place where the controller acts on an error's class.
+func (r *Reconciler) fail(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, cond string, err error) (ctrl.Result, error) {
+	c := classify(err)
+	log := ctrl.LoggerFrom(ctx).WithValues("condition", cond, "reason", c.Reason)
+	switch c.Class {
+	case azure.ClassWait:
+		setCondition(obj, cond, metav1.ConditionFalse, c.Reason, c.Message)
+		return ctrl.Result{RequeueAfter: r.Opts.Recheck}, nil
+	case azure.ClassTransient:
+		log.Info("Azure is not ready, retrying", "message", c.Message)
+		if meta.FindStatusCondition(obj.Status.Conditions, cond) == nil {
+			setCondition(obj, cond, metav1.ConditionUnknown, c.Reason, c.Message)
+		}
+		if c.RetryAfter > 0 {
+			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
+		}
+		return ctrl.Result{}, err
+	default:
+		if old := meta.FindStatusCondition(obj.Status.Conditions, cond); old == nil || old.Reason != c.Reason || old.Message != c.Message {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, cond, "%s", c.Message)
+		}
+		setCondition(obj, cond, metav1.ConditionFalse, c.Reason, c.Message)
+		log.Info("Needs a person", "message", c.Message)
+		return ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}, nil
+	}
+}
+
+// writeStatus patches the status when it changed: one write per reconcile
+// at most.
+func (r *Reconciler) writeStatus(ctx context.Context, before, obj *v1alpha1.AzurePrivateEndpoint) error {
+	if equality.Semantic.DeepEqual(before.Status, obj.Status) {
+		return nil
+	}
+	err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func isPaused(obj *v1alpha1.AzurePrivateEndpoint) bool {
+	_, a := obj.Annotations[PausedAnnotation]
+	_, b := obj.Annotations[capz.PausedAnnotation]
+	return a || b
+}
+
+// requeueSoon is the result while Azure works on something.
+func (r *Reconciler) requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter: r.Opts.Recheck} }
+
+// owner is the owner value written on what the object creates.
+func owner(obj *v1alpha1.AzurePrivateEndpoint) string { return obj.Namespace + "/" + obj.Name }
+
+// specError is a problem the controller found itself, classified like an
+// Azure error.
+type specError struct {
+	class   azure.Class
+	reason  string
+	message string
+}
+
+func (e *specError) Error() string { return e.message }
+
+func waitFor(reason, format string, args ...any) error {
+	return &specError{class: azure.ClassWait, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+func terminal(reason, format string, args ...any) error {
+	return &specError{class: azure.ClassTerminal, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// classify turns any error into what to do; Azure's errors go through
+// azure.Classify, the one place that knows Azure's codes.
+func classify(err error) azure.Classification {
+	var se *specError
+	if errors.As(err, &se) {
+		return azure.Classification{Class: se.class, Reason: se.reason, Message: se.message}
+	}
+	return azure.Classify(err)
+}
+
+func setCondition(obj *v1alpha1.AzurePrivateEndpoint, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
+	})
+}
+
+// summarize sets Ready from the other three conditions: True when all are,
+// otherwise False (or Unknown) with the first one that is not.
+func summarize(obj *v1alpha1.AzurePrivateEndpoint) {
+	for _, t := range []string{v1alpha1.ConditionPrivateEndpointReady, v1alpha1.ConditionConnectionApproved, v1alpha1.ConditionDNSReady} {
+		c := meta.FindStatusCondition(obj.Status.Conditions, t)
+		if c == nil {
+			setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, t+" is not known yet")
+			return
+		}
+		if c.Status != metav1.ConditionTrue {
+			setCondition(obj, v1alpha1.ConditionReady, c.Status, c.Reason, t+": "+c.Message)
+			return
+		}
+	}
+	msg := "the private endpoint is approved"
+	if obj.Spec.DNS != nil {
+		msg += " and its names resolve to it from the linked virtual networks"
+	}
+	setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady, msg)
+}

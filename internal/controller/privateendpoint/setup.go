@@ -1,0 +1,204 @@
+// Package privateendpoint reconciles AzurePrivateEndpoint objects: a
+// consumer's private endpoint to a private link service, and the private
+// DNS zone, virtual network links and records that make names resolve to
+// it.
+package privateendpoint
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints/status,verbs=get;patch
+// +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints/finalizers,verbs=update
+
+// Finalizer keeps the object until its Azure resources are gone (or
+// released, with deletionPolicy Orphan).
+const Finalizer = "privatelink.giantswarm.io/azureprivateendpoint"
+
+// PausedAnnotation pauses reconciliation of one object; Cluster API's
+// cluster.x-k8s.io/paused works too.
+const PausedAnnotation = "privatelink.giantswarm.io/paused"
+
+// refIndex indexes objects by the AzurePrivateLinkService they name.
+const refIndex = "spec.privateLinkServiceRef.name"
+
+// Options configure the controller.
+type Options struct {
+	// DriftInterval is how often a Ready object's endpoint is read again
+	// to notice out-of-band changes (jittered by up to +10%).
+	DriftInterval time.Duration
+	// DNSCheck is how often the private DNS of an object whose endpoint did
+	// not change is read again. Private DNS has lower request limits than
+	// networking: it is read at once when something may have changed (the
+	// IP, the spec), otherwise this rarely.
+	DNSCheck time.Duration
+	// Recheck is how soon Azure is read again while something is in
+	// progress.
+	Recheck time.Duration
+	// TerminalRecheck is how soon an object whose error needs a person is
+	// tried again without a spec change.
+	TerminalRecheck time.Duration
+	// ConnectionCheck is how often a Pending connection is read again: the
+	// provider's decision reaches the consumer only by reading.
+	ConnectionCheck time.Duration
+	// HealDisconnectedAfter is how long an endpoint stays Disconnected
+	// before the operator deletes and recreates it (0: never).
+	HealDisconnectedAfter time.Duration
+	// HealRejected heals Rejected endpoints too.
+	HealRejected bool
+	// MaxConcurrentReconciles is the number of workers.
+	MaxConcurrentReconciles int
+}
+
+func (o *Options) setDefaults() {
+	if o.DriftInterval <= 0 {
+		o.DriftInterval = 10 * time.Minute
+	}
+	if o.DNSCheck <= 0 {
+		o.DNSCheck = time.Hour
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = 10 * time.Second
+	}
+	if o.TerminalRecheck <= 0 {
+		o.TerminalRecheck = 5 * time.Minute
+	}
+	if o.ConnectionCheck <= 0 {
+		o.ConnectionCheck = time.Minute
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 4
+	}
+}
+
+func (o *Options) drift() time.Duration {
+	return o.DriftInterval + rand.N(o.DriftInterval/10+1) //nolint:gosec // G404: jitter spreads requeues; nothing to guess
+}
+
+// endpointAPI reads and writes private endpoints and reads their NICs.
+type endpointAPI interface {
+	Get(ctx context.Context, rg, name string) (*armnetwork.PrivateEndpoint, error)
+	Put(ctx context.Context, rg, name string, body armnetwork.PrivateEndpoint) error
+	Delete(ctx context.Context, rg, name string) error
+	InterfaceIP(ctx context.Context, nicID string) (string, error)
+}
+
+// dnsAPI reads and writes private DNS zones, links and A record sets.
+type dnsAPI interface {
+	Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error)
+	PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error
+	DeleteZone(ctx context.Context, rg, zone string) error
+	Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error)
+	PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error
+	DeleteLink(ctx context.Context, rg, zone, name string) error
+	Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error)
+	PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error
+	DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error
+}
+
+// azureAPI is what the controller needs from Azure for one object.
+type azureAPI struct {
+	endpoints endpointAPI
+	dns       dnsAPI
+}
+
+// SubjectOf is the credential subject of an object: its identityRef (the
+// namespace defaults to the object's), or the operator's own credential.
+func SubjectOf(obj *v1alpha1.AzurePrivateEndpoint) azure.Subject {
+	s := azure.Subject{Kind: "AzurePrivateEndpoint", Namespace: obj.Namespace, Name: obj.Name, AzureEnvironment: obj.Spec.AzureEnvironment, AllowOwn: true}
+	if ref := obj.Spec.IdentityRef; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = obj.Namespace
+		}
+		s.IdentityRef = &capz.ObjectRef{Name: ref.Name, Namespace: ns}
+	}
+	return s
+}
+
+// Setup registers the controller with a manager.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.Clients) error {
+	opts.setDefaults()
+	r := &Reconciler{
+		Client: mgr.GetClient(), Opts: opts,
+		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
+		Azure:    sdkFor(clients),
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, refIndex, func(o client.Object) []string {
+		if ref := o.(*v1alpha1.AzurePrivateEndpoint).Spec.PrivateLinkServiceRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("azureprivateendpoint").
+		For(&v1alpha1.AzurePrivateEndpoint{}, builder.WithPredicates(relevant)).
+		Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(r.referrers),
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// referrers are the objects that target an AzurePrivateLinkService by
+// reference: its resource ID may have appeared or changed.
+func (r *Reconciler) referrers(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1alpha1.AzurePrivateEndpointList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{refIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing AzurePrivateEndpoints that reference an AzurePrivateLinkService")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, e := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: e.Name}})
+	}
+	return out
+}
+
+// relevant ignores the operator's own status writes: spec (generation),
+// annotation (pause) and deletion changes matter.
+var relevant = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+})
+
+// sdkFor builds the Azure API of an object from the shared client cache.
+func sdkFor(clients *azure.Clients) func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
+	return func(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
+		subject := SubjectOf(obj)
+		nf, _, err := clients.NetworkFor(ctx, subject, obj.Spec.SubscriptionID)
+		if err != nil {
+			return azureAPI{}, err
+		}
+		df, err := clients.PrivateDNSFor(ctx, subject, obj.Spec.SubscriptionID)
+		if err != nil {
+			return azureAPI{}, err
+		}
+		return azureAPI{endpoints: privateendpoints.NewSDK(nf), dns: privatedns.SDK{Factory: df}}, nil
+	}
+}

@@ -1,0 +1,113 @@
+package privateendpoint_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+const someService = "/subscriptions/" + provider + "/resourceGroups/" + prg + "/providers/Microsoft.Network/privateLinkServices/svc"
+
+// TestValidation: the API server refuses invalid objects with the message
+// a user sees, and fills the defaults; no controller runs.
+func TestValidation(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream})
+	w.Namespace(t, ns)
+	ctx := context.Background()
+	cases := []struct {
+		reason string
+		mutate func(*v1alpha1.AzurePrivateEndpoint)
+		want   string
+	}{
+		{"no target", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.PrivateLinkServiceID = "" }, "spec needs exactly one target"},
+		{"two targets", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceRef = &v1alpha1.LocalObjectReference{Name: "svc"}
+		}, "spec needs exactly one target"},
+		{"a target ID that is not a service", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID = "/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/loadBalancers/z"
+		}, "spec.privateLinkServiceID"},
+		{"an alias that is not one", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID, o.Spec.PrivateLinkServiceAlias = "", "svc.example.com"
+		}, "spec.privateLinkServiceAlias"},
+		{"a request message without manual approval", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.RequestMessage = "hi" },
+			"spec.requestMessage is sent only with spec.manualApproval"},
+		{"a request message longer than Azure keeps", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.ManualApproval, o.Spec.RequestMessage = true, strings.Repeat("x", 141)
+		}, "spec.requestMessage"},
+		{"a name Azure refuses", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Name = "-bad" }, "spec.name"},
+		{"an object name too short for Azure, without spec.name", func(o *v1alpha1.AzurePrivateEndpoint) { o.Name = "x" }, "must have 2 to 64 characters"},
+		{"a subnet ID that is not one", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.SubnetID = "/subscriptions/x/pe" }, "spec.subnetID"},
+		{"a static address that is not IPv4", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.IPAddress = "10.9.2.300" }, "spec.ipAddress"},
+		{"a negative TTL", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.TTL = -1 }, "spec.dns.ttl"},
+		{"a TTL above a day", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.TTL = 86401 }, "spec.dns.ttl"},
+		{"a record name with a space", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.Records = []string{"api server"} }, "spec.dns.records[0]"},
+		{"a wildcard in the middle", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.Records = []string{"apps.*.x"} }, "spec.dns.records[0]"},
+		{"an upper-case zone", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneName = "WC1.Example" }, "spec.dns.zoneName"},
+		{"a link that is not a network", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.DNS.VirtualNetworkLinks = []string{cSubnet}
+		}, "spec.dns.virtualNetworkLinks[0]"},
+		{"an unknown zone mode", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneMode = "Mine" }, "spec.dns.zoneMode"},
+	}
+	for i, c := range cases {
+		obj := ape("invalid-"+string(rune('a'+i)), someService)
+		c.mutate(obj)
+		err := w.Client.Create(ctx, obj)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error with %q", c.reason, err, c.want)
+		}
+	}
+
+	obj := ape("valid", someService)
+	obj.Spec.Name = "azure-name"
+	create(t, w, obj)
+	updates := []struct {
+		reason string
+		mutate func(*v1alpha1.AzurePrivateEndpoint)
+		want   string
+	}{
+		{"renaming", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Name = "other" }, "spec.name is immutable"},
+		{"moving to another subnet", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.SubnetID = pVNet + "/subnets/pe" },
+			"spec.subscriptionID, spec.resourceGroup, spec.location and spec.subnetID are immutable"},
+		{"another target", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.PrivateLinkServiceID = someService + "2" }, "the target"},
+		{"a target by reference instead", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID, o.Spec.PrivateLinkServiceRef = "", &v1alpha1.LocalObjectReference{Name: "svc"}
+		}, "the target"},
+		{"a static address later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.IPAddress = "10.9.2.10" }, "spec.ipAddress is immutable"},
+		{"another zone", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneName = "other.internal" }, "spec.dns.zoneName, zoneResourceGroup and zoneMode are immutable"},
+		{"sharing the zone later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneMode = v1alpha1.ZoneModeShared }, "immutable"},
+	}
+	for _, u := range updates {
+		cur := &v1alpha1.AzurePrivateEndpoint{}
+		if err := w.Client.Get(ctx, key("valid"), cur); err != nil {
+			t.Fatal(err)
+		}
+		u.mutate(cur)
+		err := w.Client.Update(ctx, cur)
+		if err == nil || !strings.Contains(err.Error(), u.want) {
+			t.Errorf("%s: got %v, want an error with %q", u.reason, err, u.want)
+		}
+	}
+	cur := &v1alpha1.AzurePrivateEndpoint{}
+	if err := w.Client.Get(ctx, key("valid"), cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDelete || cur.Spec.DNS.ZoneMode != v1alpha1.ZoneModeOwned || cur.Spec.DNS.TTL != 300 {
+		t.Errorf("defaults: deletionPolicy %q, zoneMode %q, ttl %d", cur.Spec.DeletionPolicy, cur.Spec.DNS.ZoneMode, cur.Spec.DNS.TTL)
+	}
+	// What may change: records, TTL, links, the request message, the policy.
+	cur.Spec.DNS.Records, cur.Spec.DNS.TTL, cur.Spec.DeletionPolicy = []string{"api", "*.apps", "@"}, 60, v1alpha1.DeletionPolicyOrphan
+	cur.Spec.DNS.VirtualNetworkLinks = []string{cVNet, pVNet}
+	if err := w.Client.Update(ctx, cur); err != nil {
+		t.Errorf("a valid change was refused: %v", err)
+	}
+	// Removing DNS and adding it back with another zone is the way to move.
+	cur.Spec.DNS = nil
+	if err := w.Client.Update(ctx, cur); err != nil {
+		t.Errorf("removing spec.dns: %v", err)
+	}
+}
