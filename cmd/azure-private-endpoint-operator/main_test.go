@@ -76,6 +76,12 @@ func TestParseFlags(t *testing.T) {
 			plsRecheck:              10 * time.Second,
 			plsConcurrency:          4,
 			plsConnectionCheck:      time.Minute,
+			apeController:           true,
+			apeDrift:                10 * time.Minute,
+			apeRecheck:              10 * time.Second,
+			apeConnectionCheck:      time.Minute,
+			apeDNSCheck:             time.Hour,
+			apeConcurrency:          4,
 			operatorCredential:      "default",
 		}
 	}
@@ -122,6 +128,16 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a zero private link service drift interval is refused",
 			args:    []string{"--private-link-service-drift-interval=0s"},
 			wantErr: "--private-link-service-drift-interval",
+		},
+		{
+			reason:  "no AzurePrivateEndpoint workers is refused",
+			args:    []string{"--private-endpoint-concurrency=0"},
+			wantErr: "--private-endpoint-concurrency=0: must be at least 1",
+		},
+		{
+			reason:  "a zero DNS check interval is refused",
+			args:    []string{"--private-endpoint-dns-check-interval=0s"},
+			wantErr: "--private-endpoint-dns-check-interval",
 		},
 		{
 			reason:  "a negative heal delay is refused",

@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 )
 
-// auditPolicy records, at Metadata level, every write to AzureClusters: the
-// benchmark counts writes per object and per writer with it.
+// auditPolicy records, at Metadata level, every write to AzureClusters and
+// AzurePrivateEndpoints: the benchmark counts writes per object and per
+// writer with it.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -19,6 +20,8 @@ rules:
     resources:
       - group: infrastructure.cluster.x-k8s.io
         resources: ["azureclusters", "azureclusters/status"]
+      - group: privatelink.giantswarm.io
+        resources: ["azureprivateendpoints", "azureprivateendpoints/status"]
   - level: None
 `
 

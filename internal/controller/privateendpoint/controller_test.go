@@ -100,8 +100,8 @@ func touch(t *testing.T, w *testworld.World, name string) {
 }
 
 // TestManualApproval asks for a manual connection: no record while it is
-// Pending; records once the provider approves; records removed when it
-// rejects.
+// Pending (the zone and its link are ready beforehand); records once the
+// provider approves; records removed when it rejects.
 func TestManualApproval(t *testing.T) {
 	w, _, manual := world(t, privateendpoint.Options{})
 	obj := ape("manual", manual.Status.ResourceID)
@@ -112,10 +112,12 @@ func TestManualApproval(t *testing.T) {
 	if got.Status.ConnectionState != "Pending" || len(got.Status.FQDNs) != 0 {
 		t.Errorf("pending: status %+v", got.Status)
 	}
-	if zones := resources(w, "Microsoft.Network/privateDnsZones", "manual.hcp.internal"); len(zones) != 0 {
-		t.Errorf("a zone exists before approval: %v", zones)
+	// The zone and its link are made at once (they point nowhere); no
+	// record until the provider approves: the linked zone answers NXDOMAIN.
+	resolves(t, w, cVNet, "api.manual.hcp.internal", azuresim.ResolveNXDomain, "")
+	if recs := resources(w, "Microsoft.Network/privateDnsZones/A", "manual.hcp.internal"); len(recs) != 0 {
+		t.Errorf("records exist before approval: %v", recs)
 	}
-	resolves(t, w, cVNet, "api.manual.hcp.internal", azuresim.ResolveNotPrivate, "")
 	pe, err := w.Network(t, consumer).NewPrivateEndpointsClient().Get(context.Background(), crg, "manual", nil)
 	if err != nil {
 		t.Fatal(err)

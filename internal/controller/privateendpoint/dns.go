@@ -85,10 +85,13 @@ func (m *dnsMemo) set(key, fp string, now time.Time) {
 	m.m[key] = dnsSeen{fingerprint: fp, at: now}
 }
 
+// forget drops what is known of an object's DNS.
 func (m *dnsMemo) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.m, key)
+	for _, part := range []string{"zone|", "links|", "records|"} {
+		delete(m.m, part+key)
+	}
 }
 
 // fingerprint is what the DNS depends on: the spec and the address.
@@ -96,73 +99,102 @@ func fingerprint(obj *v1alpha1.AzurePrivateEndpoint) string {
 	return fmt.Sprintf("%d|%s", obj.Generation, strings.Join(obj.Status.IPAddresses, ","))
 }
 
-// dns writes the zone, its links and the records for an Approved endpoint
-// with an address, each only when missing or different, and never over a
-// record set someone else wrote.
-func (r *Reconciler) dns(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (ctrl.Result, error) {
+// dnsInfra prepares the zone and its links whatever the connection's state
+// (by themselves they point nowhere), so that the records can be written
+// the moment the connection is Approved. It releases the DNS of a spec that
+// no longer asks for it (or moved it to another zone) first. It reports
+// whether the zone is ready for records and whether every link is. Without
+// spec.dns both are true. ok is false when a failure was recorded on
+// DNSReady.
+func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (res ctrl.Result, zoneReady, linked, ok bool, err error) {
 	cond := v1alpha1.ConditionDNSReady
 	spec, key := obj.Spec.DNS, owner(obj)
+	fail := func(err error) (ctrl.Result, bool, bool, bool, error) {
+		res, err := r.fail(ctx, obj, cond, err)
+		return res, false, false, false, err
+	}
 	if spec == nil || (obj.Status.DNSZoneID != "" && !strings.EqualFold(obj.Status.DNSZoneID, zoneOf(obj).ID())) {
 		// No DNS any more, or a different zone: release the old one first.
 		if done, res, err := r.releaseDNS(ctx, obj, api); !done || err != nil {
-			return res, err
+			return res, false, false, err == nil, err
 		}
 	}
 	if spec == nil {
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonNotRequested, "spec.dns is not set")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, true, true, true, nil
 	}
-	now, fp := r.clock().Now(), fingerprint(obj)
-	if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation &&
-		r.dnsSeen.fresh(key, fp, now, r.Opts.DNSCheck) {
-		return ctrl.Result{}, nil
+	now := r.clock().Now()
+	if r.dnsSeen.fresh("links|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
+		return ctrl.Result{}, true, true, true, nil
 	}
 	zone := zoneOf(obj)
-	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
-	if err != nil {
-		return r.fail(ctx, obj, cond, err)
-	}
-	obj.Status.DNSZoneID = zone.ID()
-	if z == nil {
-		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key))); err != nil {
-			return r.fail(ctx, obj, cond, err)
+	if !r.dnsSeen.fresh("zone|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
+		z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+		if err != nil {
+			return fail(err)
 		}
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneCreated, "Create", "creating private DNS zone %s", zone.Name)
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating private DNS zone "+zone.Name)
-		return r.requeueSoon(), nil
-	}
-	if st := zoneState(z); st != armprivatedns.ProvisioningStateSucceeded {
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, fmt.Sprintf("private DNS zone %s is %s", zone.Name, st))
-		return r.requeueSoon(), nil
-	}
-	if zo := dns.TagOwner(z.Tags); zo != zone.Owner(key) {
-		if zo == "" && obj.Spec.Adopt {
-			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key))); err != nil {
-				return r.fail(ctx, obj, cond, err)
+		obj.Status.DNSZoneID = zone.ID()
+		if z == nil {
+			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key))); err != nil {
+				return fail(err)
 			}
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneAdopted, "Adopt", "adopting private DNS zone %s (spec.adopt)", zone.Name)
-			setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "adopting private DNS zone "+zone.Name)
-			return r.requeueSoon(), nil
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneCreated, "Create", "creating private DNS zone %s", zone.Name)
+			setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating private DNS zone "+zone.Name)
+			return r.requeueSoon(), false, false, true, nil
 		}
-		if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c == nil || c.Status != metav1.ConditionTrue {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
-				"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", zone.Name, zo)
+		if st := zoneState(z); st != armprivatedns.ProvisioningStateSucceeded {
+			setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, fmt.Sprintf("private DNS zone %s is %s", zone.Name, st))
+			return r.requeueSoon(), false, false, true, nil
 		}
+		if zo := dns.TagOwner(z.Tags); zo != zone.Owner(key) {
+			if zo == "" && obj.Spec.Adopt {
+				if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key))); err != nil {
+					return fail(err)
+				}
+				r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneAdopted, "Adopt", "adopting private DNS zone %s (spec.adopt)", zone.Name)
+				setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "adopting private DNS zone "+zone.Name)
+				return r.requeueSoon(), false, false, true, nil
+			}
+			if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c == nil || c.Status != metav1.ConditionTrue {
+				r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
+					"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", zone.Name, zo)
+			}
+		}
+		r.dnsSeen.set("zone|"+key, fmt.Sprint(obj.Generation), now)
 	}
-	linked, err := r.links(ctx, obj, api, zone)
+	linked, err = r.links(ctx, obj, api, zone)
 	if err != nil {
-		return r.fail(ctx, obj, cond, err)
-	}
-	if err := r.writeRecords(ctx, obj, api, zone); err != nil {
-		return r.fail(ctx, obj, cond, err)
+		return fail(err)
 	}
 	if !linked {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "linking private DNS zone "+zone.Name+" to the virtual networks")
+		return r.requeueSoon(), true, false, true, nil
+	}
+	r.dnsSeen.set("links|"+key, fmt.Sprint(obj.Generation), now)
+	return ctrl.Result{}, true, true, true, nil
+}
+
+// dnsRecords writes the records of an Approved endpoint with an address,
+// each only when missing or different, and never over a record set someone
+// else wrote; DNSReady is True once they and every link are in place. An
+// unchanged object's records are read again only every DNSCheck.
+func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, linked bool) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionDNSReady
+	if obj.Spec.DNS == nil {
+		return ctrl.Result{}, nil
+	}
+	key, now, fp := owner(obj), r.clock().Now(), fingerprint(obj)
+	if !r.dnsSeen.fresh("records|"+key, fp, now, r.Opts.DNSCheck) {
+		if err := r.writeRecords(ctx, obj, api, zoneOf(obj)); err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
+		r.dnsSeen.set("records|"+key, fp, now)
+	}
+	if !linked {
 		return r.requeueSoon(), nil
 	}
 	setCondition(obj, cond, metav1.ConditionTrue, ReasonReady,
 		fmt.Sprintf("%s resolve to %s from %d linked virtual network(s)", strings.Join(obj.Status.FQDNs, ", "), strings.Join(obj.Status.IPAddresses, ", "), len(obj.Status.VirtualNetworkLinks)))
-	r.dnsSeen.set(key, fp, now)
 	return ctrl.Result{}, nil
 }
 

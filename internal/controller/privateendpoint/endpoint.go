@@ -7,7 +7,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -141,7 +140,7 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 // Disconnected endpoint is healed after the grace period by deleting it, so
 // that the next pass creates it again and the records follow its new
 // address.
-func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, bool, error) {
+func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, dnsOK bool) (ctrl.Result, bool, error) {
 	cond := v1alpha1.ConditionConnectionApproved
 	st := obj.Status.ConnectionState
 	msg := "the provider set the connection " + st
@@ -149,7 +148,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		msg += ": " + d
 	}
 	key := owner(obj)
-	if st != pe.StateApproved {
+	if st != pe.StateApproved && dnsOK {
 		r.dnsWaits(obj, st)
 	}
 	switch st {
@@ -197,7 +196,8 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 }
 
 // dnsWaits says on DNSReady why no record is written while the connection
-// is not Approved.
+// is not Approved (unless the zone or its links reported a problem, which
+// stays visible).
 func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) {
 	cond := v1alpha1.ConditionDNSReady
 	switch {
@@ -205,7 +205,9 @@ func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) 
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonNotRequested, "spec.dns is not set")
 	case state == pe.StateRejected:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonRejected, "the connection was rejected: no record points at the endpoint")
-	case meta.FindStatusCondition(obj.Status.Conditions, cond) == nil:
+	case state == pe.StateDisconnected:
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonDisconnected, "the connection is Disconnected: the records follow the endpoint once it is healed and Approved again")
+	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForApproval, "records are written once the connection is Approved")
 	}
 }

@@ -129,19 +129,23 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
 	}
 	obj.Status.Target = target
+	zres, zoneReady, linked, dnsOK, err := r.dnsInfra(ctx, obj, api.dns)
+	if err != nil {
+		return zres, err
+	}
 	res, ready, err := r.endpoint(ctx, obj, api.endpoints, target)
 	if !ready || err != nil {
-		return res, err
+		return lowest(res, zres), err
 	}
-	res, approved, err := r.connection(ctx, obj, api)
-	if !approved || err != nil {
-		return res, err
+	res, approved, err := r.connection(ctx, obj, api, dnsOK)
+	if !approved || err != nil || !zoneReady {
+		return lowest(res, zres), err
 	}
-	dres, err := r.dns(ctx, obj, api.dns)
+	dres, err := r.dnsRecords(ctx, obj, api.dns, linked)
 	if err != nil {
 		return dres, err
 	}
-	return lowest(res, dres), nil
+	return lowest(lowest(res, zres), dres), nil
 }
 
 // lowest is the sooner of two requeues (zero means none).
