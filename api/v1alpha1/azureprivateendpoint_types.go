@@ -25,10 +25,10 @@ const (
 type ZoneMode string
 
 const (
-	// ZoneModeOwned: the zone is this object's; it is deleted with it.
+	// ZoneModeOwned makes the zone this object's: it is deleted with it.
 	ZoneModeOwned ZoneMode = "Owned"
-	// ZoneModeShared: several objects write their records into one zone;
-	// the zone and each virtual network link stay while an object needs
+	// ZoneModeShared lets several objects write their records into one
+	// zone; the zone and each virtual network link stay while an object needs
 	// them.
 	ZoneModeShared ZoneMode = "Shared"
 )
@@ -261,7 +261,6 @@ type AzurePrivateEndpointStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ape,categories=privatelink
 // +kubebuilder:validation:XValidation:rule="has(self.spec.name) || (size(self.metadata.name) >= 2 && size(self.metadata.name) <= 64)",message="the private endpoint's name in Azure (spec.name, default metadata.name) must have 2 to 64 characters: set spec.name"
-
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`,priority=1
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.ipAddresses[0]`
 // +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.status.connectionState`

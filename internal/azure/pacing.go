@@ -121,6 +121,6 @@ func requestClass(method string) string {
 // and not retried by the SDK's retry policy (the controller requeues).
 type pacedError struct{ ce ClassifiedError }
 
-func (e *pacedError) Error() string  { return e.ce.Error() }
-func (e *pacedError) Unwrap() error  { return &e.ce }
+func (e *pacedError) Error() string { return e.ce.Error() }
+func (e *pacedError) Unwrap() error { return &e.ce }
 func (e *pacedError) NonRetriable() {}

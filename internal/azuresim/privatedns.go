@@ -184,13 +184,30 @@ func (s *Server) Resolve(vnetID, name string) Resolution {
 	s.st.advance()
 	name = strings.TrimSuffix(strings.ToLower(name), ".")
 	res := Resolution{Name: name, Status: ResolveNotPrivate}
+	zone := s.st.linkedZone(vnetID, name)
+	if zone == nil {
+		return res
+	}
+	res.Zone, res.Status = zone.id, ResolveNXDomain
+	if r := s.st.matchRecord(zone, name); r != nil {
+		res.Status, res.Record = ResolveOK, r.name
+		for _, a := range objOf[armprivatedns.RecordSet](r).Properties.ARecords {
+			res.Addresses = append(res.Addresses, ptr.Deref(a.IPv4Address, ""))
+		}
+	}
+	return res
+}
+
+// linkedZone is the most specific provisioned zone linked (by a completed
+// link) to the network that covers name.
+func (s *state) linkedZone(vnetID, name string) *resource {
 	var zone *resource
-	for _, l := range s.st.all(typeVNetLink) {
+	for _, l := range s.all(typeVNetLink) {
 		link := objOf[armprivatedns.VirtualNetworkLink](l)
 		if l.state != stateSucceeded || !strings.EqualFold(ptr.Deref(link.Properties.VirtualNetwork.ID, ""), vnetID) {
 			continue
 		}
-		z := s.st.lookup(armPathOf(l.id).parent().id())
+		z := s.lookup(armPathOf(l.id).parent().id())
 		if z == nil || z.state != stateSucceeded {
 			continue
 		}
@@ -199,35 +216,29 @@ func (s *Server) Resolve(vnetID, name string) Resolution {
 			zone = z
 		}
 	}
-	if zone == nil {
-		return res
-	}
-	res.Zone, res.Status = zone.id, ResolveNXDomain
+	return zone
+}
+
+// matchRecord is the A record set of a zone that answers name: the exact
+// name, else the closest wildcard.
+func (s *state) matchRecord(zone *resource, name string) *resource {
 	records := map[string]*resource{}
-	for _, r := range s.st.list(typeARecord, zone.id) {
+	for _, r := range s.list(typeARecord, zone.id) {
 		records[strings.ToLower(r.name)] = r
 	}
-	rel := "@"
-	if name != strings.ToLower(zone.name) {
-		rel = strings.TrimSuffix(name, "."+strings.ToLower(zone.name))
+	zn := strings.ToLower(zone.name)
+	if name == zn {
+		return records["@"]
 	}
-	candidates := []string{rel}
-	if rel != "@" {
-		labels := strings.Split(rel, ".")
-		for i := 1; i <= len(labels); i++ {
-			candidates = append(candidates, strings.Join(append([]string{"*"}, labels[i:]...), "."))
+	rel := strings.TrimSuffix(name, "."+zn)
+	if r := records[rel]; r != nil {
+		return r
+	}
+	labels := strings.Split(rel, ".")
+	for i := 1; i <= len(labels); i++ {
+		if r := records[strings.Join(append([]string{"*"}, labels[i:]...), ".")]; r != nil {
+			return r
 		}
 	}
-	for _, c := range candidates {
-		r := records[strings.TrimSuffix(c, ".")]
-		if r == nil {
-			continue
-		}
-		res.Status, res.Record = ResolveOK, r.name
-		for _, a := range objOf[armprivatedns.RecordSet](r).Properties.ARecords {
-			res.Addresses = append(res.Addresses, ptr.Deref(a.IPv4Address, ""))
-		}
-		return res
-	}
-	return res
+	return nil
 }

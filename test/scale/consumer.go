@@ -82,9 +82,11 @@ type consumerBench struct {
 }
 
 // consumer subscriptions and networks.
-func consumerSub(i int) string  { return fmt.Sprintf("00000000-0000-0000-00c0-%012d", i) }
-func consumerRG(i int) string   { return fmt.Sprintf("guest-rg-%02d", i) }
-func consumerVNet(i int) string { return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/guest-vnet", consumerSub(i), consumerRG(i)) }
+func consumerSub(i int) string { return fmt.Sprintf("00000000-0000-0000-00c0-%012d", i) }
+func consumerRG(i int) string  { return fmt.Sprintf("guest-rg-%02d", i) }
+func consumerVNet(i int) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/guest-vnet", consumerSub(i), consumerRG(i))
+}
 func consumerName(i int) string { return fmt.Sprintf("hc%04d", i) }
 func consumerNS(i int) string   { return fmt.Sprintf("org-hcp-%02d", i%10) }
 
@@ -287,7 +289,7 @@ func (b *consumerBench) pollReady(ctx context.Context, start time.Time) error {
 		return b.allResolve(list) == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("convergence: %w (%d of %d Ready; resolution: %v)", err, ready, b.ccfg.N, b.lastResolveError())
+		return fmt.Errorf("convergence: %w (%d of %d Ready; resolution: %w)", err, ready, b.ccfg.N, b.lastResolveError())
 	}
 	return nil
 }
@@ -308,7 +310,7 @@ func (b *consumerBench) allResolve(list *v1alpha1.AzurePrivateEndpointList) erro
 		if len(o.Status.IPAddresses) == 0 || len(o.Status.FQDNs) == 0 {
 			return fmt.Errorf("%s/%s has no address or names", o.Namespace, o.Name)
 		}
-		vnet := o.Spec.SubnetID[:strings.Index(o.Spec.SubnetID, "/subnets/")]
+		vnet, _, _ := strings.Cut(o.Spec.SubnetID, "/subnets/")
 		r := b.sb.Sim.Resolve(vnet, o.Status.FQDNs[0])
 		if r.Status != azuresim.ResolveOK || len(r.Addresses) != 1 || r.Addresses[0] != o.Status.IPAddresses[0] {
 			return fmt.Errorf("%s from %s: %+v, want %s", o.Status.FQDNs[0], vnet, r, o.Status.IPAddresses[0])

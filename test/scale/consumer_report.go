@@ -25,7 +25,9 @@ func consumerMetrics() []consumerMetric {
 		{"write-limit floor (s)", "", func(r ConsumerResult) string {
 			return fmt.Sprintf("%s (%g writes × N/K − 200 burst, at 10/s)", f1(r.FloorSeconds), r.MinWritesPerEndpoint)
 		}},
-		{"429s received", "0", func(r ConsumerResult) string { return d(r.Converge.Throttled + r.Restart.Throttled + r.Steady.Throttled + r.Delete.Throttled) }},
+		{"429s received", "0", func(r ConsumerResult) string {
+			return d(r.Converge.Throttled + r.Restart.Throttled + r.Steady.Throttled + r.Delete.Throttled)
+		}},
 		{"requests paced by the rate-limit headers (converge)", "", func(r ConsumerResult) string { return d(r.Paced) }},
 		{"ARM writes per endpoint (converge)", "= minimum", func(r ConsumerResult) string {
 			return fmt.Sprintf("%.2f (minimum %g)", float64(r.Converge.ARMWrites)/float64(r.N), r.MinWritesPerEndpoint)

@@ -129,36 +129,12 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	}
 	zone := zoneOf(obj)
 	if !r.dnsSeen.fresh("zone|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
-		z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+		ready, err := r.ensureZone(ctx, obj, api, zone)
 		if err != nil {
 			return fail(err)
 		}
-		obj.Status.DNSZoneID = zone.ID()
-		if z == nil {
-			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key))); err != nil {
-				return fail(err)
-			}
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneCreated, "Create", "creating private DNS zone %s", zone.Name)
-			setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating private DNS zone "+zone.Name)
+		if !ready {
 			return r.requeueSoon(), false, false, true, nil
-		}
-		if st := zoneState(z); st != armprivatedns.ProvisioningStateSucceeded {
-			setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, fmt.Sprintf("private DNS zone %s is %s", zone.Name, st))
-			return r.requeueSoon(), false, false, true, nil
-		}
-		if zo := dns.TagOwner(z.Tags); zo != zone.Owner(key) {
-			if zo == "" && obj.Spec.Adopt {
-				if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key))); err != nil {
-					return fail(err)
-				}
-				r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneAdopted, "Adopt", "adopting private DNS zone %s (spec.adopt)", zone.Name)
-				setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "adopting private DNS zone "+zone.Name)
-				return r.requeueSoon(), false, false, true, nil
-			}
-			if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c == nil || c.Status != metav1.ConditionTrue {
-				r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
-					"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", zone.Name, zo)
-			}
 		}
 		r.dnsSeen.set("zone|"+key, fmt.Sprint(obj.Generation), now)
 	}
@@ -172,6 +148,47 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	}
 	r.dnsSeen.set("links|"+key, fmt.Sprint(obj.Generation), now)
 	return ctrl.Result{}, true, true, true, nil
+}
+
+// ensureZone observes the zone and creates it when missing (or tags it, when
+// the spec adopts an untagged one). It reports whether the zone is
+// provisioned; while it is not, DNSReady says what Azure is doing.
+func (r *Reconciler) ensureZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) (bool, error) {
+	cond, key := v1alpha1.ConditionDNSReady, owner(obj)
+	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return false, err
+	}
+	obj.Status.DNSZoneID = zone.ID()
+	if z == nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key))); err != nil {
+			return false, err
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneCreated, "Create", "creating private DNS zone %s", zone.Name)
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating private DNS zone "+zone.Name)
+		return false, nil
+	}
+	if st := zoneState(z); st != armprivatedns.ProvisioningStateSucceeded {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, fmt.Sprintf("private DNS zone %s is %s", zone.Name, st))
+		return false, nil
+	}
+	zo := dns.TagOwner(z.Tags)
+	switch {
+	case zo == zone.Owner(key):
+	case zo == "" && obj.Spec.Adopt:
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key))); err != nil {
+			return false, err
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneAdopted, "Adopt", "adopting private DNS zone %s (spec.adopt)", zone.Name)
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "adopting private DNS zone "+zone.Name)
+		return false, nil
+	default:
+		if c := meta.FindStatusCondition(obj.Status.Conditions, cond); c == nil || c.Status != metav1.ConditionTrue {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
+				"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", zone.Name, zo)
+		}
+	}
+	return true, nil
 }
 
 // dnsRecords writes the records of an Approved endpoint with an address,

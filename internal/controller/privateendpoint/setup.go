@@ -146,8 +146,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 		Azure:    sdkFor(clients),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, refIndex, func(o client.Object) []string {
-		if ref := o.(*v1alpha1.AzurePrivateEndpoint).Spec.PrivateLinkServiceRef; ref != nil {
-			return []string{ref.Name}
+		if e, ok := o.(*v1alpha1.AzurePrivateEndpoint); ok && e.Spec.PrivateLinkServiceRef != nil {
+			return []string{e.Spec.PrivateLinkServiceRef.Name}
 		}
 		return nil
 	}); err != nil {
