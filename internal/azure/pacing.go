@@ -51,6 +51,9 @@ type pacer struct {
 type budget struct {
 	tokens float64
 	at     time.Time
+	// next is the last refill slot handed to a held-back request: held-back
+	// requests come back one refill interval apart, not all at once.
+	next time.Time
 }
 
 func newPacer() *pacer { return &pacer{now: time.Now, classes: map[string]*budget{}} }
@@ -83,11 +86,23 @@ func (p *pacer) take(class string) time.Duration {
 	now, rate := p.now(), refillPerSecond[class]
 	b.tokens += now.Sub(b.at).Seconds() * rate
 	b.at = now
-	if b.tokens-1 < paceReserve {
-		return max(time.Duration((paceReserve+1-b.tokens)/rate*float64(time.Second)), 100*time.Millisecond)
+	if b.tokens-1 >= paceReserve {
+		b.tokens--
+		return 0
 	}
-	b.tokens--
-	return 0
+	// Held back: the next free refill slot, after the ones already handed
+	// out, so that a burst of objects returns spread over the refill.
+	interval := time.Duration(float64(time.Second) / rate)
+	first := now.Add(time.Duration((paceReserve + 1 - b.tokens) / rate * float64(time.Second)))
+	b.next = later(later(first, b.next.Add(interval)), now.Add(interval))
+	return b.next.Sub(now)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // observe takes the remaining budget ARM announced.

@@ -28,12 +28,15 @@ func TestPacer(t *testing.T) {
 	if w <= 0 || w > time.Second {
 		t.Fatalf("at the reserve: wait %s, want up to a second (10 writes/s)", w)
 	}
+	if w2 := p.take("writes"); w2 != w+100*time.Millisecond {
+		t.Errorf("a second held-back write: wait %s, want the next refill slot %s", w2, w+100*time.Millisecond)
+	}
 	if r := p.take("reads"); r != 0 {
 		t.Errorf("reads held back by the writes' budget: %s", r)
 	}
-	now = now.Add(w)
+	now = now.Add(w + 100*time.Millisecond)
 	if w := p.take("writes"); w != 0 {
-		t.Errorf("after the announced wait: still %s", w)
+		t.Errorf("after the announced waits: still %s", w)
 	}
 	// The global header form, as ARM's token-bucket limits send it.
 	p.observe("deletes", http.Header{"X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes": []string{"0"}})

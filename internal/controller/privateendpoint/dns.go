@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
@@ -294,7 +295,9 @@ func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 // from vnet when vnet is set, at all otherwise.
 func (r *Reconciler) neededElsewhere(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone, vnet string) (bool, error) {
 	list := &v1alpha1.AzurePrivateEndpointList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	// The cache's objects, read only: a shared zone's objects are listed on
+	// every release.
+	if err := r.Client.List(ctx, list, client.MatchingFields{zoneIndex: zone.Key()}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	for i := range list.Items {

@@ -2,10 +2,7 @@ package privateendpoint
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
@@ -186,32 +183,11 @@ func (r *Reconciler) target(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 	return pls.Status.ResourceID, nil
 }
 
-// fail records an error on a condition and says when to try again: the one
-// place where the controller acts on an error's class.
+// fail records an error on a condition and says when to try again
+// (azureobject.Failer: the one place that acts on an error's class).
 func (r *Reconciler) fail(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, cond string, err error) (ctrl.Result, error) {
-	c := classify(err)
-	log := ctrl.LoggerFrom(ctx).WithValues("condition", cond, "reason", c.Reason)
-	switch c.Class {
-	case azure.ClassWait:
-		setCondition(obj, cond, metav1.ConditionFalse, c.Reason, c.Message)
-		return ctrl.Result{RequeueAfter: r.Opts.Recheck}, nil
-	case azure.ClassTransient:
-		log.Info("Azure is not ready, retrying", "message", c.Message)
-		if meta.FindStatusCondition(obj.Status.Conditions, cond) == nil {
-			setCondition(obj, cond, metav1.ConditionUnknown, c.Reason, c.Message)
-		}
-		if c.RetryAfter > 0 {
-			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
-		}
-		return ctrl.Result{}, err
-	default:
-		if old := meta.FindStatusCondition(obj.Status.Conditions, cond); old == nil || old.Reason != c.Reason || old.Message != c.Message {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, cond, "%s", c.Message)
-		}
-		setCondition(obj, cond, metav1.ConditionFalse, c.Reason, c.Message)
-		log.Info("Needs a person", "message", c.Message)
-		return ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}, nil
-	}
+	f := azureobject.Failer{Recorder: r.Recorder, Recheck: r.Opts.Recheck, TerminalRecheck: r.Opts.TerminalRecheck}
+	return f.Fail(ctx, obj, &obj.Status.Conditions, obj.Generation, cond, err)
 }
 
 // writeStatus patches the status when it changed: one write per reconcile
@@ -239,38 +215,14 @@ func (r *Reconciler) requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter
 // owner is the owner value written on what the object creates.
 func owner(obj *v1alpha1.AzurePrivateEndpoint) string { return obj.Namespace + "/" + obj.Name }
 
-// specError is a problem the controller found itself, classified like an
-// Azure error.
-type specError struct {
-	class   azure.Class
-	reason  string
-	message string
-}
-
-func (e *specError) Error() string { return e.message }
-
-func waitFor(reason, format string, args ...any) error {
-	return &specError{class: azure.ClassWait, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-func terminal(reason, format string, args ...any) error {
-	return &specError{class: azure.ClassTerminal, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// classify turns any error into what to do; Azure's errors go through
-// azure.Classify, the one place that knows Azure's codes.
-func classify(err error) azure.Classification {
-	var se *specError
-	if errors.As(err, &se) {
-		return azure.Classification{Class: se.class, Reason: se.reason, Message: se.message}
-	}
-	return azure.Classify(err)
-}
+var (
+	waitFor  = azureobject.WaitFor
+	terminal = azureobject.Terminal
+	classify = azureobject.Classify
+)
 
 func setCondition(obj *v1alpha1.AzurePrivateEndpoint, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
-	})
+	azureobject.SetCondition(&obj.Status.Conditions, obj.Generation, typ, status, reason, message)
 }
 
 // summarize sets Ready from the other three conditions: True when all are,

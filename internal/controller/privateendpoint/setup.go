@@ -16,16 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
 // +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints,verbs=get;list;watch;patch
@@ -42,6 +41,9 @@ const PausedAnnotation = "privatelink.giantswarm.io/paused"
 
 // refIndex indexes objects by the AzurePrivateLinkService they name.
 const refIndex = "spec.privateLinkServiceRef.name"
+
+// zoneIndex indexes objects by the private DNS zone they use.
+const zoneIndex = "spec.dns.zone"
 
 // Options configure the controller.
 type Options struct {
@@ -123,18 +125,10 @@ type azureAPI struct {
 	dns       dnsAPI
 }
 
-// SubjectOf is the credential subject of an object: its identityRef (the
-// namespace defaults to the object's), or the operator's own credential.
+// SubjectOf is the credential subject of an object: its identityRef, or the
+// operator's own credential where allowed.
 func SubjectOf(obj *v1alpha1.AzurePrivateEndpoint) azure.Subject {
-	s := azure.Subject{Kind: "AzurePrivateEndpoint", Namespace: obj.Namespace, Name: obj.Name, AzureEnvironment: obj.Spec.AzureEnvironment, AllowOwn: true}
-	if ref := obj.Spec.IdentityRef; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = obj.Namespace
-		}
-		s.IdentityRef = &capz.ObjectRef{Name: ref.Name, Namespace: ns}
-	}
-	return s
+	return azureobject.Subject("AzurePrivateEndpoint", obj.Namespace, obj.Name, obj.Spec.AzureEnvironment, obj.Spec.IdentityRef)
 }
 
 // Setup registers the controller with a manager.
@@ -153,8 +147,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, zoneIndex, func(o client.Object) []string {
+		if e, ok := o.(*v1alpha1.AzurePrivateEndpoint); ok && e.Spec.DNS != nil {
+			return []string{zoneOf(e).Key()}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("azureprivateendpoint").
-		For(&v1alpha1.AzurePrivateEndpoint{}, builder.WithPredicates(relevant)).
+		For(&v1alpha1.AzurePrivateEndpoint{}, builder.WithPredicates(azureobject.Relevant)).
 		Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(r.referrers),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
@@ -175,17 +177,6 @@ func (r *Reconciler) referrers(ctx context.Context, o client.Object) []reconcile
 	}
 	return out
 }
-
-// relevant ignores the operator's own status writes: spec (generation),
-// annotation (pause) and deletion changes matter.
-var relevant = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-})
 
 // sdkFor builds the Azure API of an object from the shared client cache.
 func sdkFor(clients *azure.Clients) func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {

@@ -1,14 +1,12 @@
 package privatelinkservice
 
 import (
-	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 )
 
 // Condition reasons beside azure's (NotFound, AuthorizationFailed, ...).
@@ -47,38 +45,14 @@ const (
 	EventNATSubnetDeleted   = "NATSubnetDeleted"
 )
 
-// specError is a problem the controller found itself, classified like an
-// Azure error.
-type specError struct {
-	class   azure.Class
-	reason  string
-	message string
-}
-
-func (e *specError) Error() string { return e.message }
-
-func waitFor(reason, format string, args ...any) error {
-	return &specError{class: azure.ClassWait, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-func terminal(reason, format string, args ...any) error {
-	return &specError{class: azure.ClassTerminal, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// classify turns any error into what to do; Azure's errors go through
-// azure.Classify, the one place that knows Azure's codes.
-func classify(err error) azure.Classification {
-	var se *specError
-	if errors.As(err, &se) {
-		return azure.Classification{Class: se.class, Reason: se.reason, Message: se.message}
-	}
-	return azure.Classify(err)
-}
+var (
+	waitFor  = azureobject.WaitFor
+	terminal = azureobject.Terminal
+	classify = azureobject.Classify
+)
 
 func setCondition(obj *v1alpha1.AzurePrivateLinkService, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
-	})
+	azureobject.SetCondition(&obj.Status.Conditions, obj.Generation, typ, status, reason, message)
 }
 
 // summarize sets Ready from the other three conditions: True when all are,

@@ -3,10 +3,8 @@ package privatelinkservice
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
@@ -34,18 +33,10 @@ type Reconciler struct {
 	ranges   rangeReservations
 }
 
-// SubjectOf is the credential subject of an object: its identityRef (the
-// namespace defaults to the object's), or the operator's own credential.
+// SubjectOf is the credential subject of an object: its identityRef, or the
+// operator's own credential where allowed.
 func SubjectOf(obj *v1alpha1.AzurePrivateLinkService) azure.Subject {
-	s := azure.Subject{Kind: "AzurePrivateLinkService", Namespace: obj.Namespace, Name: obj.Name, AzureEnvironment: obj.Spec.AzureEnvironment, AllowOwn: true}
-	if ref := obj.Spec.IdentityRef; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = obj.Namespace
-		}
-		s.IdentityRef = &capz.ObjectRef{Name: ref.Name, Namespace: ns}
-	}
-	return s
+	return azureobject.Subject("AzurePrivateLinkService", obj.Namespace, obj.Name, obj.Spec.AzureEnvironment, obj.Spec.IdentityRef)
 }
 
 // Reconcile is the controller's entry point.
@@ -99,33 +90,11 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 	return r.service(ctx, obj, api, fe, subnetID)
 }
 
-// fail records an error on a condition and says when to try again: the one
-// place where the controller acts on an error's class.
+// fail records an error on a condition and says when to try again
+// (azureobject.Failer: the one place that acts on an error's class).
 func (r *Reconciler) fail(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, cond string, err error) (ctrl.Result, error) {
-	c := classify(err)
-	status := metav1.ConditionFalse
-	log := ctrl.LoggerFrom(ctx).WithValues("condition", cond, "reason", c.Reason)
-	switch c.Class {
-	case azure.ClassWait:
-		setCondition(obj, cond, status, c.Reason, c.Message)
-		return ctrl.Result{RequeueAfter: r.Opts.Recheck}, nil
-	case azure.ClassTransient:
-		log.Info("Azure is not ready, retrying", "message", c.Message)
-		if meta.FindStatusCondition(obj.Status.Conditions, cond) == nil {
-			setCondition(obj, cond, metav1.ConditionUnknown, c.Reason, c.Message)
-		}
-		if c.RetryAfter > 0 {
-			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
-		}
-		return ctrl.Result{}, err
-	default:
-		if old := meta.FindStatusCondition(obj.Status.Conditions, cond); old == nil || old.Reason != c.Reason || old.Message != c.Message {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, cond, "%s", c.Message)
-		}
-		setCondition(obj, cond, status, c.Reason, c.Message)
-		log.Info("Needs a person", "message", c.Message)
-		return ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}, nil
-	}
+	f := azureobject.Failer{Recorder: r.Recorder, Recheck: r.Opts.Recheck, TerminalRecheck: r.Opts.TerminalRecheck}
+	return f.Fail(ctx, obj, &obj.Status.Conditions, obj.Generation, cond, err)
 }
 
 // writeStatus patches the status when it changed: one write per reconcile

@@ -11,10 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 )
@@ -106,21 +105,10 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients) error {
 		Azure:    sdkFor(clients),
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("azureprivatelinkservice").
-		For(&v1alpha1.AzurePrivateLinkService{}, builder.WithPredicates(relevant)).
+		For(&v1alpha1.AzurePrivateLinkService{}, builder.WithPredicates(azureobject.Relevant)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
-
-// relevant ignores the operator's own status writes: spec (generation),
-// annotation (pause) and deletion changes matter.
-var relevant = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-})
 
 // sdkFor builds the Azure API of an object from the shared client cache.
 func sdkFor(clients *azure.Clients) func(context.Context, *v1alpha1.AzurePrivateLinkService) (azureAPI, error) {
