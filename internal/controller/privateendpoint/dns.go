@@ -57,9 +57,11 @@ func vnets(obj *v1alpha1.AzurePrivateEndpoint) []string {
 	return []string{pls.VNetOf(obj.Spec.SubnetID)}
 }
 
-// dnsMemo remembers, per object, what its DNS was last verified for and
-// when, so that an unchanged object's DNS is read only every DNSCheck:
-// Private DNS has lower request limits than networking.
+// dnsMemo remembers, per object and step (zone, links, records, an
+// Approved endpoint), what the step was last verified for and when, so that
+// an unchanged object's DNS is read only every DNSCheck (Private DNS has
+// lower request limits than networking) and a resumed pass does not read
+// again what it just saw.
 type dnsMemo struct {
 	mu sync.Mutex
 	m  map[string]dnsSeen
@@ -90,7 +92,7 @@ func (m *dnsMemo) set(key, fp string, now time.Time) {
 func (m *dnsMemo) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, part := range []string{"zone|", "links|", "records|"} {
+	for _, part := range []string{"zone|", "links|", "records|", "endpoint|"} {
 		delete(m.m, part+key)
 	}
 }

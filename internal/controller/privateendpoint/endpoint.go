@@ -30,6 +30,13 @@ func desired(obj *v1alpha1.AzurePrivateEndpoint, target string) pe.Desired {
 func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, target string) (ctrl.Result, bool, error) {
 	cond := v1alpha1.ConditionPrivateEndpointReady
 	rg, want := obj.Spec.ResourceGroup, desired(obj, target)
+	if r.recentlyApproved(obj) {
+		// A pass that resumes soon after one that saw the endpoint
+		// Approved (held back by the pacer, say) does not read it again:
+		// those reads would spend the budget the next steps need. The drift
+		// pass always reads.
+		return ctrl.Result{}, true, nil
+	}
 	observed, err := api.Get(ctx, rg, want.Name)
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
@@ -154,6 +161,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	switch st {
 	case pe.StateApproved:
 		r.heal.Ready(key)
+		r.dnsSeen.set("endpoint|"+key, fmt.Sprint(obj.Generation), r.clock().Now())
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonApproved, msg)
 		return ctrl.Result{RequeueAfter: r.Opts.drift()}, true, nil
 	case pe.StatePending:
@@ -185,6 +193,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		return ctrl.Result{RequeueAfter: min(wait, r.Opts.ConnectionCheck)}, false, nil
 	}
 	name := obj.AzurePrivateEndpointName()
+	r.dnsSeen.forget(key)
 	if err := api.endpoints.Delete(ctx, obj.Spec.ResourceGroup, name); err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
 		return res, false, err
@@ -210,4 +219,12 @@ func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) 
 	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForApproval, "records are written once the connection is Approved")
 	}
+}
+
+// recentlyApproved says the endpoint was observed provisioned and Approved,
+// for this generation, within half the drift interval.
+func (r *Reconciler) recentlyApproved(obj *v1alpha1.AzurePrivateEndpoint) bool {
+	st := obj.Status
+	return st.ProvisioningState == string(armnetwork.ProvisioningStateSucceeded) && st.ConnectionState == pe.StateApproved && len(st.IPAddresses) > 0 &&
+		r.dnsSeen.fresh("endpoint|"+owner(obj), fmt.Sprint(obj.Generation), r.clock().Now(), r.Opts.DriftInterval/2)
 }

@@ -77,7 +77,7 @@ type Reconciler struct {
 
 func (r *Reconciler) clock() clock.PassiveClock {
 	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
+		return clock.RealClock{}
 	}
 	return r.Clock
 }
@@ -88,7 +88,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.heal.Clock, r.heal.Grace = r.clock(), r.Opts.HealDisconnectedAfter
 	before := obj.DeepCopy()
 	if isPaused(obj) {
 		setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionUnknown, ReasonPaused, "reconciliation is paused by an annotation")

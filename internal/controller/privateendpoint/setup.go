@@ -139,6 +139,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
 		Azure:    sdkFor(clients),
 	}
+	r.heal.Clock, r.heal.Grace = r.clock(), opts.HealDisconnectedAfter
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, refIndex, func(o client.Object) []string {
 		if e, ok := o.(*v1alpha1.AzurePrivateEndpoint); ok && e.Spec.PrivateLinkServiceRef != nil {
 			return []string{e.Spec.PrivateLinkServiceRef.Name}
