@@ -40,7 +40,9 @@ func consumerMetrics() []consumerMetric {
 		{"restart: ARM reads, writes in the first drift interval", "writes 0", func(r ConsumerResult) string {
 			return fmt.Sprintf("%d, %d", r.Restart.ARMReads, r.Restart.ARMWrites)
 		}},
-		{"steady state: ARM reads per hour at default intervals", "", func(r ConsumerResult) string { return fmt.Sprintf("%.0f", r.SteadyReadsPerHour) }},
+		{"steady state: ARM reads per hour at default intervals", "", func(r ConsumerResult) string {
+			return fmt.Sprintf("%.0f (%.1f per endpoint; DNS check %d)", r.SteadyReadsPerHour, r.SteadyReadsPerHour/float64(r.N), r.RestartDNSReads)
+		}},
 		{"steady state: writes per hour (ARM and Kubernetes)", "0", func(r ConsumerResult) string { return fmt.Sprintf("%.0f", r.SteadyWritesPerHour) }},
 		{"delete every object, until Azure holds no endpoint or zone (s)", "", func(r ConsumerResult) string { return f1(r.DeleteSeconds) }},
 		{"delete: ARM writes (deletes) per endpoint", "", func(r ConsumerResult) string {
@@ -94,8 +96,9 @@ How to read it:
   the figure "paced" counts those, "429s" what Azure still refused.
 - **Steady state** is measured with the drift and DNS checks compressed by
   the same ratio (` + fmt.Sprint(opts.steadyDrift) + ` for 10 min) and scaled back to an hour at the
-  defaults (drift 10 min: one endpoint GET; DNS check 1 h: zone, links and
-  record reads).
+  defaults: six drift checks (one endpoint GET each) plus one DNS check
+  (zone, links and record reads of every object, as counted at the
+  restart, where every object's DNS is read once).
 `)
 	return b.String()
 }

@@ -92,8 +92,10 @@ func (m *dnsMemo) set(key, fp string, now time.Time) {
 func (m *dnsMemo) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, part := range []string{"zone|", "links|", "records|", "endpoint|"} {
-		delete(m.m, part+key)
+	for k := range m.m {
+		if _, rest, ok := strings.Cut(k, "|"); ok && (rest == key || strings.HasPrefix(rest, key+"|")) {
+			delete(m.m, k)
+		}
 	}
 }
 
@@ -322,12 +324,19 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 	key, ips, t := owner(obj), obj.Status.IPAddresses, ttl(obj.Spec.DNS)
 	want := records(obj.Spec.DNS)
 	var written, taken []string
+	now, fp := r.clock().Now(), fingerprint(obj)
 	for _, rel := range want {
+		fqdn := dns.FQDN(rel, zone.Name)
+		// A record verified in a pass that stopped later (held back by the
+		// pacer, say) is not read again.
+		if r.dnsSeen.fresh("record|"+key+"|"+rel, fp, now, r.Opts.DNSCheck) {
+			written = append(written, fqdn)
+			continue
+		}
 		rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
 		if err != nil {
 			return err
 		}
-		fqdn := dns.FQDN(rel, zone.Name)
 		o := dns.RecordOwner(rs)
 		switch {
 		case rs != nil && o != key && (o != "" || !obj.Spec.Adopt):
@@ -344,6 +353,7 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 			}
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordWritten, "Write", "%s now resolves to %s", fqdn, strings.Join(ips, ", "))
 		}
+		r.dnsSeen.set("record|"+key+"|"+rel, fp, now)
 		written = append(written, fqdn)
 	}
 	for _, fqdn := range obj.Status.FQDNs {
