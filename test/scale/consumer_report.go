@@ -88,8 +88,19 @@ How to read it:
   PUT and one PUT per record set, and with an own zone a zone PUT and a link
   PUT; per subscription N/K endpoints, the first 200 writes at once and the
   rest at 10 per second, subscriptions in parallel. Azure's own operation
-  time (the endpoint, then the zone, then the link, each started only when
-  the one before has succeeded) adds to it and does not shrink with N.
+  time adds to it and does not shrink with N: the endpoint, and beside it
+  the zone and then its link, each read again at the recheck interval
+  (10 s) until it has succeeded.
+- **What stops the target here** is not ARM: no request had to be held
+  back ("paced" 0) and none was refused, so the write budget never ran
+  out. Time goes to the chain of Azure operations of each object (about
+  25 s with 5 s operations and the 10 s recheck, for N = 1 too) and to the
+  operator's passes (3 to 4 per object, each a few ARM calls and one status
+  write) with the default 4 workers on a 2-core machine that also runs
+  kube-apiserver, etcd and azuresim. The writes are at the minimum, so a
+  faster machine, more workers (` + "`--private-endpoint-concurrency`" + `) or a
+  shorter ` + "`--private-endpoint-recheck-interval`" + ` bring the time down towards
+  the floor; the floor itself cannot be beaten.
 - **Pacing.** The operator reads ` + "`x-ms-ratelimit-remaining-subscription-<class>`" + `
   from every answer and, when the remaining budget is down to a reserve,
   requeues the object for the refill time instead of sending the request:
