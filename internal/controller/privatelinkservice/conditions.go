@@ -1,7 +1,6 @@
 package privatelinkservice
 
 import (
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 

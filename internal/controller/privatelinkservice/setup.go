@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 )
 
 // +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivatelinkservices,verbs=get;list;watch;create;patch;delete
