@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -74,7 +74,7 @@ type Failer struct {
 // without touching a known condition; anything else sets the condition
 // False, emits a Warning Event once per new message, and requeues after
 // TerminalRecheck.
-func (f Failer) Fail(ctx context.Context, obj runtime.Object, conds *[]metav1.Condition, generation int64, cond string, err error) (ctrl.Result, error) {
+func (f Failer) Fail(ctx context.Context, obj k8sruntime.Object, conds *[]metav1.Condition, generation int64, cond string, err error) (ctrl.Result, error) {
 	c := Classify(err)
 	log := ctrl.LoggerFrom(ctx).WithValues("condition", cond, "reason", c.Reason)
 	switch c.Class {

@@ -321,39 +321,19 @@ func (r *Reconciler) neededElsewhere(ctx context.Context, obj *v1alpha1.AzurePri
 // names. A record set the operator did not write is left alone unless the
 // spec adopts it.
 func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) error {
-	key, ips, t := owner(obj), obj.Status.IPAddresses, ttl(obj.Spec.DNS)
+	ips, t := obj.Status.IPAddresses, ttl(obj.Spec.DNS)
 	want := records(obj.Spec.DNS)
 	var written, taken []string
-	now, fp := r.clock().Now(), fingerprint(obj)
 	for _, rel := range want {
-		fqdn := dns.FQDN(rel, zone.Name)
-		// A record verified in a pass that stopped later (held back by the
-		// pacer, say) is not read again.
-		if r.dnsSeen.fresh("record|"+key+"|"+rel, fp, now, r.Opts.DNSCheck) {
-			written = append(written, fqdn)
-			continue
-		}
-		rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
+		by, err := r.writeRecord(ctx, obj, api, zone, rel, ips, t)
 		if err != nil {
 			return err
 		}
-		o := dns.RecordOwner(rs)
-		switch {
-		case rs != nil && o != key && (o != "" || !obj.Spec.Adopt):
-			taken = append(taken, fmt.Sprintf("%s (owner %q)", fqdn, o))
+		fqdn := dns.FQDN(rel, zone.Name)
+		if by != nil {
+			taken = append(taken, fmt.Sprintf("%s (owner %q)", fqdn, *by))
 			continue
-		case dns.RecordMatches(rs, ips, t, key):
-		default:
-			etag := ""
-			if rs != nil {
-				etag = ptr.Deref(rs.Etag, "")
-			}
-			if err := api.PutRecord(ctx, zone.ResourceGroup, zone.Name, rel, etag, dns.RecordBody(rs, ips, t, key)); err != nil {
-				return err
-			}
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordWritten, "Write", "%s now resolves to %s", fqdn, strings.Join(ips, ", "))
 		}
-		r.dnsSeen.set("record|"+key+"|"+rel, fp, now)
 		written = append(written, fqdn)
 	}
 	for _, fqdn := range obj.Status.FQDNs {
@@ -370,6 +350,38 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 			strings.Join(taken, ", "), dns.OwnerMetadata)
 	}
 	return nil
+}
+
+// writeRecord makes one record set point at ips, unless someone else wrote
+// it (then it returns who). A record verified in a pass that stopped later
+// (held back by the pacer, say) is not read again.
+func (r *Reconciler) writeRecord(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, rel string, ips []string, ttl int64) (*string, error) {
+	key, now, fp := owner(obj), r.clock().Now(), fingerprint(obj)
+	memo := "record|" + key + "|" + rel
+	if r.dnsSeen.fresh(memo, fp, now, r.Opts.DNSCheck) {
+		return nil, nil
+	}
+	rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
+	if err != nil {
+		return nil, err
+	}
+	o := dns.RecordOwner(rs)
+	switch {
+	case rs != nil && o != key && (o != "" || !obj.Spec.Adopt):
+		return &o, nil
+	case dns.RecordMatches(rs, ips, ttl, key):
+	default:
+		etag := ""
+		if rs != nil {
+			etag = ptr.Deref(rs.Etag, "")
+		}
+		if err := api.PutRecord(ctx, zone.ResourceGroup, zone.Name, rel, etag, dns.RecordBody(rs, ips, ttl, key)); err != nil {
+			return nil, err
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordWritten, "Write", "%s now resolves to %s", dns.FQDN(rel, zone.Name), strings.Join(ips, ", "))
+	}
+	r.dnsSeen.set(memo, fp, now)
+	return nil, nil
 }
 
 // deleteRecord deletes a record set if the object wrote it.

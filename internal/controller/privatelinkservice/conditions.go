@@ -47,7 +47,6 @@ const (
 var (
 	waitFor  = azureobject.WaitFor
 	terminal = azureobject.Terminal
-	classify = azureobject.Classify
 )
 
 func setCondition(obj *v1alpha1.AzurePrivateLinkService, typ string, status metav1.ConditionStatus, reason, message string) {
