@@ -233,6 +233,15 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
+// IgnoreNotFound returns nil for a 404 (a delete of something already
+// gone), err otherwise.
+func IgnoreNotFound(err error) error {
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 func retryAfter(resp *http.Response) time.Duration {
 	if resp == nil {
 		return 0

@@ -219,7 +219,7 @@ func (s SDK) PutZone(ctx context.Context, rg, zone string, body armprivatedns.Pr
 // DeleteZone starts deleting the zone; a missing one is fine.
 func (s SDK) DeleteZone(ctx context.Context, rg, zone string) error {
 	_, err := s.Factory.NewPrivateZonesClient().BeginDelete(ctx, rg, zone, nil)
-	return ignoreNotFound(err)
+	return azure.IgnoreNotFound(err)
 }
 
 // Links lists the zone's virtual network links (none when the zone is
@@ -240,7 +240,7 @@ func (s SDK) PutLink(ctx context.Context, rg, zone, name string, body armprivate
 // DeleteLink starts deleting the link; a missing one is fine.
 func (s SDK) DeleteLink(ctx context.Context, rg, zone, name string) error {
 	_, err := s.Factory.NewVirtualNetworkLinksClient().BeginDelete(ctx, rg, zone, name, nil)
-	return ignoreNotFound(err)
+	return azure.IgnoreNotFound(err)
 }
 
 // Record returns an A record set, or nil when it does not exist.
@@ -276,7 +276,7 @@ func (s SDK) DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error
 		opts = &armprivatedns.RecordSetsClientDeleteOptions{IfMatch: new(etag)}
 	}
 	_, err := s.Factory.NewRecordSetsClient().Delete(ctx, rg, zone, armprivatedns.RecordTypeA, rel, opts)
-	return ignoreNotFound(err)
+	return azure.IgnoreNotFound(err)
 }
 
 func collect[P, T any](ctx context.Context, pager *runtime.Pager[P], items func(P) []*T) ([]*T, error) {
@@ -292,11 +292,4 @@ func collect[P, T any](ctx context.Context, pager *runtime.Pager[P], items func(
 		out = append(out, items(page)...)
 	}
 	return out, nil
-}
-
-func ignoreNotFound(err error) error {
-	if azure.IsNotFound(err) {
-		return nil
-	}
-	return err
 }

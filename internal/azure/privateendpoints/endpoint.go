@@ -159,8 +159,5 @@ func (s SDK) Put(ctx context.Context, rg, name string, body armnetwork.PrivateEn
 // Delete starts deleting the private endpoint; a missing one is fine.
 func (s SDK) Delete(ctx context.Context, rg, name string) error {
 	_, err := s.Endpoints.BeginDelete(ctx, rg, name, nil)
-	if azure.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return azure.IgnoreNotFound(err)
 }

@@ -51,7 +51,7 @@ func (s SDK) Put(ctx context.Context, rg, name string, body armnetwork.PrivateLi
 // Delete starts deleting the private link service; a missing one is fine.
 func (s SDK) Delete(ctx context.Context, rg, name string) error {
 	_, err := s.Primary.NewPrivateLinkServicesClient().BeginDelete(ctx, rg, name, nil)
-	return ignoreNotFound(err)
+	return azure.IgnoreNotFound(err)
 }
 
 // SetConnection sets a connection's state (synchronous in ARM).
@@ -68,7 +68,7 @@ func (s SDK) SetConnection(ctx context.Context, rg, pls string, d Decision) erro
 // DeleteConnection starts removing a connection; a missing one is fine.
 func (s SDK) DeleteConnection(ctx context.Context, rg, pls, conn string) error {
 	_, err := s.Primary.NewPrivateLinkServicesClient().BeginDeletePrivateEndpointConnection(ctx, rg, pls, conn, nil)
-	return ignoreNotFound(err)
+	return azure.IgnoreNotFound(err)
 }
 
 // LoadBalancer returns a load balancer, or nil when it does not exist.
@@ -131,7 +131,7 @@ func (s SDK) DeleteSubnet(ctx context.Context, id string) error {
 		return err
 	}
 	_, err = f.NewSubnetsClient().BeginDelete(ctx, p.rg, p.names[0], p.names[1], nil)
-	return ignoreNotFound(err)
+	return azure.IgnoreNotFound(err)
 }
 
 // orNil is a GET's result: nil (and no error) when the resource does not
@@ -147,12 +147,6 @@ func orNil[T any](v *T, err error) (*T, error) {
 }
 
 // ignoreNotFound makes a DELETE of a missing resource a success.
-func ignoreNotFound(err error) error {
-	if azure.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
 
 type idParts struct {
 	sub, rg string

@@ -60,6 +60,24 @@ func SetCondition(conds *[]metav1.Condition, generation int64, typ string, statu
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation})
 }
 
+// Summarize sets Ready from the given conditions: True (reason Ready, with
+// readyMessage) when all are, otherwise False, or Unknown, with the reason
+// and message of the first one that is not; NotReady when one is missing.
+func Summarize(conds *[]metav1.Condition, generation int64, readyMessage string, types ...string) {
+	for _, t := range types {
+		c := meta.FindStatusCondition(*conds, t)
+		if c == nil {
+			SetCondition(conds, generation, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotReady", t+" is not known yet")
+			return
+		}
+		if c.Status != metav1.ConditionTrue {
+			SetCondition(conds, generation, v1alpha1.ConditionReady, c.Status, c.Reason, t+": "+c.Message)
+			return
+		}
+	}
+	SetCondition(conds, generation, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", readyMessage)
+}
+
 // Failer acts on an error's class for one controller.
 type Failer struct {
 	Recorder events.EventRecorder

@@ -205,12 +205,10 @@ func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if obj.Spec.DNS == nil {
 		return ctrl.Result{}, nil
 	}
-	key, now, fp := owner(obj), r.clock().Now(), fingerprint(obj)
-	if !r.dnsSeen.fresh("records|"+key, fp, now, r.Opts.DNSCheck) {
-		if err := r.writeRecords(ctx, obj, api, zoneOf(obj)); err != nil {
-			return r.fail(ctx, obj, cond, err)
-		}
-		r.dnsSeen.set("records|"+key, fp, now)
+	// Records already verified for this spec and address are not read
+	// again (writeRecord keeps that per record).
+	if err := r.writeRecords(ctx, obj, api, zoneOf(obj)); err != nil {
+		return r.fail(ctx, obj, cond, err)
 	}
 	if !linked {
 		return r.requeueSoon(), nil
@@ -264,7 +262,7 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 		if !containsFold(obj.Status.VirtualNetworkLinks, id) || containsFold(used, id) {
 			continue
 		}
-		if err := r.dropLink(ctx, obj, api, zone, l); err != nil {
+		if _, err := r.dropLink(ctx, obj, api, zone, l); err != nil {
 			return false, err
 		}
 	}
@@ -273,26 +271,27 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 }
 
 // dropLink deletes a link the object used, if the operator made it and no
-// other object still needs it.
-func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink) error {
+// other object still needs it. It reports whether the link is going (its
+// delete started now or before), so that a release waits for it.
+func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink) (bool, error) {
 	o, v := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
 	if o != owner(obj) && o != dns.SharedOwner {
-		return nil // not the operator's: it stays
+		return false, nil // not the operator's: it stays
 	}
 	if o == dns.SharedOwner {
 		needed, err := r.neededElsewhere(ctx, obj, zone, v)
 		if err != nil || needed {
-			return err
+			return false, err
 		}
 	}
 	if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
-		return nil
+		return true, nil
 	}
 	if err := api.DeleteLink(ctx, zone.ResourceGroup, zone.Name, ptr.Deref(l.Name, "")); err != nil {
-		return err
+		return false, err
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventLinkDeleted, "Delete", "unlinking private DNS zone %s from virtual network %s", zone.Name, v)
-	return nil
+	return true, nil
 }
 
 // neededElsewhere says whether another live object uses the shared zone —
@@ -437,18 +436,12 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		if !containsFold(obj.Status.VirtualNetworkLinks, ptr.Deref(l.ID, "")) {
 			continue
 		}
-		if err := r.dropLink(ctx, obj, api, zone, l); err != nil {
+		going, err := r.dropLink(ctx, obj, api, zone, l)
+		if err != nil {
 			res, err := r.fail(ctx, obj, cond, err)
 			return false, res, err
 		}
-		if o := dns.TagOwner(l.Tags); o == owner(obj) || o == dns.SharedOwner {
-			needed, err := r.neededElsewhere(ctx, obj, zone, dns.LinkedVNet(l))
-			if err != nil {
-				res, err := r.fail(ctx, obj, cond, err)
-				return false, res, err
-			}
-			pending = pending || !needed
-		}
+		pending = pending || going
 	}
 	if pending {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "removing virtual network links")

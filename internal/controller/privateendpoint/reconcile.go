@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -224,23 +223,12 @@ func setCondition(obj *v1alpha1.AzurePrivateEndpoint, typ string, status metav1.
 	azureobject.SetCondition(&obj.Status.Conditions, obj.Generation, typ, status, reason, message)
 }
 
-// summarize sets Ready from the other three conditions: True when all are,
-// otherwise False (or Unknown) with the first one that is not.
+// summarize sets Ready from the other three conditions.
 func summarize(obj *v1alpha1.AzurePrivateEndpoint) {
-	for _, t := range []string{v1alpha1.ConditionPrivateEndpointReady, v1alpha1.ConditionConnectionApproved, v1alpha1.ConditionDNSReady} {
-		c := meta.FindStatusCondition(obj.Status.Conditions, t)
-		if c == nil {
-			setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, t+" is not known yet")
-			return
-		}
-		if c.Status != metav1.ConditionTrue {
-			setCondition(obj, v1alpha1.ConditionReady, c.Status, c.Reason, t+": "+c.Message)
-			return
-		}
-	}
 	msg := "the private endpoint is approved"
 	if obj.Spec.DNS != nil {
 		msg += " and its names resolve to it from the linked virtual networks"
 	}
-	setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady, msg)
+	azureobject.Summarize(&obj.Status.Conditions, obj.Generation, msg,
+		v1alpha1.ConditionPrivateEndpointReady, v1alpha1.ConditionConnectionApproved, v1alpha1.ConditionDNSReady)
 }

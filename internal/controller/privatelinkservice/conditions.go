@@ -1,7 +1,6 @@
 package privatelinkservice
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -53,19 +52,8 @@ func setCondition(obj *v1alpha1.AzurePrivateLinkService, typ string, status meta
 	azureobject.SetCondition(&obj.Status.Conditions, obj.Generation, typ, status, reason, message)
 }
 
-// summarize sets Ready from the other three conditions: True when all are,
-// otherwise False (or Unknown) with the first one that is not.
+// summarize sets Ready from the other three conditions.
 func summarize(obj *v1alpha1.AzurePrivateLinkService) {
-	for _, t := range []string{v1alpha1.ConditionLoadBalancerFound, v1alpha1.ConditionNATSubnetReady, v1alpha1.ConditionPrivateLinkServiceReady} {
-		c := meta.FindStatusCondition(obj.Status.Conditions, t)
-		if c == nil {
-			setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, t+" is not known yet")
-			return
-		}
-		if c.Status != metav1.ConditionTrue {
-			setCondition(obj, v1alpha1.ConditionReady, c.Status, c.Reason, t+": "+c.Message)
-			return
-		}
-	}
-	setCondition(obj, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady, "the private link service is provisioned and matches the spec")
+	azureobject.Summarize(&obj.Status.Conditions, obj.Generation, "the private link service is provisioned and matches the spec",
+		v1alpha1.ConditionLoadBalancerFound, v1alpha1.ConditionNATSubnetReady, v1alpha1.ConditionPrivateLinkServiceReady)
 }
