@@ -38,6 +38,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/cpgate"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 )
@@ -155,6 +156,12 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	if opts.apeController {
 		if err := privateendpoint.Setup(ctx, mgr, opts.apeOptions(), clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
+		}
+	}
+	if gates := commaList(opts.azureClusterGates); len(gates) > 0 {
+		if err := cpgate.Setup(mgr, cpgate.Options{Gates: gates, ManagementCluster: opts.linkOptions().ManagementCluster,
+			AdoptFieldManagers: opts.linkOptions().AdoptFieldManagers}); err != nil {
+			return nil, fmt.Errorf("setting up the control plane gate (--azure-cluster-gates): %w", err)
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

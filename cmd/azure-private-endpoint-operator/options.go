@@ -49,6 +49,9 @@ type options struct {
 
 	mcName, mcNamespace     string
 	mcLinkNames             string
+	wcToMCLayout            string
+	mcIngressIPSource       string
+	azureClusterGates       string
 	annotationPrefix        string
 	mcSubnet, wcSubnet      string
 	watchFilter             string
@@ -111,7 +114,10 @@ func (o *options) apeOptions() privateendpoint.Options {
 // linkOptions are the AzureCluster controllers' options from the flags.
 func (o *options) linkOptions() clusterlink.Options {
 	return clusterlink.Options{
-		Config:                    clusterlink.Config{MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet},
+		Config: clusterlink.Config{
+			MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet,
+			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
+		},
 		ManagementCluster:         types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
 		AnnotationPrefix:          o.annotationPrefix,
 		WatchFilter:               o.watchFilter,
@@ -127,6 +133,17 @@ func (o *options) linkOptions() clusterlink.Options {
 		HealDisconnectedAfter:     offIfZero(o.healDisconnectedAfter),
 		HealRejected:              o.healRejected,
 	}
+}
+
+// ingressIPSource is --mc-ingress-ip-source or its layout's default.
+func (o *options) ingressIPSource() string {
+	switch {
+	case o.mcIngressIPSource != "":
+		return o.mcIngressIPSource
+	case o.wcToMCLayout == string(clusterlink.LayoutGateway):
+		return clusterlink.SourceGateway
+	}
+	return clusterlink.SourceIngress
 }
 
 // offIfZero maps a flag's 0 ("off") to the options' negative "off" (their
@@ -224,6 +241,12 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Namespace of the management cluster's AzureCluster. Required.")
 	fs.StringVar(&o.mcLinkNames, "mc-private-link-names", "",
 		"Comma-separated MC private link services workload clusters connect to; the first one's IP is annotated. Default: <mc-name>-ingress-privatelink.")
+	fs.StringVar(&o.wcToMCLayout, "wc-to-mc-layout", string(clusterlink.LayoutIngress),
+		"Private endpoints each workload cluster gets to the management cluster: ingress (<wc>-to-<mc>-privatelink-privateendpoint to the first --mc-private-link-names link; older operator up to 0.3), ingress+gateway (and <wc>-to-<mc>-gateway-privateendpoint to <mc>-gateway-privatelink; 0.4) or gateway (the gateway one only; 0.5). Changing it switches every cluster: the earlier layout's endpoints are removed only once the new one is approved and the ingress annotation holds its IP.")
+	fs.StringVar(&o.mcIngressIPSource, "mc-ingress-ip-source", "",
+		"With --wc-to-mc-layout=ingress+gateway, whose IP the private-link-mc-ingress-ip annotation takes: ingress or gateway. Default: ingress, or gateway in the gateway layout.")
+	fs.StringVar(&o.azureClusterGates, "azure-cluster-gates", "",
+		"Comma-separated AzureCluster condition types (for example GSPrivateLinksReady,GSDNSZoneReady) that must be True before a private workload cluster's KubeadmControlPlane may run: until then the operator pauses it (cluster.x-k8s.io/paused) and later lifts only its own pause. Needs a private management cluster. Default: none (off).")
 	fs.StringVar(&o.annotationPrefix, "annotation-prefix", clusterlink.DefaultAnnotationPrefix,
 		"Prefix of the IP annotations written on workload clusters.")
 	fs.StringVar(&o.mcSubnet, "mc-private-endpoint-subnet", "",
@@ -384,6 +407,17 @@ func (o *options) validateWiring() []error {
 	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.maxConcurrentReconciles))
+	}
+	if !slices.Contains(clusterlink.Layouts, clusterlink.Layout(o.wcToMCLayout)) {
+		errs = append(errs, fmt.Errorf("--wc-to-mc-layout=%q: must be ingress, ingress+gateway or gateway", o.wcToMCLayout))
+	}
+	switch {
+	case o.mcIngressIPSource != "" && o.mcIngressIPSource != clusterlink.SourceIngress && o.mcIngressIPSource != clusterlink.SourceGateway:
+		errs = append(errs, fmt.Errorf("--mc-ingress-ip-source=%q: must be ingress or gateway", o.mcIngressIPSource))
+	case o.mcIngressIPSource == clusterlink.SourceGateway && o.wcToMCLayout == string(clusterlink.LayoutIngress):
+		errs = append(errs, errors.New("--mc-ingress-ip-source=gateway needs a layout with the gateway endpoint: --wc-to-mc-layout=ingress+gateway or gateway"))
+	case o.mcIngressIPSource == clusterlink.SourceIngress && o.wcToMCLayout == string(clusterlink.LayoutGateway):
+		errs = append(errs, errors.New("--mc-ingress-ip-source=ingress needs a layout with the ingress endpoint: --wc-to-mc-layout=ingress or ingress+gateway"))
 	}
 	if o.customCloudFile != "" {
 		cc, err := azure.LoadCustomCloud(o.customCloudFile)

@@ -62,6 +62,10 @@ const FieldManager = "capz-manager"
 // Ingress configures a management cluster's ingress private link service.
 type Ingress struct {
 	AutoApprovedSubscriptions []string
+	// Gateway adds the gateway private link service
+	// <name>-gateway-privatelink, on a second frontend of the ingress load
+	// balancer, as installations moving to the Gateway API have.
+	Gateway bool
 }
 
 // Options configures capzsim.
@@ -292,7 +296,11 @@ func (r *Reconciler) ensureLoadBalancers(ctx context.Context, _ *unstructured.Un
 			return nil
 		}
 		name := s.view.Name + ingressLoadBalancerName
-		return az.ensureLB(ctx, s, name, node.name, []frontendSpec{{name: name + "-frontEnd"}})
+		fes := []frontendSpec{{name: name + "-frontEnd"}}
+		if r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Gateway {
+			fes = append(fes, frontendSpec{name: name + "-gateway-frontEnd"})
+		}
+		return az.ensureLB(ctx, s, name, node.name, fes)
 	}
 	return nil
 }
@@ -334,6 +342,12 @@ func (r *Reconciler) ensurePrivateLinks(ctx context.Context, u *unstructured.Uns
 		if err := az.ensurePLS(ctx, s, s.view.Name+ingressLinkSuffix, s.frontendID(lb, lb+"-frontEnd"),
 			[]string{node.name}, []string{"*"}, ing.AutoApprovedSubscriptions, false); err != nil {
 			return err
+		}
+		if ing.Gateway {
+			if err := az.ensurePLS(ctx, s, s.view.Name+gatewayLinkSuffix, s.frontendID(lb, lb+"-gateway-frontEnd"),
+				[]string{node.name}, []string{"*"}, ing.AutoApprovedSubscriptions, false); err != nil {
+				return err
+			}
 		}
 	}
 	if r.Opts.Mode == Upstream || !s.lbInternal || len(s.view.PrivateLinks) == 0 {

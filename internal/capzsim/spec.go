@@ -18,6 +18,7 @@ const (
 	ownedTagPrefix          = "sigs.k8s.io_cluster-api-provider-azure_cluster_"
 	capzFinalizer           = "azurecluster.infrastructure.cluster.x-k8s.io"
 	ingressLinkSuffix       = "-ingress-privatelink"
+	gatewayLinkSuffix       = "-gateway-privatelink"
 	ingressLoadBalancerName = "-ingress-lb"
 )
 

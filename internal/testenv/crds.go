@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,9 +38,12 @@ var capzCRDFiles = []string{
 	"infrastructure.cluster.x-k8s.io_azureclusteridentities.yaml",
 }
 
-// capiCRDFiles are the Cluster API CRDs the operator reads.
+// capiCRDFiles are the Cluster API CRDs the operator reads (and, for the
+// control plane gate, patches); a path with a directory is relative to the
+// module, not to config/crd/bases.
 var capiCRDFiles = []string{
 	"cluster.x-k8s.io_clusters.yaml",
+	"controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml",
 }
 
 // Schema selects the AzureCluster schema installed in the test API server.
@@ -88,7 +92,11 @@ func CRDs(ctx context.Context, s Schema) ([]*apiextensionsv1.CustomResourceDefin
 		files []string
 	}{{capzDir, capzCRDFiles}, {capiDir, capiCRDFiles}} {
 		for _, f := range src.files {
-			loaded, err := readCRDs(filepath.Join(src.dir, crdBasesDir, f))
+			path := filepath.Join(src.dir, crdBasesDir, f)
+			if strings.Contains(f, "/") {
+				path = filepath.Join(src.dir, f)
+			}
+			loaded, err := readCRDs(path)
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package testworld
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,8 +30,9 @@ import (
 // StartOperator runs the AzureCluster controllers in-process against the
 // world, configured as the binary's flags would (custom cloud, its CA), with
 // short intervals so tests converge fast. Zero fields of opts get those
-// test defaults; ManagementCluster is required.
-func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
+// test defaults; ManagementCluster is required. It stops with the test, or
+// earlier when the returned function is called (a restart).
+func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) (stop func()) {
 	t.Helper()
 	if opts.PendingRecheck == 0 {
 		opts.PendingRecheck = 300 * time.Millisecond
@@ -47,7 +49,7 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) {
 	if opts.AdoptFieldManagers == nil {
 		opts.AdoptFieldManagers = clusterlink.DefaultAdoptFieldManagers
 	}
-	w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
+	return w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
 		return clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond})
 	})
 }
@@ -109,8 +111,9 @@ const OwnCredentialNamespace = "org-operator-credential" //nolint:gosec // G101:
 // StartManager runs a manager configured like the binary's (custom cloud,
 // its CA, caches) with the controllers setup registers; own gives the
 // operator its own credential (CAPZ's principal), for objects in
-// OwnCredentialNamespace only. It stops with the test.
-func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *azure.Clients) error) {
+// OwnCredentialNamespace only. It stops with the test, or earlier when the
+// returned function is called.
+func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *azure.Clients) error) (stop func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
 		Scheme:                 w.Env.Scheme,
@@ -147,12 +150,17 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("operator stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // Events lists the events about an object, oldest first.

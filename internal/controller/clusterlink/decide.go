@@ -191,3 +191,36 @@ func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, a
 	}
 	return out
 }
+
+// Retiring returns a WC's endpoint entries to the MC that an earlier layout
+// or link configuration left (docs/design.md, *Switching layouts*): held by
+// the operator or by an older operator (adopt), named like the operator's
+// WC-side endpoints, connected to a private link service in the MC's
+// subscription and resource group (or the group named after the MC, as the
+// older operator assumed), and not in want. A user's entry is never one.
+// They stay until the endpoint the ingress annotation now takes its IP from
+// serves, so the WC never loses its way to the MC.
+func Retiring(wc, mc *capz.AzureCluster, owners map[capz.EndpointKey][]string, adopt []string, want []Endpoint) []Endpoint {
+	wanted := map[string]bool{}
+	for _, ep := range want {
+		wanted[ep.Name] = true
+	}
+	looksOwned := wcEndpointName(wc.Name)
+	var out []Endpoint
+	for _, s := range wc.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			managers := owners[capz.EndpointKey{Subnet: s.Name, Name: pe.Name}]
+			ours := slices.Contains(managers, capz.FieldManager) || slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(adopt, m) })
+			if wanted[pe.Name] || !ours || !looksOwned(pe) || len(pe.Connections) != 1 {
+				continue
+			}
+			id := pe.Connections[0].PrivateLinkServiceID
+			if !targetsGroup(id, mc.SubscriptionID, mc.ResourceGroup) && !targetsGroup(id, mc.SubscriptionID, mc.Name) {
+				continue
+			}
+			link := id[strings.LastIndex(id, "/")+1:]
+			out = append(out, Endpoint{Subnet: s.Name, PrivateEndpoint: pe, Direction: DirectionWCToMC, Cluster: key(wc), Link: link})
+		}
+	}
+	return out
+}

@@ -200,3 +200,47 @@ func TestLowestNonZeroResult(t *testing.T) {
 		}
 	}
 }
+
+func TestRetiring(t *testing.T) {
+	toMC := func(name, link string) capz.PrivateEndpoint {
+		return capz.PrivateEndpoint{Name: name, Connections: []capz.PrivateLinkServiceConnection{{
+			Name: name + "-connection", PrivateLinkServiceID: PrivateLinkServiceID(mcSub, "mc-rg", link),
+		}}}
+	}
+	w := wc("wc1")
+	w.Subnets[0].PrivateEndpoints = []capz.PrivateEndpoint{
+		toMC("wc1-to-mc-privatelink-privateendpoint", "mc-ingress-privatelink"),     // wanted
+		toMC("wc1-to-mc-gateway-privateendpoint", "mc-gateway-privatelink"),         // the older operator's, no longer wanted
+		toMC("wc1-to-mc-extra-privatelink-privateendpoint", "mc-extra-privatelink"), // ours, an extra link dropped
+		toMC("wc1-to-mc-users-privateendpoint", "mc-users-privatelink"),             // a user's
+		{Name: "wc1-to-other-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{ // ours by name, but not to the MC
+			Name: "x", PrivateLinkServiceID: PrivateLinkServiceID(wcSub, "elsewhere", "other"),
+		}}},
+	}
+	subnet := w.Subnets[0].Name
+	owners := map[capz.EndpointKey][]string{
+		{Subnet: subnet, Name: "wc1-to-mc-privatelink-privateendpoint"}:       {capz.FieldManager},
+		{Subnet: subnet, Name: "wc1-to-mc-gateway-privateendpoint"}:           {"manager"},
+		{Subnet: subnet, Name: "wc1-to-mc-extra-privatelink-privateendpoint"}: {capz.FieldManager},
+		{Subnet: subnet, Name: "wc1-to-mc-users-privateendpoint"}:             {"kubectl"},
+		{Subnet: subnet, Name: "wc1-to-other-privateendpoint"}:                {capz.FieldManager},
+	}
+	want := []Endpoint{{PrivateEndpoint: toMC("wc1-to-mc-privatelink-privateendpoint", "mc-ingress-privatelink")}}
+	got := Retiring(w, mc(), owners, []string{"manager"}, want)
+	var gotNames []string
+	for _, ep := range got {
+		gotNames = append(gotNames, ep.Name+"->"+ep.Link)
+		if ep.Direction != DirectionWCToMC || ep.Subnet != subnet || ep.Cluster != "org-a/wc1" {
+			t.Errorf("%s: direction %s, subnet %s, cluster %s", ep.Name, ep.Direction, ep.Subnet, ep.Cluster)
+		}
+	}
+	wantNames := []string{"wc1-to-mc-gateway-privateendpoint->mc-gateway-privatelink", "wc1-to-mc-extra-privatelink-privateendpoint->mc-extra-privatelink"}
+	if diff := cmp.Diff(wantNames, gotNames); diff != "" {
+		t.Errorf("retiring (-want +got):\n%s", diff)
+	}
+	// The older operator put the MC's name as resource group.
+	older := mc(func(a *capz.AzureCluster) { a.ResourceGroup = "elsewhere" })
+	if got := Retiring(w, older, owners, []string{"manager"}, want); len(got) != 0 {
+		t.Errorf("an MC in another resource group: %d retiring, want none", len(got))
+	}
+}

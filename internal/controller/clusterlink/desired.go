@@ -60,12 +60,44 @@ const (
 	DirectionWCToMC Direction = "wc-to-mc-ingress"
 )
 
+// Layout is the set of endpoints each WC gets to the MC: the layouts of
+// the older operator's releases, so that an installation keeps its names.
+type Layout string
+
+const (
+	// LayoutIngress: one endpoint <wc>-to-<mc>-privatelink-privateendpoint
+	// to the MC's ingress link (older operator up to 0.3; the default).
+	LayoutIngress Layout = "ingress"
+	// LayoutIngressAndGateway adds <wc>-to-<mc>-gateway-privateendpoint to
+	// <mc>-gateway-privatelink (older operator 0.4); IngressIPSource picks
+	// whose IP the ingress annotation takes.
+	LayoutIngressAndGateway Layout = "ingress+gateway"
+	// LayoutGateway: the gateway endpoint only, whose IP the ingress
+	// annotation takes (older operator 0.5).
+	LayoutGateway Layout = "gateway"
+)
+
+// Layouts lists the valid layouts.
+var Layouts = []Layout{LayoutIngress, LayoutIngressAndGateway, LayoutGateway}
+
+// IP sources of the ingress annotation.
+const (
+	SourceIngress = "ingress"
+	SourceGateway = "gateway"
+)
+
 // Config is the operator configuration the wiring depends on.
 type Config struct {
 	// MCLinkNames are the MC-side private link services WCs connect to; the
-	// first one's IP goes to the ingress annotation. Default:
-	// ["<mc-name>-ingress-privatelink"].
+	// first one is the ingress link (default "<mc-name>-ingress-privatelink"),
+	// each further one gets an endpoint <wc>-to-<link>-privateendpoint.
 	MCLinkNames []string
+	// Layout chooses the ingress and gateway endpoints. Default
+	// LayoutIngress.
+	Layout Layout
+	// IngressIPSource, in LayoutIngressAndGateway, is whose IP the ingress
+	// annotation takes: SourceIngress (default) or SourceGateway.
+	IngressIPSource string
 	// MCSubnet and WCSubnet name the subnet that receives private endpoints
 	// on each side. Default: the first subnet with role node, else the first.
 	MCSubnet, WCSubnet string
@@ -77,6 +109,40 @@ func (c Config) LinkNames(mcName string) []string {
 		return c.MCLinkNames
 	}
 	return []string{mcName + "-ingress-privatelink"}
+}
+
+// GatewayLinkName is the MC's gateway private link service, as the older
+// operator names it.
+func GatewayLinkName(mcName string) string { return mcName + "-gateway-privatelink" }
+
+// wcToMCSlot is one endpoint a WC gets to the MC: the link it reaches and
+// the base of its endpoint and connection names.
+type wcToMCSlot struct{ link, base string }
+
+// wcToMCSlots returns the WC's endpoints to the MC in the configured
+// layout, the one whose IP the ingress annotation takes first. A link gets
+// one endpoint: the ingress or gateway name wins over the extra-link one.
+func (c Config) wcToMCSlots(wcName, mcName string) []wcToMCSlot {
+	links := c.LinkNames(mcName)
+	ingress := wcToMCSlot{links[0], wcName + "-to-" + mcName + "-privatelink"} // the name existing installations carry
+	gateway := wcToMCSlot{GatewayLinkName(mcName), wcName + "-to-" + mcName + "-gateway"}
+	var out []wcToMCSlot
+	switch {
+	case c.Layout == LayoutGateway:
+		out = []wcToMCSlot{gateway}
+	case c.Layout == LayoutIngressAndGateway && c.IngressIPSource == SourceGateway:
+		out = []wcToMCSlot{gateway, ingress}
+	case c.Layout == LayoutIngressAndGateway:
+		out = []wcToMCSlot{ingress, gateway}
+	default:
+		out = []wcToMCSlot{ingress}
+	}
+	for _, link := range links[1:] {
+		if !slices.ContainsFunc(out, func(s wcToMCSlot) bool { return s.link == link }) {
+			out = append(out, wcToMCSlot{link, wcName + "-to-" + link})
+		}
+	}
+	return out
 }
 
 // Endpoint is a private endpoint the operator wants in one AzureCluster.
@@ -168,13 +234,20 @@ func MCToWC(mc, wc *capz.AzureCluster, cfg Config, existing map[string]bool) ([]
 }
 
 // WCToMC returns the endpoints a workload cluster needs to reach the
-// management cluster's ingress: one per configured MC link, when the MC's
-// API server load balancer is internal (a private MC).
+// management cluster's ingress or gateway, in the configured layout, when
+// the MC's API server load balancer is internal (a private MC). The first
+// is the one whose IP the ingress annotation takes.
 func WCToMC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
-	if mc.APIServerLBType != capz.LBTypeInternal {
-		return nil, nil
-	}
 	id := key(wc)
+	switch mc.APIServerLBType {
+	case capz.LBTypeInternal:
+	case capz.LBTypePublic, "":
+		return nil, nil
+	default:
+		// Not silently public: the WC would lose its endpoint to the MC.
+		return nil, []Problem{{id, ReasonInvalidSpec, fmt.Sprintf(
+			"the management cluster's spec.networkSpec.apiServerLB.type %q is neither Internal nor Public: no endpoint to it is wired or removed", mc.APIServerLBType)}}
+	}
 	if p := missingIDs(mc, "the management cluster's private link service ID"); p != nil {
 		p.Cluster = id
 		return nil, []Problem{*p}
@@ -185,11 +258,8 @@ func WCToMC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 	}
 	var out []Endpoint
 	var problems []Problem
-	for i, link := range cfg.LinkNames(mc.Name) {
-		base := wc.Name + "-to-" + link
-		if i == 0 {
-			base = wc.Name + "-to-" + mc.Name + "-privatelink" // the name existing installations carry
-		}
+	for _, slot := range cfg.wcToMCSlots(wc.Name, mc.Name) {
+		link, base := slot.link, slot.base
 		name := base + "-privateendpoint"
 		if p := checkName(id, name); p != nil {
 			problems = append(problems, *p)

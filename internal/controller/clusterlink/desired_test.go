@@ -265,6 +265,36 @@ func TestWCToMC(t *testing.T) {
 			},
 		},
 		{
+			reason: "layout ingress+gateway: the older operator 0.4's two endpoints, the ingress one's IP annotated first",
+			mc:     mc(), cfg: Config{Layout: LayoutIngressAndGateway},
+			want: []Endpoint{
+				wcEndpoint("wc1-to-mc-privatelink-privateendpoint", "wc1-to-mc-privatelink", "mc-ingress-privatelink", false),
+				wcEndpoint("wc1-to-mc-gateway-privateendpoint", "wc1-to-mc-gateway", "mc-gateway-privatelink", false),
+			},
+		},
+		{
+			reason: "layout ingress+gateway with the gateway as IP source: the gateway endpoint first",
+			mc:     mc(), cfg: Config{Layout: LayoutIngressAndGateway, IngressIPSource: SourceGateway},
+			want: []Endpoint{
+				wcEndpoint("wc1-to-mc-gateway-privateendpoint", "wc1-to-mc-gateway", "mc-gateway-privatelink", false),
+				wcEndpoint("wc1-to-mc-privatelink-privateendpoint", "wc1-to-mc-privatelink", "mc-ingress-privatelink", false),
+			},
+		},
+		{
+			reason: "layout gateway: the older operator 0.5's one endpoint; an extra link to the gateway is not made twice",
+			mc:     mc(), cfg: Config{Layout: LayoutGateway, MCLinkNames: []string{"mc-ingress-privatelink", "mc-gateway-privatelink", "mc-extra-privatelink"}},
+			want: []Endpoint{
+				wcEndpoint("wc1-to-mc-gateway-privateendpoint", "wc1-to-mc-gateway", "mc-gateway-privatelink", false),
+				wcEndpoint("wc1-to-mc-extra-privatelink-privateendpoint", "wc1-to-mc-extra-privatelink", "mc-extra-privatelink", false),
+			},
+		},
+		{
+			reason: "an unknown MC load balancer type is a problem, not a public MC",
+			mc:     mc(func(a *capz.AzureCluster) { a.APIServerLBType = "Hybrid" }),
+			wantProblems: []Problem{{"org-a/wc1", ReasonInvalidSpec,
+				`the management cluster's spec.networkSpec.apiServerLB.type "Hybrid" is neither Internal nor Public: no endpoint to it is wired or removed`}},
+		},
+		{
 			reason: "an MC link declared without the WC's subscription auto-approved gets a manual connection",
 			mc: mc(func(a *capz.AzureCluster) {
 				a.PrivateLinks = []capz.PrivateLink{{Name: "mc-ingress-privatelink", AllowedSubscriptions: []string{wcSub}}}

@@ -59,13 +59,13 @@ func create(t *testing.T, w *testworld.World, schema testenv.Schema, clusters ..
 	}
 }
 
-func operator(t *testing.T, w *testworld.World, mutate ...func(*clusterlink.Options)) {
+func operator(t *testing.T, w *testworld.World, mutate ...func(*clusterlink.Options)) (stop func()) {
 	t.Helper()
 	opts := clusterlink.Options{ManagementCluster: mcKey, DeleteOrphanedEndpoints: true}
 	for _, m := range mutate {
 		m(&opts)
 	}
-	w.StartOperator(t, opts)
+	return w.StartOperator(t, opts)
 }
 
 // wired waits until a WC has the annotations it should, and returns it.

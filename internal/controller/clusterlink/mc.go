@@ -179,8 +179,18 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 // apply). Each removal is guarded by a test of the entry's name, so a
 // concurrent change fails the patch instead of removing the wrong entry.
 func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, stale []StaleEntry) error {
+	wrote, err := removeStale(ctx, r.Client, mcU, stale)
+	if wrote {
+		mcWrites.Inc()
+	}
+	return err
+}
+
+// removeStale removes stale entries (StaleEntries) of an AzureCluster with
+// one JSON patch, each guarded by its name; it reports whether it wrote.
+func removeStale(ctx context.Context, c client.Client, u *unstructured.Unstructured, stale []StaleEntry) (bool, error) {
 	if len(stale) == 0 {
-		return nil
+		return false, nil
 	}
 	ops := make([]map[string]any, 0, 2*len(stale))
 	for _, e := range stale {
@@ -191,13 +201,12 @@ func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstru
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := r.Client.Patch(ctx, mcU, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := c.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
+		return false, client.IgnoreNotFound(err)
 	}
-	mcWrites.Inc()
-	return nil
+	return true, nil
 }
 
 func (r *MCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {

@@ -64,6 +64,10 @@ func TestObserve(t *testing.T) {
 		Name: "wc1-to-mc-gateway-privatelink-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls/mc-gateway-privatelink"}},
 	}}
 
+	gateway := Endpoint{Direction: DirectionWCToMC, PrivateEndpoint: capz.PrivateEndpoint{
+		Name: "wc1-to-mc-gateway-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls/mc-gateway-privatelink"}},
+	}}
+
 	type want struct {
 		Annotations map[string]string
 		States      map[Direction]string
@@ -75,6 +79,7 @@ func TestObserve(t *testing.T) {
 		reason     string
 		azure      fakeEndpoints
 		toWC, toMC []Endpoint
+		retiring   []Endpoint
 		current    map[string]string
 		want       want
 	}{
@@ -135,6 +140,56 @@ func TestObserve(t *testing.T) {
 			toMC:   toMC, current: map[string]string{apiAnn: "10.0.0.4"},
 			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.4"}, States: map[Direction]string{DirectionWCToMC: stateReady}, Ready: true, Requeue: "drift"},
 		},
+		{
+			reason: "a layout switch: the new endpoint is not ready, the annotation keeps the ready old one's IP",
+			azure: fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+				"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Updating"},
+				"wc1-to-mc-gateway-privateendpoint":     ready("10.1.0.7"),
+			}}},
+			toMC: toMC, retiring: []Endpoint{gateway}, current: map[string]string{ingressAnn: "10.1.0.7"},
+			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.7"}, States: map[Direction]string{DirectionWCToMC: stateProvisioning}, Requeue: "pending"},
+		},
+		{
+			reason: "a layout switch: the new endpoint is ready and takes the annotation",
+			azure: fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+				"wc1-to-mc-privatelink-privateendpoint": ready("10.1.0.4"),
+				"wc1-to-mc-gateway-privateendpoint":     ready("10.1.0.7"),
+			}}},
+			toMC: toMC, retiring: []Endpoint{gateway}, current: map[string]string{ingressAnn: "10.1.0.7"},
+			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.4"}, States: map[Direction]string{DirectionWCToMC: stateReady}, Ready: true, Requeue: "drift"},
+		},
+		{
+			reason: "a layout switch where no endpoint serves: no annotation",
+			azure: fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+				"wc1-to-mc-gateway-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StateDisconnected, IP: "10.1.0.7"},
+			}}},
+			toMC: toMC, retiring: []Endpoint{gateway}, current: map[string]string{ingressAnn: "10.1.0.7"},
+			want: want{Annotations: map[string]string{}, States: map[Direction]string{DirectionWCToMC: stateProvisioning}, Requeue: "pending"},
+		},
+		{
+			reason:   "an MC that cannot be judged: only the old endpoints, which keep the annotation but do not make the cluster ready",
+			azure:    fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{"wc1-to-mc-gateway-privateendpoint": ready("10.1.0.7")}}},
+			retiring: []Endpoint{gateway}, current: map[string]string{ingressAnn: "10.1.0.7"},
+			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.7"}, States: map[Direction]string{}, Requeue: "drift"},
+		},
+		{
+			reason: "a second endpoint of this layout keeps the IP the annotation holds while the first is not ready (ingress+gateway after gateway)",
+			azure: fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+				"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StatePending},
+				"wc1-to-mc-gateway-privateendpoint":     ready("10.1.0.7"),
+			}}},
+			toMC: []Endpoint{toMC[0], gateway}, current: map[string]string{ingressAnn: "10.1.0.7"},
+			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.7"}, States: map[Direction]string{DirectionWCToMC: statePending}, Requeue: "pending"},
+		},
+		{
+			reason: "the annotation never moves to an endpoint that is not the first (steady state of ingress+gateway)",
+			azure: fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
+				"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StateRejected, IP: "10.1.0.4"},
+				"wc1-to-mc-gateway-privateendpoint":     ready("10.1.0.7"),
+			}}},
+			toMC: []Endpoint{toMC[0], gateway}, current: map[string]string{ingressAnn: "10.1.0.4"},
+			want: want{Annotations: map[string]string{}, States: map[Direction]string{DirectionWCToMC: stateRejected}, Requeue: "pending"},
+		},
 	}
 	for _, c := range cases {
 		opts := Options{PendingRecheck: time.Nanosecond, DriftCheck: time.Hour, TerminalRecheck: 42 * time.Minute}
@@ -143,7 +198,8 @@ func TestObserve(t *testing.T) {
 		u := &unstructured.Unstructured{}
 		u.SetNamespace(wc.Namespace)
 		u.SetName(wc.Name)
-		o := r.observe(context.Background(), u, wc, mc, c.toWC, c.toMC, c.current)
+		u.SetAnnotations(c.current)
+		o := r.observe(context.Background(), u, wc, mc, c.toWC, c.toMC, c.retiring, c.current)
 		requeue := map[time.Duration]string{time.Nanosecond: "pending", 42 * time.Minute: "terminal"}[o.result.RequeueAfter]
 		if requeue == "" {
 			requeue = "drift"
@@ -166,7 +222,7 @@ func TestObserveReportsTerminalErrors(t *testing.T) {
 	}}}}}
 	u := &unstructured.Unstructured{}
 	toWC := []Endpoint{{Direction: DirectionMCToWC, PrivateEndpoint: capz.PrivateEndpoint{Name: "pe", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls"}}}}}
-	r.observe(context.Background(), u, &capz.AzureCluster{Name: "wc"}, &capz.AzureCluster{Name: "mc"}, toWC, nil, nil)
+	r.observe(context.Background(), u, &capz.AzureCluster{Name: "wc"}, &capz.AzureCluster{Name: "mc"}, toWC, nil, nil, nil)
 	select {
 	case e := <-rec.Events:
 		if !strings.HasPrefix(e, "Warning AuthorizationFailed") || !strings.Contains(e, "lacks Microsoft.Network/privateEndpoints/read") {
@@ -219,7 +275,7 @@ func TestObserveHealsDisconnected(t *testing.T) {
 		u.SetName(wc.Name)
 		for _, m := range c.steps {
 			clk.SetTime(start.Add(time.Duration(m) * time.Minute))
-			o := r.observe(context.Background(), u, wc, mc, nil, toMC, nil)
+			o := r.observe(context.Background(), u, wc, mc, nil, toMC, nil, nil)
 			if o.result.RequeueAfter <= 0 || o.result.RequeueAfter > 2*time.Minute {
 				t.Errorf("%s: at minute %d the next look is in %s; a broken endpoint is looked at within the grace period", c.reason, m, o.result.RequeueAfter)
 			}

@@ -33,3 +33,8 @@ const (
 // Azure, so that CAPZ recreates it against the private link service as it
 // is now.
 const ReasonEndpointHealed = "PrivateEndpointHealed"
+
+// ReasonLayoutSwitched is the Event reason for the end of a layout switch
+// (--wc-to-mc-layout): the new endpoint serves the ingress annotation and
+// the earlier layout's endpoints are removed.
+const ReasonLayoutSwitched = "PrivateEndpointLayoutSwitched"

@@ -122,7 +122,7 @@ func (r *WCReconciler) wireWithoutMC(ctx context.Context, u *unstructured.Unstru
 	}
 	toMC, _ := WCToMC(last.view, wc, r.Opts.Config)
 	toWC, _ := MCToWC(last.view, wc, r.Opts.Config, names(last.owned.Endpoints))
-	o := r.observe(ctx, u, wc, last.view, toWC, toMC, current.Annotations)
+	o := r.observe(ctx, u, wc, last.view, toWC, toMC, nil, current.Annotations)
 	want.Annotations = o.annotations
 	if err := r.apply(ctx, u, wc, current, want); err != nil {
 		return ctrl.Result{}, err
@@ -141,13 +141,28 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	toWC, p2 := MCToWC(mc, wc, r.Opts.Config, names(mcs.owned.Endpoints))
 	// An entry of the operator's name that someone else holds is theirs:
 	// neither written over nor observed as the operator's.
-	toMC, p3 := SkipTaken(toMC, TakenNames(wc, capz.EndpointOwners(u), r.Opts.AdoptFieldManagers), key(wc))
+	wcOwners := capz.EndpointOwners(u)
+	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, r.Opts.AdoptFieldManagers), key(wc))
 	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, r.Opts.AdoptFieldManagers), key(mc))
 	r.reportProblems(u, slices.Concat(p1, p2, p3, p4))
 
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
-	o := r.observe(ctx, u, wc, mc, toWC, toMC, current.Annotations)
-	want := capz.Owned{Endpoints: groupBySubnet(toMC), Finalizers: []string{Finalizer}, Annotations: o.annotations}
+	// Entries of an earlier layout stay while the MC cannot be judged (an
+	// unknown load balancer type) or until the new layout's annotation
+	// source serves and the annotation holds its IP.
+	var retiring []Endpoint
+	if len(toMC) > 0 || !knownLBType(mc.APIServerLBType) {
+		retiring = Retiring(wc, mc, wcOwners, r.Opts.AdoptFieldManagers, toMC)
+	}
+	o := r.observe(ctx, u, wc, mc, toWC, toMC, retiring, current.Annotations)
+	ingress := r.Opts.annotation(AnnotationMCIngressIP)
+	switched := len(toMC) > 0 && o.sourceReady && u.GetAnnotations()[ingress] == o.annotations[ingress]
+	kept := toMC
+	if len(retiring) > 0 && !switched {
+		kept = slices.Concat(toMC, ownedOnly(retiring, current.Endpoints))
+		o.result = lowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
+	}
+	want := capz.Owned{Endpoints: groupBySubnet(kept), Finalizers: []string{Finalizer}, Annotations: o.annotations}
 	if len(toMC)+len(toWC) == 0 && !slices.Contains(u.GetFinalizers(), Finalizer) {
 		// Nothing to protect yet (CAPZ has not written the subnet IDs, or
 		// the links are not ready): the finalizer comes with the first
@@ -158,6 +173,11 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		return ctrl.Result{}, err
 	}
 	r.reportTransitions(u, current.Annotations, o.annotations)
+	if len(retiring) > 0 && switched {
+		if err := r.retire(ctx, u, wc, wcOwners, toMC, retiring, want.Equal(current)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	endpointStates.set(u.GetNamespace()+"/"+u.GetName(), o.states)
 	if o.ready && len(toWC)+len(toMC) > 0 {
 		if err := r.setReadyCondition(ctx, u); err != nil {
@@ -177,6 +197,52 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		result = lowestNonZeroResult(result, res)
 	}
 	return result, o.err
+}
+
+// retire finishes a layout switch: the operator's entries of the earlier
+// layout have left with the apply; what an older operator wrote is shared,
+// so server-side apply cannot remove it, and a guarded patch does once the
+// apply has nothing left to change (applied).
+func (r *WCReconciler) retire(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, owners map[capz.EndpointKey][]string, toMC, retiring []Endpoint, applied bool) error {
+	retired := make([]string, 0, len(retiring))
+	for _, ep := range retiring {
+		retired = append(retired, ep.Name)
+	}
+	if r.memory.first(key(wc), "retired:"+strings.Join(retired, ",")) {
+		r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonLayoutSwitched, "Wire",
+			"private endpoint %s serves the ingress annotation now; removing the endpoints of the earlier layout: %s",
+			toMC[0].Name, strings.Join(retired, ", "))
+	}
+	if !applied {
+		return nil // u is stale after the apply: the next reconcile goes on
+	}
+	stale := StaleEntries(wc, owners, r.Opts.AdoptFieldManagers, map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
+		return slices.Contains(retired, pe.Name)
+	})
+	wrote, err := removeStale(ctx, r.Client, u, stale)
+	if wrote {
+		wcWrites.Inc()
+	}
+	return err
+}
+
+// ownedOnly returns the endpoints of eps that the operator holds (current):
+// the ones it keeps applying; what an older operator holds stays anyway.
+func ownedOnly(eps []Endpoint, current map[string][]capz.PrivateEndpoint) []Endpoint {
+	held := names(current)
+	var out []Endpoint
+	for _, ep := range eps {
+		if held[ep.Name] {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// knownLBType reports whether an API server load balancer type is one the
+// wiring understands (unset is public).
+func knownLBType(t string) bool {
+	return t == capz.LBTypeInternal || t == capz.LBTypePublic || t == ""
 }
 
 // lowestNonZeroResult is the sooner of two results: a requeue wins over
@@ -199,6 +265,9 @@ type observation struct {
 	annotations map[string]string
 	states      map[Direction]string
 	ready       bool
+	// sourceReady: the endpoint the ingress annotation takes its IP from
+	// in the configured layout is ready (a layout switch may finish).
+	sourceReady bool
 	result      ctrl.Result
 	err         error
 }
@@ -208,26 +277,30 @@ type observation struct {
 // only when that endpoint is provisioned, approved and has an IP; it is
 // removed when Azure says otherwise; it is left alone when Azure cannot be
 // read. Every endpoint of a direction is observed: the cluster is ready only
-// when all are, and a broken one is healed (see heal.Tracker).
-func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, current map[string]string) observation {
+// when all are, and a broken one is healed (see heal.Tracker). During a
+// layout switch the ingress annotation never goes empty: while the first of
+// toMC is not ready, it keeps its IP if that is the IP of another ready
+// endpoint to the MC, of this layout or of the earlier one (retiring, see
+// Retiring). It never moves to an endpoint that is not the first.
+func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC, retiring []Endpoint, current map[string]string) observation {
 	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.driftCheck()}}
 	for k, v := range current {
 		o.annotations[k] = v
 	}
 	var results []ctrl.Result
 	for _, d := range []struct {
-		eps     []Endpoint
-		owner   *capz.AzureCluster // whose identity and resource group
-		annName string
+		eps, fallback []Endpoint
+		owner         *capz.AzureCluster // whose identity and resource group
+		annName       string
 	}{
-		{toWC, mc, r.Opts.annotation(AnnotationAPIServerIP)},
-		{toMC, wc, r.Opts.annotation(AnnotationMCIngressIP)},
+		{toWC, nil, mc, r.Opts.annotation(AnnotationAPIServerIP)},
+		{toMC, slices.Concat(tail(toMC), retiring), wc, r.Opts.annotation(AnnotationMCIngressIP)},
 	} {
-		if len(d.eps) == 0 {
+		if len(d.eps)+len(d.fallback) == 0 {
 			delete(o.annotations, d.annName)
 			continue
 		}
-		results = append(results, r.observeDirection(ctx, u, &o, d.eps, d.owner, d.annName)...)
+		results = append(results, r.observeDirection(ctx, u, &o, d.eps, d.fallback, d.owner, d.annName)...)
 	}
 	if len(results) > 0 {
 		// Something waits: the soonest of its rechecks, not the drift check.
@@ -243,12 +316,16 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 }
 
 // observeDirection observes the endpoints of one direction, held by owner,
-// into o, and returns the rechecks they ask for.
-func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Unstructured, o *observation, eps []Endpoint, owner *capz.AzureCluster, annName string) []ctrl.Result {
-	dir := eps[0].Direction
-	wanted := make([]string, 0, len(eps))
-	for _, ep := range eps {
-		wanted = append(wanted, ep.Name)
+// into o, and returns the rechecks they ask for. fallback endpoints may
+// keep the annotation (see observe); those not in eps are neither healed
+// nor reported.
+func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Unstructured, o *observation, eps, fallback []Endpoint, owner *capz.AzureCluster, annName string) []ctrl.Result {
+	dir := slices.Concat(eps, fallback)[0].Direction
+	wanted := make([]string, 0, len(eps)+len(fallback))
+	for _, ep := range slices.Concat(eps, fallback) {
+		if !slices.Contains(wanted, ep.Name) {
+			wanted = append(wanted, ep.Name)
+		}
 	}
 	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, wanted...)
 	if err != nil {
@@ -272,6 +349,7 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 			r.heal.Ready(healKey)
 			if i == 0 {
 				o.annotations[annName] = ob.IP
+				o.sourceReady = o.sourceReady || dir == DirectionWCToMC
 			}
 			continue
 		}
@@ -285,7 +363,37 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 			results = append(results, ctrl.Result{RequeueAfter: wait})
 		}
 	}
+	if len(fallback) > 0 && (len(eps) == 0 || o.annotations[annName] == "") {
+		if ip := fallbackIP(obs, fallback, u.GetAnnotations()[annName]); ip != "" {
+			o.annotations[annName] = ip
+		} else {
+			delete(o.annotations, annName)
+		}
+		if len(eps) == 0 {
+			o.ready = false // nothing of the configured layout is wired
+		}
+	}
 	return results
+}
+
+// fallbackIP is was, the IP the annotation holds now, when a ready
+// endpoint among eps has it; otherwise "".
+func fallbackIP(obs map[string]privateendpoints.Observation, eps []Endpoint, was string) string {
+	for _, ep := range eps {
+		ob, exists := obs[strings.ToLower(ep.Name)]
+		if state, _ := endpointState(ob, exists, ep); state == stateReady && was != "" && ob.IP == was {
+			return was
+		}
+	}
+	return ""
+}
+
+// tail is eps without its first.
+func tail(eps []Endpoint) []Endpoint {
+	if len(eps) == 0 {
+		return nil
+	}
+	return eps[1:]
 }
 
 // maybeHeal heals a broken endpoint when its time has come, and otherwise

@@ -1,0 +1,262 @@
+package cpgate_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/cpgate"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+var gates = []string{"GSPrivateLinksReady", "GSDNSZoneReady"}
+
+const (
+	mcNS  = "org-giantswarm"
+	ns    = "org-gates"
+	human = "kubectl-annotate"
+)
+
+// TestGates runs every case of the gate on one API server, with the
+// operator's controller as the binary sets it up: the operator's pause comes
+// and goes with the gates; someone else's pause, an initialized control
+// plane, a paused Cluster, a control plane without owner, a Cluster without
+// infrastructure and a public WC are never touched; the older operator's
+// unmarked pause is released.
+func TestGates(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{})
+	ctx := context.Background()
+	c := env.Client
+	for _, n := range []string{mcNS, ns} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: "s", Private: true, CIDR16: 10}.Object(env.Schema)
+	if err := c.Create(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+
+	// Created before the operator starts, so that their first reconcile
+	// comes before the one of "held" (one worker, in order).
+	w := gateWorld{t: t, c: c}
+	w.cluster("initialized", clusterOpts{private: true})
+	w.setStatus(cpgate.KubeadmControlPlaneGVK, "initialized-cp", map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}})
+	w.cluster("cluster-paused", clusterOpts{private: true, clusterPaused: true})
+	w.cluster("no-owner", clusterOpts{private: true, noOwner: true})
+	w.cluster("no-infra", clusterOpts{private: true, noInfra: true})
+	w.cluster("public", clusterOpts{})
+	w.cluster("human", clusterOpts{private: true, pausedBy: human})
+	w.cluster("older", clusterOpts{private: true, pausedBy: "manager"})
+
+	start(t, env)
+	w.cluster("held", clusterOpts{private: true})
+
+	w.waitKCP("held", "paused by the operator", func(u *unstructured.Unstructured) bool {
+		return u.GetAnnotations()[cpgate.PausedAnnotation] == "true" && u.GetAnnotations()[cpgate.PausedByAnnotation] == strings.Join(gates, ",")
+	})
+	w.waitEvent("held-cp", cpgate.ReasonPaused)
+	for _, name := range []string{"initialized", "cluster-paused", "no-owner", "no-infra", "public"} {
+		if _, paused := w.kcp(name).GetAnnotations()[cpgate.PausedAnnotation]; paused {
+			t.Errorf("%s: paused; it must be left alone", name)
+		}
+	}
+
+	// One gate met: still held.
+	w.conditions("held", map[string]string{"GSPrivateLinksReady": "True"})
+	w.conditions("human", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "True"})
+	w.conditions("older", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "True"})
+	w.waitKCP("older", "the older operator's pause released", func(u *unstructured.Unstructured) bool {
+		_, paused := u.GetAnnotations()[cpgate.PausedAnnotation]
+		return !paused
+	})
+	if _, paused := w.kcp("held").GetAnnotations()[cpgate.PausedAnnotation]; !paused {
+		t.Error("held: released with GSDNSZoneReady not True")
+	}
+	// Both met: released, the mark gone.
+	w.conditions("held", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "True"})
+	w.waitKCP("held", "released", func(u *unstructured.Unstructured) bool {
+		_, paused := u.GetAnnotations()[cpgate.PausedAnnotation]
+		_, marked := u.GetAnnotations()[cpgate.PausedByAnnotation]
+		return !paused && !marked
+	})
+	w.waitEvent("held-cp", cpgate.ReasonReleased)
+	// The person's pause stays, unmarked, with every gate met.
+	if u := w.kcp("human"); u.GetAnnotations()[cpgate.PausedAnnotation] != "true" || u.GetAnnotations()[cpgate.PausedByAnnotation] != "" {
+		t.Errorf("human: the person's pause was changed: %v", u.GetAnnotations())
+	}
+	// A condition going back does not pause an initialized control plane.
+	w.conditions("initialized", map[string]string{"GSPrivateLinksReady": "False"})
+	w.conditions("held", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "False"})
+	w.waitKCP("held", "held again before initialization", func(u *unstructured.Unstructured) bool {
+		return u.GetAnnotations()[cpgate.PausedByAnnotation] == "GSDNSZoneReady"
+	})
+	if _, paused := w.kcp("initialized").GetAnnotations()[cpgate.PausedAnnotation]; paused {
+		t.Error("initialized: paused")
+	}
+}
+
+func start(t *testing.T, env *testenv.Env) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: new(true)},
+		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields(clusterlink.DefaultAdoptFieldManagers...)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpgate.Setup(mgr, cpgate.Options{Gates: gates, ManagementCluster: types.NamespacedName{Namespace: mcNS, Name: "mc"},
+		AdoptFieldManagers: clusterlink.DefaultAdoptFieldManagers}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+type clusterOpts struct {
+	private, clusterPaused, noOwner, noInfra bool
+	pausedBy                                 string // field manager of a pause set at creation
+}
+
+type gateWorld struct {
+	t *testing.T
+	c client.Client
+}
+
+// cluster creates a workload cluster's Cluster, AzureCluster and
+// KubeadmControlPlane (<name>-cp) as Cluster API and CAPZ would.
+func (w gateWorld) cluster(name string, o clusterOpts) {
+	ctx := context.Background()
+	cl := obj(capz.ClusterGVK, name)
+	spec := map[string]any{
+		"controlPlaneRef": map[string]any{"apiGroup": cpgate.KubeadmControlPlaneGVK.Group, "kind": "KubeadmControlPlane", "name": name + "-cp"},
+	}
+	if !o.noInfra {
+		spec["infrastructureRef"] = map[string]any{"apiGroup": capz.AzureClusterGVK.Group, "kind": "AzureCluster", "name": name}
+	}
+	if o.clusterPaused {
+		spec["paused"] = true
+	}
+	cl.Object["spec"] = spec
+	w.create(cl, "cluster-api")
+	ac := testworld.Cluster{Namespace: ns, Name: name, Subscription: "s", Private: o.private, CIDR16: 20}.Object(testenv.SchemaFork)
+	ac.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capz.ClusterGVK.GroupVersion().String(), Kind: "Cluster", Name: name, UID: cl.GetUID()}})
+	w.create(ac, "capz")
+	kcp := obj(cpgate.KubeadmControlPlaneGVK, name+"-cp")
+	kcp.Object["spec"] = map[string]any{
+		"version": "v1.33.0",
+		"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": map[string]any{
+			"apiGroup": capz.AzureClusterGVK.Group, "kind": "AzureMachineTemplate", "name": name + "-cp",
+		}}},
+	}
+	if !o.noOwner {
+		kcp.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capz.ClusterGVK.GroupVersion().String(), Kind: "Cluster", Name: name, UID: cl.GetUID(), Controller: new(true)}})
+	}
+	w.create(kcp, "cluster-api")
+	if o.pausedBy != "" {
+		patch := []byte(`{"metadata":{"annotations":{"` + cpgate.PausedAnnotation + `":"true"}}}`)
+		if err := w.c.Patch(ctx, kcp, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(o.pausedBy)); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+func (w gateWorld) create(u *unstructured.Unstructured, manager string) {
+	if err := w.c.Create(context.Background(), u, client.FieldOwner(manager)); err != nil {
+		w.t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+// conditions sets the AzureCluster's status conditions.
+func (w gateWorld) conditions(name string, conds map[string]string) {
+	var list []any
+	for _, typ := range slices.Sorted(maps.Keys(conds)) {
+		list = append(list, map[string]any{"type": typ, "status": conds[typ], "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+	}
+	w.setStatus(capz.AzureClusterGVK, name, map[string]any{"conditions": list})
+}
+
+func (w gateWorld) setStatus(gvk schemaGVK, name string, status map[string]any) {
+	u := obj(gvk, name)
+	u.Object["status"] = status
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.c.Status().Patch(context.Background(), u, client.RawPatch(types.MergePatchType, raw)); err != nil {
+		w.t.Fatalf("status of %s %s: %v", gvk.Kind, name, err)
+	}
+}
+
+func (w gateWorld) kcp(cluster string) *unstructured.Unstructured {
+	u := obj(cpgate.KubeadmControlPlaneGVK, cluster+"-cp")
+	if err := w.c.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+		w.t.Fatal(err)
+	}
+	return u
+}
+
+func (w gateWorld) waitKCP(cluster, what string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	var u *unstructured.Unstructured
+	testworld.Eventually(w.t, testworld.Timeout, cluster+": "+what, func(context.Context) (bool, string) {
+		u = w.kcp(cluster)
+		return ok(u), fmt.Sprint(u.GetAnnotations())
+	})
+	return u
+}
+
+func (w gateWorld) waitEvent(name, reason string) {
+	testworld.Eventually(w.t, testworld.Timeout, "event "+reason+" on "+name, func(ctx context.Context) (bool, string) {
+		list := &eventsv1.EventList{}
+		if err := w.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				seen = append(seen, e.Reason)
+				if e.Reason == reason {
+					return true, ""
+				}
+			}
+		}
+		return false, strings.Join(seen, ",")
+	})
+}
+
+type schemaGVK = schema.GroupVersionKind
+
+func obj(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
