@@ -263,6 +263,9 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"patch", plsGroup, "azureprivateendpoints", "", "org-a", true},
 		{"patch", plsGroup, "azureprivateendpoints", "status", "org-a", true},
 		{"update", plsGroup, "azureprivateendpoints", "finalizers", "org-a", true},
+		// The control plane gate (--azure-cluster-gates): patch only.
+		{"watch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "", true},
+		{"patch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", true},
 		// The metrics endpoint's authentication and authorization filter.
 		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
@@ -274,6 +277,10 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"update", capzGroup, "azureclusters", "", "org-a", false},
 		{"patch", capzGroup, "azureclusteridentities", "", "org-a", false},
 		{"patch", capiGroup, "clusters", "", "org-a", false},
+		{"update", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", false},
+		{"delete", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", false},
+		{"patch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "status", "org-a", false},
+		{"patch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanetemplates", "", "org-a", false},
 		{"list", "", "secrets", "", "", false},
 		{"watch", "", "secrets", "", "org-giantswarm", false},
 		{"create", "", "secrets", "", namespace, false},

@@ -83,6 +83,7 @@ func TestParseFlags(t *testing.T) {
 			apeDNSCheck:             time.Hour,
 			apeConcurrency:          4,
 			operatorCredential:      "default",
+			wcToMCLayout:            "ingress",
 		}
 	}
 	tests := []struct {
@@ -113,6 +114,30 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a custom cloud file that does not exist is refused",
 			args:    []string{"--azure-custom-cloud=/does/not/exist.json"},
 			wantErr: "--azure-custom-cloud=/does/not/exist.json: reading custom cloud",
+		},
+		{
+			reason: "the older operator 0.4's layout with the gateway's IP, and its gates",
+			args:   []string{"--wc-to-mc-layout=ingress+gateway", "--mc-ingress-ip-source=gateway", "--azure-cluster-gates=GSPrivateLinksReady,GSDNSZoneReady"},
+			want: func() options {
+				o := defaults()
+				o.wcToMCLayout, o.mcIngressIPSource, o.azureClusterGates = "ingress+gateway", "gateway", "GSPrivateLinksReady,GSDNSZoneReady"
+				return o
+			},
+		},
+		{
+			reason:  "an unknown layout is refused",
+			args:    []string{"--wc-to-mc-layout=gateway+ingress"},
+			wantErr: `--wc-to-mc-layout="gateway+ingress": must be ingress, ingress+gateway or gateway`,
+		},
+		{
+			reason:  "the gateway's IP without a gateway endpoint is refused",
+			args:    []string{"--mc-ingress-ip-source=gateway"},
+			wantErr: "--mc-ingress-ip-source=gateway needs a layout with the gateway endpoint",
+		},
+		{
+			reason:  "the ingress IP in the gateway layout is refused",
+			args:    []string{"--wc-to-mc-layout=gateway", "--mc-ingress-ip-source=ingress"},
+			wantErr: "--mc-ingress-ip-source=ingress needs a layout with the ingress endpoint",
 		},
 		{
 			reason:  "an unknown operator credential is refused",
@@ -277,6 +302,10 @@ func TestBinaryLifecycle(t *testing.T) {
 		"--leader-election-id="+leaseName,
 		"--management-cluster-name=mc",
 		"--management-cluster-namespace=org-giantswarm",
+		// The control plane gate starts too (the KubeadmControlPlane CRD is
+		// installed), and the gateway layout.
+		"--azure-cluster-gates=GSPrivateLinksReady,GSDNSZoneReady",
+		"--wc-to-mc-layout=gateway",
 	)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
@@ -433,7 +462,7 @@ func checkSecureMetrics(ctx context.Context, t *testing.T, env *testenv.Env, url
 		if diff := cmp.Diff("HTTP/1.1", proto); diff != "" {
 			t.Errorf("%s: protocol (-want +got):\n%s", c.reason, diff)
 		}
-		if c.want.Code == http.StatusOK && !strings.Contains(body, "azure_private_endpoint_operator_") {
+		if c.want.Code == http.StatusOK && !strings.Contains(body, "azure_private_endpoint_operator_control_planes_held 0") {
 			t.Errorf("%s: the operator's metrics are missing:\n%.500s", c.reason, body)
 		}
 	}

@@ -240,7 +240,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.mcNamespace, "management-cluster-namespace", "",
 		"Namespace of the management cluster's AzureCluster. Required.")
 	fs.StringVar(&o.mcLinkNames, "mc-private-link-names", "",
-		"Comma-separated MC private link services workload clusters connect to; the first one's IP is annotated. Default: <mc-name>-ingress-privatelink.")
+		"Comma-separated MC private link services workload clusters connect to: the first is the ingress link (endpoint <wc>-to-<mc>-privatelink-privateendpoint, see --wc-to-mc-layout), each further one gets an endpoint <wc>-to-<link>-privateendpoint. Default: <mc-name>-ingress-privatelink.")
 	fs.StringVar(&o.wcToMCLayout, "wc-to-mc-layout", string(clusterlink.LayoutIngress),
 		"Private endpoints each workload cluster gets to the management cluster: ingress (<wc>-to-<mc>-privatelink-privateendpoint to the first --mc-private-link-names link; older operator up to 0.3), ingress+gateway (and <wc>-to-<mc>-gateway-privateendpoint to <mc>-gateway-privatelink; 0.4) or gateway (the gateway one only; 0.5). Changing it switches every cluster: the earlier layout's endpoints are removed only once the new one is approved and the ingress annotation holds its IP.")
 	fs.StringVar(&o.mcIngressIPSource, "mc-ingress-ip-source", "",
