@@ -84,6 +84,10 @@ func TestParseFlags(t *testing.T) {
 			apeConcurrency:          4,
 			operatorCredential:      "default",
 			wcToMCLayout:            "ingress",
+			dns: dnsFlags{
+				mcZone: "{{.Cluster}}.{{.BaseDomain}}", wcZone: "{{.ManagementCluster}}.{{.BaseDomain}}",
+				mcRecords: "api", wcRecords: "*", ttl: 300, check: time.Hour,
+			},
 		}
 	}
 	tests := []struct {
@@ -123,6 +127,16 @@ func TestParseFlags(t *testing.T) {
 				o.wcToMCLayout, o.mcIngressIPSource, o.azureClusterGates = "ingress+gateway", "gateway", "GSPrivateLinksReady,GSDNSZoneReady"
 				return o
 			},
+		},
+		{
+			reason:  "DNS mode without base domain is refused",
+			args:    []string{"--wiring-dns"},
+			wantErr: "--wiring-dns needs --wiring-dns-base-domain",
+		},
+		{
+			reason:  "a DNS template that does not parse is refused",
+			args:    []string{"--wiring-dns-mc-zone={{.Clustr}}.{{.BaseDomain}}"},
+			wantErr: `DNS mode: template "{{.Clustr}}.{{.BaseDomain}}"`,
 		},
 		{
 			reason:  "an unknown layout is refused",
@@ -233,7 +247,7 @@ func TestParseFlags(t *testing.T) {
 			}
 			got.zap = options{}.zap // zap's own flag defaults are not ours to test.
 			got.inCluster = false
-			if diff := cmp.Diff(tc.want(), *got, cmp.AllowUnexported(options{})); diff != "" {
+			if diff := cmp.Diff(tc.want(), *got, cmp.AllowUnexported(options{}, dnsFlags{})); diff != "" {
 				t.Errorf("%s: options (-want +got):\n%s", tc.reason, diff)
 			}
 		})

@@ -52,6 +52,7 @@ type options struct {
 	wcToMCLayout            string
 	mcIngressIPSource       string
 	azureClusterGates       string
+	dns                     dnsFlags
 	annotationPrefix        string
 	mcSubnet, wcSubnet      string
 	watchFilter             string
@@ -89,6 +90,16 @@ type options struct {
 	// inCluster reports whether the process runs in a pod; a field so tests
 	// can set it.
 	inCluster bool
+}
+
+// dnsFlags are the flags of the wiring's DNS mode.
+type dnsFlags struct {
+	enabled, adopt       bool
+	baseDomain           string
+	mcZone, wcZone       string
+	mcRecords, wcRecords string
+	ttl                  int64
+	check                time.Duration
 }
 
 // errUsage marks errors caused by the command line, which exit with code 2.
@@ -132,6 +143,11 @@ func (o *options) linkOptions() clusterlink.Options {
 		AdoptFieldManagers:        commaList(o.adoptFieldManagers),
 		HealDisconnectedAfter:     offIfZero(o.healDisconnectedAfter),
 		HealRejected:              o.healRejected,
+		DNS: clusterlink.DNSConfig{
+			Enabled: o.dns.enabled, Adopt: o.dns.adopt, BaseDomain: o.dns.baseDomain,
+			MCZone: o.dns.mcZone, WCZone: o.dns.wcZone, MCRecords: commaList(o.dns.mcRecords), WCRecords: commaList(o.dns.wcRecords),
+			TTL: o.dns.ttl, Check: o.dns.check,
+		},
 	}
 }
 
@@ -247,6 +263,24 @@ func (o *options) flagSet() *flag.FlagSet {
 		"With --wc-to-mc-layout=ingress+gateway, whose IP the private-link-mc-ingress-ip annotation takes: ingress or gateway. Default: ingress, or gateway in the gateway layout.")
 	fs.StringVar(&o.azureClusterGates, "azure-cluster-gates", "",
 		"Comma-separated AzureCluster condition types (for example GSPrivateLinksReady,GSDNSZoneReady) that must be True before a private workload cluster's KubeadmControlPlane may run: until then the operator pauses it (cluster.x-k8s.io/paused) and later lifts only its own pause. Needs a private management cluster. Default: none (off).")
+	fs.BoolVar(&o.dns.enabled, "wiring-dns", false,
+		"Write the Private DNS records the IP annotations feed (what a DNS operator does from them): in the management cluster's network, each workload cluster's API name to its MC-side endpoint IP; in each workload cluster's network, the management cluster's ingress names to its WC-side endpoint IP. Sets the condition GSDNSZoneReady. Off: no DNS is read or written, and records stay with whoever owns them.")
+	fs.StringVar(&o.dns.baseDomain, "wiring-dns-base-domain", "",
+		"Base domain of the clusters' names in DNS mode (required with --wiring-dns); the annotation <annotation-prefix>/base-domain on a cluster's AzureCluster overrides it for that cluster's names.")
+	fs.StringVar(&o.dns.mcZone, "wiring-dns-mc-zone", clusterlink.DefaultMCZoneTemplate,
+		"Private DNS zone, in the management cluster's resource group and linked to its network, holding a workload cluster's API name (Go template over .Cluster, .Namespace, .ManagementCluster, .BaseDomain, the workload cluster's). A template without .Cluster makes one zone shared by every cluster; such a zone and its link are never deleted.")
+	fs.StringVar(&o.dns.mcRecords, "wiring-dns-mc-records", strings.Join(clusterlink.DefaultMCRecords, ","),
+		"Comma-separated record names (templates, relative to --wiring-dns-mc-zone; @ for its apex) resolving to a workload cluster's API endpoint in the management cluster's network.")
+	fs.StringVar(&o.dns.wcZone, "wiring-dns-wc-zone", clusterlink.DefaultWCZoneTemplate,
+		"Private DNS zone, in each workload cluster's resource group and linked to its network, holding the management cluster's ingress names (template as --wiring-dns-mc-zone; .BaseDomain is the management cluster's).")
+	fs.StringVar(&o.dns.wcRecords, "wiring-dns-wc-records", strings.Join(clusterlink.DefaultWCRecords, ","),
+		"Comma-separated record names (templates, relative to --wiring-dns-wc-zone) resolving to the management cluster's ingress or gateway endpoint in a workload cluster's network.")
+	fs.Int64Var(&o.dns.ttl, "wiring-dns-ttl", 300,
+		"TTL in seconds of the records of DNS mode (1 to 86400).")
+	fs.DurationVar(&o.dns.check, "wiring-dns-check-interval", time.Hour,
+		"How often DNS mode reads again records it has written (Azure Private DNS allows 500 reads per 5 minutes per subscription); a changed IP or spec is written at once.")
+	fs.BoolVar(&o.dns.adopt, "wiring-dns-adopt", false,
+		"In DNS mode, take over record sets of the wiring's names that carry no owner (written by another tool, such as dns-operator-azure). Off: such record sets are left alone and reported (Event DNSRecordSetNotOwned).")
 	fs.StringVar(&o.annotationPrefix, "annotation-prefix", clusterlink.DefaultAnnotationPrefix,
 		"Prefix of the IP annotations written on workload clusters.")
 	fs.StringVar(&o.mcSubnet, "mc-private-endpoint-subnet", "",
@@ -419,6 +453,7 @@ func (o *options) validateWiring() []error {
 	case o.mcIngressIPSource == clusterlink.SourceIngress && o.wcToMCLayout == string(clusterlink.LayoutGateway):
 		errs = append(errs, errors.New("--mc-ingress-ip-source=ingress needs a layout with the ingress endpoint: --wc-to-mc-layout=ingress or ingress+gateway"))
 	}
+	errs = append(errs, o.validateDNS()...)
 	if o.customCloudFile != "" {
 		cc, err := azure.LoadCustomCloud(o.customCloudFile)
 		if err != nil {
@@ -426,6 +461,30 @@ func (o *options) validateWiring() []error {
 		} else {
 			o.customCloud = &cc
 		}
+	}
+	return errs
+}
+
+// validateDNS checks the DNS mode's flags.
+func (o *options) validateDNS() []error {
+	var errs []error
+	if o.dns.enabled && o.dns.baseDomain == "" {
+		errs = append(errs, errors.New("--wiring-dns needs --wiring-dns-base-domain"))
+	}
+	if o.dns.ttl < 1 || o.dns.ttl > 86400 {
+		errs = append(errs, fmt.Errorf("--wiring-dns-ttl=%d: must be from 1 to 86400", o.dns.ttl))
+	}
+	if o.dns.check <= 0 {
+		errs = append(errs, fmt.Errorf("--wiring-dns-check-interval=%s: must be positive", o.dns.check))
+	}
+	for _, f := range []struct{ flag, value string }{{"--wiring-dns-mc-records", o.dns.mcRecords}, {"--wiring-dns-wc-records", o.dns.wcRecords}} {
+		if len(commaList(f.value)) == 0 {
+			errs = append(errs, fmt.Errorf("%s is empty", f.flag))
+		}
+	}
+	templates := append([]string{o.dns.mcZone, o.dns.wcZone}, commaList(o.dns.mcRecords)...)
+	if err := clusterlink.ParseDNSTemplates(append(templates, commaList(o.dns.wcRecords)...)...); err != nil {
+		errs = append(errs, fmt.Errorf("DNS mode: %w", err))
 	}
 	return errs
 }

@@ -192,6 +192,21 @@ func LinkedVNet(l *armprivatedns.VirtualNetworkLink) string {
 	return ptr.Deref(l.Properties.VirtualNetwork.ID, "")
 }
 
+// API reads and writes private DNS zones, links and A record sets in one
+// subscription; SDK implements it. Reads of what does not exist return
+// nil, not an error.
+type API interface {
+	Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error)
+	PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error
+	DeleteZone(ctx context.Context, rg, zone string) error
+	Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error)
+	PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error
+	DeleteLink(ctx context.Context, rg, zone, name string) error
+	Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error)
+	PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error
+	DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error
+}
+
 // SDK talks to Private DNS through the Azure SDK for one subscription.
 // Zone and link writes are long-running: they are started, not waited on.
 type SDK struct {

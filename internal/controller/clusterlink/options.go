@@ -57,6 +57,8 @@ type Options struct {
 	// HealRejected heals Rejected endpoints the same way (off by default: a
 	// rejection is usually a person's decision).
 	HealRejected bool
+	// DNS is the DNS mode (off by default).
+	DNS DNSConfig
 
 	// tickPhase offsets this process's recheck ticks (random, so that
 	// operators in different installations do not tick together).
@@ -97,6 +99,28 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
+	}
+	o.DNS.setDefaults()
+}
+
+func (c *DNSConfig) setDefaults() {
+	if c.MCZone == "" {
+		c.MCZone = DefaultMCZoneTemplate
+	}
+	if c.WCZone == "" {
+		c.WCZone = DefaultWCZoneTemplate
+	}
+	if len(c.MCRecords) == 0 {
+		c.MCRecords = DefaultMCRecords
+	}
+	if len(c.WCRecords) == 0 {
+		c.WCRecords = DefaultWCRecords
+	}
+	if c.TTL <= 0 {
+		c.TTL = 300
+	}
+	if c.Check <= 0 {
+		c.Check = time.Hour
 	}
 }
 

@@ -40,13 +40,16 @@ type WCReconciler struct {
 	Endpoints endpointClient
 	// Orphans deletes endpoints CAPZ left behind; nil leaves them.
 	Orphans orphanSweeper
+	// DNS writes the wiring's Private DNS (Opts.DNS.Enabled).
+	DNS dnsClients
 	// Clock drives healing; the real clock when nil.
 	Clock clock.PassiveClock
 
-	memory eventMemory
-	mc     mcSnapshot
-	heal   heal.Tracker
-	once   sync.Once
+	memory  eventMemory
+	dnsSeen dnsMemo
+	mc      mcSnapshot
+	heal    heal.Tracker
+	once    sync.Once
 }
 
 // Reconcile wires one workload cluster, in phases (docs/design.md,
@@ -180,11 +183,18 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	}
 	endpointStates.set(u.GetNamespace()+"/"+u.GetName(), o.states)
 	if o.ready && len(toWC)+len(toMC) > 0 {
-		if err := r.setReadyCondition(ctx, u); err != nil {
+		if err := r.setCondition(ctx, u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated"); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	result := o.result
+	if r.Opts.DNS.Enabled && o.err == nil && knownLBType(mc.APIServerLBType) {
+		res, err := r.reconcileDNS(ctx, u, wc, mc, toWC, toMC, o.annotations)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		result = lowestNonZeroResult(result, res)
+	}
 	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil && len(toMC) > 0 {
 		wanted := make([]string, 0, len(toMC))
 		for _, ep := range toMC {
@@ -551,6 +561,18 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",
 			"management cluster %s does not exist; releasing the finalizer without cleaning up its private endpoints", r.Opts.ManagementCluster)
 	}
+	if r.Opts.DNS.Enabled {
+		done, err := r.releaseDNS(ctx, u, wc, mcs.view)
+		if err != nil {
+			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, "removing the private DNS of the cluster", err)
+			if err != nil || res.RequeueAfter > 0 {
+				return res, err
+			}
+		}
+		if !done {
+			return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
+		}
+	}
 	if err := r.apply(ctx, u, wc, capz.CurrentOwned(u, wc, capz.FieldManager), capz.Owned{}); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -576,11 +598,12 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 	return ctrl.Result{}, nil
 }
 
-// setReadyCondition writes GSPrivateLinksReady=True once, with a merge patch
-// guarded by resourceVersion so a concurrent CAPZ status write is not lost.
-// It is never written False: CAPZ's Ready summary includes every condition.
-func (r *WCReconciler) setReadyCondition(ctx context.Context, u *unstructured.Unstructured) error {
-	if hasReadyCondition(u) {
+// setCondition writes a compatibility condition (GSPrivateLinksReady,
+// GSDNSZoneReady) True once, with a merge patch guarded by resourceVersion
+// so a concurrent CAPZ status write is not lost. It is never written False:
+// CAPZ's Ready summary includes every condition.
+func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string) error {
+	if hasCondition(u, typ) {
 		return nil
 	}
 	// Right after the annotations were applied the cache is stale, and an
@@ -590,22 +613,22 @@ func (r *WCReconciler) setReadyCondition(ctx context.Context, u *unstructured.Un
 		reader = r.Client
 	}
 	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
-	if err != nil || fresh == nil || hasReadyCondition(fresh) {
+	if err != nil || fresh == nil || hasCondition(fresh, typ) {
 		return err
 	}
 	before := fresh.DeepCopy()
 	conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
 	var kept []any
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); !ok || m["type"] != ConditionGSPrivateLinksReady {
+		if m, ok := c.(map[string]any); !ok || m["type"] != typ {
 			kept = append(kept, c)
 		}
 	}
 	kept = append(kept, map[string]any{
-		"type": ConditionGSPrivateLinksReady, "status": "True",
+		"type": typ, "status": "True",
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-		"reason":             "PrivateEndpointsReady",
-		"message":            "private endpoints are approved and their IPs annotated",
+		"reason":             reason,
+		"message":            message,
 	})
 	_ = unstructured.SetNestedSlice(fresh.Object, kept, "status", "conditions")
 	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
@@ -755,15 +778,4 @@ func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client
 		log.Info("Azure refused a request; a person must act", "what", what, "reason", c.Reason, "message", c.Message)
 		return ctrl.Result{RequeueAfter: opts.TerminalRecheck}, nil
 	}
-}
-
-// hasReadyCondition reports whether GSPrivateLinksReady is True.
-func hasReadyCondition(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == ConditionGSPrivateLinksReady && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }

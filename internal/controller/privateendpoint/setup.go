@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -107,17 +106,7 @@ type endpointAPI interface {
 }
 
 // dnsAPI reads and writes private DNS zones, links and A record sets.
-type dnsAPI interface {
-	Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error)
-	PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error
-	DeleteZone(ctx context.Context, rg, zone string) error
-	Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error)
-	PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error
-	DeleteLink(ctx context.Context, rg, zone, name string) error
-	Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error)
-	PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error
-	DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error
-}
+type dnsAPI = privatedns.API
 
 // azureAPI is what the controller needs from Azure for one object.
 type azureAPI struct {

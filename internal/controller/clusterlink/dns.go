@@ -1,0 +1,222 @@
+package clusterlink
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// DNS mode (--wiring-dns): the operator writes the Private DNS records the
+// IP annotations feed (docs/design.md, *DNS for the wiring*). This file is
+// the pure part: which zone, link and records each side needs.
+
+// ConditionGSDNSZoneReady is the WC condition written (True only) once the
+// records of both directions resolve, for control plane gates.
+const ConditionGSDNSZoneReady = "GSDNSZoneReady"
+
+// BaseDomainAnnotation, under the annotation prefix, overrides
+// --wiring-dns-base-domain for the names of one cluster.
+const BaseDomainAnnotation = "base-domain"
+
+// Defaults of the DNS mode's templates.
+const (
+	DefaultMCZoneTemplate = "{{.Cluster}}.{{.BaseDomain}}"
+	DefaultWCZoneTemplate = "{{.ManagementCluster}}.{{.BaseDomain}}"
+)
+
+// Default record names of the DNS mode.
+var (
+	DefaultMCRecords = []string{"api"}
+	DefaultWCRecords = []string{"*"}
+)
+
+// DNSConfig configures the DNS mode.
+type DNSConfig struct {
+	// Enabled turns the mode on. Off, the operator reads and writes no DNS
+	// and leaves the records to whoever owns them.
+	Enabled bool
+	// BaseDomain is the default base domain of every cluster's names.
+	BaseDomain string
+	// MCZone and MCRecords name the zone and records, in the management
+	// cluster's network, of a workload cluster's API (its MC-side endpoint
+	// IP); WCZone and WCRecords those, in each workload cluster's network,
+	// of the management cluster's ingress or gateway (the WC-side endpoint
+	// IP). Go templates over DNSNames.
+	MCZone, WCZone       string
+	MCRecords, WCRecords []string
+	// TTL of the records.
+	TTL int64
+	// Check is how often DNS that is in place is read again.
+	Check time.Duration
+	// Adopt takes over record sets of the wiring's names that carry no
+	// owner (written by another tool, dns-operator-azure say).
+	Adopt bool
+}
+
+// DNSNames are the fields the DNS templates may use. BaseDomain is the
+// base domain of the cluster whose names they are: the WC's for its API,
+// the MC's for its ingress.
+type DNSNames struct {
+	Cluster, Namespace, ManagementCluster, BaseDomain string
+}
+
+// DNSSide says in whose network a DNS set lives.
+type DNSSide string
+
+const (
+	// DNSSideMC: the WC's API names, in the MC's resource group and network.
+	DNSSideMC DNSSide = "mc"
+	// DNSSideWC: the MC's ingress names, in the WC's resource group and
+	// network.
+	DNSSideWC DNSSide = "wc"
+)
+
+// DNSSet is the DNS one side of a WC's wiring needs.
+type DNSSet struct {
+	Side DNSSide
+	// Zone lives in Holder's subscription and resource group, written with
+	// Holder's identity.
+	Zone   dns.Zone
+	Holder *capz.AzureCluster
+	// VNet is the network the zone is linked to ("" while CAPZ has not
+	// written the subnet IDs: nothing is created yet).
+	VNet    string
+	Records []string
+	// IP is the address the records hold; "" removes the operator's
+	// records (not approved, healing, or no endpoint any more).
+	IP string
+	// Owner is the WC ("namespace/name") on the records, and on the zone
+	// and link unless the zone is shared.
+	Owner string
+}
+
+// Fingerprint is what the set's DNS depends on: an unchanged fingerprint
+// is not read again before the check interval.
+func (s DNSSet) Fingerprint(ttl int64) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d", s.Zone.ID(), s.VNet, strings.Join(s.Records, ","), s.IP, ttl)
+}
+
+// DesiredDNS returns the DNS sets of a WC: the MC side when the MC has
+// endpoints to the WC (toWC), the WC side when the WC has endpoints to the
+// MC (toMC). A side without endpoints gets a set without IP only when the
+// operator may have written its records before (hadDNS), so they go. ann
+// are the WC's IP annotations as the operator writes them now, and prefix
+// names an annotation key.
+func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint, ann map[string]string, prefix func(string) string, hadDNS bool) ([]DNSSet, []Problem) {
+	var out []DNSSet
+	var problems []Problem
+	for _, side := range []struct {
+		side      DNSSide
+		eps       []Endpoint
+		holder    *capz.AzureCluster
+		namesOf   *capz.AzureCluster // whose base domain
+		zoneTmpl  string
+		records   []string
+		annotated string
+	}{
+		{DNSSideMC, toWC, mc, wc, cfg.MCZone, cfg.MCRecords, prefix(AnnotationAPIServerIP)},
+		{DNSSideWC, toMC, wc, mc, cfg.WCZone, cfg.WCRecords, prefix(AnnotationMCIngressIP)},
+	} {
+		if len(side.eps) == 0 && !hadDNS {
+			continue
+		}
+		names := DNSNames{Cluster: wc.Name, Namespace: wc.Namespace, ManagementCluster: mc.Name, BaseDomain: cfg.BaseDomain}
+		if bd := side.namesOf.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
+			names.BaseDomain = bd
+		}
+		zoneName, err := render(side.zoneTmpl, names)
+		var records []string
+		for _, t := range side.records {
+			r, rerr := render(t, names)
+			if rerr != nil && err == nil {
+				err = rerr
+			}
+			records = append(records, r)
+		}
+		if err == nil {
+			err = validateDNSNames(zoneName, records)
+		}
+		if err != nil {
+			problems = append(problems, Problem{key(wc), ReasonInvalidDNS, fmt.Sprintf("the %s-side DNS names cannot be built: %v", side.side, err)})
+			continue
+		}
+		set := DNSSet{
+			Side: side.side, Holder: side.holder, Records: records, Owner: key(wc),
+			Zone: dns.Zone{Subscription: side.holder.SubscriptionID, ResourceGroup: side.holder.ResourceGroup, Name: zoneName,
+				Shared: !strings.Contains(side.zoneTmpl, ".Cluster")},
+		}
+		if len(side.eps) > 0 {
+			set.IP = ann[side.annotated]
+			set.VNet = vnetOf(side.holder, side.eps[0].Subnet)
+		}
+		out = append(out, set)
+	}
+	return out, problems
+}
+
+// vnetOf is the ID of the network of a cluster's subnet, from the subnet ID
+// CAPZ writes back into spec ("" until it has).
+func vnetOf(ac *capz.AzureCluster, subnet string) string {
+	for _, s := range ac.Subnets {
+		if s.Name == subnet {
+			if i := strings.Index(strings.ToLower(s.ID), "/subnets/"); i > 0 {
+				return s.ID[:i]
+			}
+		}
+	}
+	return ""
+}
+
+func render(tmpl string, names DNSNames) (string, error) {
+	t, err := template.New("dns").Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, names); err != nil {
+		return "", err
+	}
+	return strings.ToLower(strings.TrimSuffix(b.String(), ".")), nil
+}
+
+// ParseDNSTemplates checks the templates at start, so that a typo is a
+// flag error, not an Event on every cluster.
+func ParseDNSTemplates(templates ...string) error {
+	for _, t := range templates {
+		if _, err := render(t, DNSNames{Cluster: "c", Namespace: "n", ManagementCluster: "m", BaseDomain: "example.com"}); err != nil {
+			return fmt.Errorf("template %q: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// validateDNSNames checks what Azure would refuse: a zone of fewer than two
+// labels (or an empty label, say from an unset base domain), a record
+// name with an empty label.
+func validateDNSNames(zone string, records []string) error {
+	labels := strings.Split(zone, ".")
+	if len(labels) < 2 || len(zone) > 253 {
+		return fmt.Errorf("zone %q needs two labels or more (is --wiring-dns-base-domain set?)", zone)
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 {
+			return fmt.Errorf("zone %q has an empty or too long label (is --wiring-dns-base-domain set?)", zone)
+		}
+	}
+	for _, r := range records {
+		if r == "@" {
+			continue
+		}
+		for l := range strings.SplitSeq(r, ".") {
+			if l == "" || len(l) > 63 {
+				return fmt.Errorf("record %q has an empty or too long label", r)
+			}
+		}
+	}
+	return nil
+}

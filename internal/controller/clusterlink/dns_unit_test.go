@@ -1,0 +1,108 @@
+package clusterlink
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+func TestDesiredDNS(t *testing.T) {
+	withIDs := func(a *capz.AzureCluster) {
+		for i := range a.Subnets {
+			a.Subnets[i].ID = "/subscriptions/" + a.SubscriptionID + "/resourceGroups/" + a.ResourceGroup + "/providers/Microsoft.Network/virtualNetworks/" + a.Name + "-vnet/subnets/" + a.Subnets[i].Name
+		}
+	}
+	m, w := mc(withIDs), wc("wc1", withIDs)
+	toWC := []Endpoint{{Subnet: "mc-nodes"}}
+	toMC := []Endpoint{{Subnet: "nodes"}}
+	prefix := func(n string) string { return DefaultAnnotationPrefix + "/" + n }
+	ann := map[string]string{prefix(AnnotationAPIServerIP): "10.0.1.4", prefix(AnnotationMCIngressIP): "10.1.1.4"}
+	cfg := DNSConfig{BaseDomain: "example.com"}
+	cfg.setDefaults()
+	mcSide := DNSSet{Side: DNSSideMC, Holder: m, Records: []string{"api"}, Owner: "org-a/wc1", IP: "10.0.1.4",
+		VNet: "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/virtualNetworks/mc-vnet",
+		Zone: dns.Zone{Subscription: mcSub, ResourceGroup: "mc-rg", Name: "wc1.example.com"}}
+	wcSide := DNSSet{Side: DNSSideWC, Holder: w, Records: []string{"*"}, Owner: "org-a/wc1", IP: "10.1.1.4",
+		VNet: "/subscriptions/" + wcSub + "/resourceGroups/wc1-resources/providers/Microsoft.Network/virtualNetworks/wc1-vnet",
+		Zone: dns.Zone{Subscription: wcSub, ResourceGroup: "wc1-resources", Name: "mc.example.com", Shared: true}}
+	without := func(s DNSSet) DNSSet { s.IP, s.VNet = "", ""; return s }
+	cases := []struct {
+		reason       string
+		cfg          func(*DNSConfig)
+		mc, wc       *capz.AzureCluster
+		toWC, toMC   []Endpoint
+		ann          map[string]string
+		hadDNS       bool
+		want         []DNSSet
+		wantProblems []Problem
+	}{
+		{reason: "both directions, default names", toWC: toWC, toMC: toMC, ann: ann, want: []DNSSet{mcSide, wcSide}},
+		{reason: "not approved yet: the sets are there without IP, so nothing is written", toWC: toWC, toMC: toMC,
+			want: []DNSSet{func() DNSSet { s := mcSide; s.IP = ""; return s }(), func() DNSSet { s := wcSide; s.IP = ""; return s }()}},
+		{reason: "a public WC never had DNS: nothing to do", toMC: toMC, ann: ann, want: []DNSSet{wcSide}},
+		{reason: "the WC's endpoint went after DNS was written: its records go", toMC: toMC, ann: ann, hadDNS: true, want: []DNSSet{without(mcSide), wcSide}},
+		{
+			reason: "a shared zone by template, and the WC's own base domain",
+			cfg: func(c *DNSConfig) {
+				c.MCZone, c.MCRecords = "{{.BaseDomain}}", []string{"api.{{.Cluster}}"}
+			},
+			wc: wc("wc1", withIDs, func(a *capz.AzureCluster) {
+				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "Team.Example.org."}
+			}),
+			toWC: toWC, ann: ann,
+			want: []DNSSet{func() DNSSet {
+				s := mcSide
+				s.Zone.Name, s.Zone.Shared, s.Records = "team.example.org", true, []string{"api.wc1"}
+				return s
+			}()},
+		},
+		{
+			reason: "no base domain: a problem, not a one-label zone",
+			cfg:    func(c *DNSConfig) { c.BaseDomain = "" },
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{{"org-a/wc1", ReasonInvalidDNS, `the mc-side DNS names cannot be built: zone "wc1" needs two labels or more (is --wiring-dns-base-domain set?)`}},
+		},
+		{
+			reason: "CAPZ has not written the subnet IDs: no network yet",
+			mc:     mc(), toWC: toWC, ann: ann,
+			want: []DNSSet{func() DNSSet { s := mcSide; s.VNet, s.Holder = "", mc(); return s }()},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			cf := cfg
+			if c.cfg != nil {
+				c.cfg(&cf)
+			}
+			mcv, wcv := m, w
+			if c.mc != nil {
+				mcv = c.mc
+			}
+			if c.wc != nil {
+				wcv = c.wc
+			}
+			got, problems := DesiredDNS(mcv, wcv, cf, c.toWC, c.toMC, c.ann, prefix, c.hadDNS)
+			if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(DNSSet{}, "Holder")); diff != "" {
+				t.Errorf("sets (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.wantProblems, problems); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDNSTemplates(t *testing.T) {
+	if err := ParseDNSTemplates(DefaultMCZoneTemplate, DefaultWCZoneTemplate, "api.{{.Namespace}}"); err != nil {
+		t.Errorf("defaults refused: %v", err)
+	}
+	for _, bad := range []string{"{{.Clustr}}", "{{.Cluster"} {
+		if err := ParseDNSTemplates(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Event reasons of the DNS mode.
+const (
+	ReasonDNSZoneCreated      = "DNSZoneCreated"
+	ReasonDNSRecordWritten    = "DNSRecordWritten"
+	ReasonDNSRecordDeleted    = "DNSRecordDeleted"
+	ReasonDNSRecordNotOwned   = "DNSRecordSetNotOwned"
+	ReasonDNSReleased         = "DNSReleased"
+	ReasonDNSNotReleased      = "DNSNotReleased"
+	ReasonInvalidDNS          = "InvalidDNSNames"
+	reasonDNSZoneReadyMessage = "private DNS records of the wiring are written and linked"
+)
+
+// dnsClients gives the Private DNS API of a cluster's subscription, with
+// the cluster's identity.
+type dnsClients interface {
+	For(ctx context.Context, ac *capz.AzureCluster) (dns.API, error)
+}
+
+// AzureDNS implements dnsClients with the shared client cache.
+type AzureDNS struct{ Clients *azure.Clients }
+
+// For implements dnsClients.
+func (a AzureDNS) For(ctx context.Context, ac *capz.AzureCluster) (dns.API, error) {
+	f, err := a.Clients.PrivateDNSFor(ctx, azure.SubjectOf(ac), ac.SubscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	return dns.SDK{Factory: f}, nil
+}
+
+// dnsState is where a DNS set stands after a pass.
+type dnsState int
+
+const (
+	dnsDone    dnsState = iota // in place (or removed) as desired
+	dnsWaiting                 // Azure is working: look again soon
+	dnsBlocked                 // a record set belongs to someone else: a person must act
+)
+
+// reconcileDNS brings the WC's DNS sets (DesiredDNS) in place and sets
+// GSDNSZoneReady once every direction's records are written and linked.
+// DNS in place is read again only every DNS.Check (a memo per WC and side).
+func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
+	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hasCondition(u, ConditionGSDNSZoneReady))
+	for _, p := range problems {
+		r.warnOnce(u, p.Reason, p.Message)
+	}
+	ready := len(sets) > 0 && len(problems) == 0
+	result := ctrl.Result{}
+	for _, set := range sets {
+		state, err := r.ensureDNS(ctx, u, set)
+		if err != nil {
+			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			result, ready = lowestNonZeroResult(result, res), false
+			continue
+		}
+		switch state {
+		case dnsWaiting:
+			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
+		case dnsBlocked:
+			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck})
+		}
+		ready = ready && state == dnsDone && set.IP != ""
+	}
+	if ready {
+		if err := r.setCondition(ctx, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", reasonDNSZoneReadyMessage); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return result, nil
+}
+
+// ensureDNS brings one set in place: the zone (created when missing, any
+// existing one used), its link to the network (any link to it will do),
+// and the records, each written only when missing or different and never
+// over a record set someone else wrote. Without IP, it removes the
+// operator's records and nothing else.
+func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (dnsState, error) {
+	memo, fp := set.Owner+"|"+string(set.Side), set.Fingerprint(r.Opts.DNS.TTL)
+	now := r.Clock.Now()
+	if r.dnsSeen.fresh(memo, fp, now, r.Opts.DNS.Check) {
+		return dnsDone, nil
+	}
+	api, err := r.DNS.For(ctx, set.Holder)
+	if err != nil {
+		return dnsWaiting, err
+	}
+	if set.IP == "" {
+		for _, rel := range set.Records {
+			if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
+				return dnsWaiting, err
+			}
+		}
+		r.dnsSeen.set(memo, fp, now)
+		return dnsDone, nil
+	}
+	if set.VNet == "" {
+		return dnsWaiting, nil // CAPZ has not written the subnet IDs yet
+	}
+	zone := set.Zone
+	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return dnsWaiting, err
+	}
+	if z == nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
+			return dnsWaiting, err
+		}
+		r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
+		return dnsWaiting, nil
+	}
+	if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
+		return dnsWaiting, nil
+	}
+	linked, err := r.ensureLink(ctx, api, set)
+	if err != nil {
+		return dnsWaiting, err
+	}
+	state := dnsDone
+	for _, rel := range set.Records {
+		st, err := r.writeRecord(ctx, u, api, set, rel)
+		if err != nil {
+			return dnsWaiting, err
+		}
+		if st == dnsBlocked {
+			state = dnsBlocked
+		}
+	}
+	if state == dnsDone && !linked {
+		state = dnsWaiting
+	}
+	if state == dnsDone {
+		r.dnsSeen.set(memo, fp, now)
+	}
+	return state, nil
+}
+
+// ensureLink makes sure the zone is linked to the set's network; it
+// reports whether a link is provisioned.
+func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet) (bool, error) {
+	links, err := api.Links(ctx, set.Zone.ResourceGroup, set.Zone.Name)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range links {
+		if strings.EqualFold(dns.LinkedVNet(l), set.VNet) {
+			return l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateSucceeded, nil
+		}
+	}
+	return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, dns.LinkName(set.VNet), dns.LinkBody(set.VNet, linkOwner(set)))
+}
+
+// linkOwner is the owner tag of a set's link: the WC's on the WC side (the
+// link is to its own network, whoever shares the zone), shared on the MC
+// side of a shared zone (every WC needs the MC's link).
+func linkOwner(set DNSSet) string {
+	if set.Side == DNSSideWC {
+		return set.Owner
+	}
+	return set.Zone.Owner(set.Owner)
+}
+
+// writeRecord makes one record set hold the set's IP, unless someone else
+// wrote it (an owner the operator does not know, or none without
+// --wiring-dns-adopt).
+func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string) (dnsState, error) {
+	rs, err := api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel)
+	if err != nil {
+		return dnsWaiting, err
+	}
+	owner, ttl := dns.RecordOwner(rs), r.Opts.DNS.TTL
+	switch {
+	case rs != nil && owner != set.Owner && (owner != "" || !r.Opts.DNS.Adopt):
+		r.warnOnce(u, ReasonDNSRecordNotOwned, fmt.Sprintf(
+			"record set %s exists and was not written for this cluster (metadata %s=%q): the operator leaves it alone; remove it, or start the operator with --wiring-dns-adopt to take over record sets without owner",
+			dns.FQDN(rel, set.Zone.Name), dns.OwnerMetadata, owner))
+		return dnsBlocked, nil
+	case dns.RecordMatches(rs, []string{set.IP}, ttl, set.Owner):
+		return dnsDone, nil
+	}
+	etag := ""
+	if rs != nil {
+		etag = ptr.Deref(rs.Etag, "")
+	}
+	if err := api.PutRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, etag, dns.RecordBody(rs, []string{set.IP}, ttl, set.Owner)); err != nil {
+		return dnsWaiting, err
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSRecordWritten, "DNS", "%s now resolves to %s", dns.FQDN(rel, set.Zone.Name), set.IP)
+	return dnsDone, nil
+}
+
+// deleteRecord deletes a record set the operator wrote for the set's WC.
+func (r *WCReconciler) deleteRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string) error {
+	rs, err := api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel)
+	if err != nil || rs == nil || dns.RecordOwner(rs) != set.Owner {
+		return err
+	}
+	if err := api.DeleteRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSRecordDeleted, "DNS", "deleted record %s: its private endpoint is not ready or no longer wanted", dns.FQDN(rel, set.Zone.Name))
+	return nil
+}
+
+// releaseDNS undoes a deleted WC's DNS, both sides, in order: its records,
+// the links made for it, then the zone the operator made once it is empty
+// (only its SOA record, no link). The MC's link to a shared zone stays
+// (every cluster uses it), and so that zone too. It reports whether
+// everything is released; an error a person must fix (the identity is
+// gone, say) is reported and lets the cluster go, so that DNS never blocks
+// a deletion.
+func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (bool, error) {
+	if mc == nil {
+		mc = &capz.AzureCluster{} // the MC is gone: only the WC side
+	}
+	sets, _ := DesiredDNS(mc, wc, r.Opts.DNS, nil, nil, nil, r.Opts.annotation, true)
+	done := true
+	for _, set := range sets {
+		if set.Holder.SubscriptionID == "" || set.Holder.ResourceGroup == "" {
+			continue
+		}
+		gone, err := r.releaseSet(ctx, u, set)
+		if err != nil {
+			c := azure.Classify(err)
+			if c.Class == azure.ClassTerminal {
+				r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonDNSNotReleased, "Release",
+					"cannot remove the %s-side private DNS of zone %s (%s: %s); it is left as it is", set.Side, set.Zone.Name, c.Reason, c.Message)
+				continue
+			}
+			return false, err
+		}
+		done = done && gone
+	}
+	if done {
+		r.dnsSeen.forget(key(wc) + "|")
+	}
+	return done, nil
+}
+
+// releaseSet releases one side; it reports whether nothing is left to wait
+// for.
+func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (bool, error) {
+	api, err := r.DNS.For(ctx, set.Holder)
+	if err != nil {
+		return false, err
+	}
+	for _, rel := range set.Records {
+		if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
+			return false, err
+		}
+	}
+	zone := set.Zone
+	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil || z == nil {
+		return err == nil, err
+	}
+	links, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return false, err
+	}
+	pending := false
+	for _, l := range links {
+		if dns.TagOwner(l.Tags) != set.Owner {
+			continue
+		}
+		pending = true
+		if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
+			continue
+		}
+		if err := api.DeleteLink(ctx, zone.ResourceGroup, zone.Name, ptr.Deref(l.Name, "")); err != nil {
+			return false, err
+		}
+	}
+	zo := dns.TagOwner(z.Tags)
+	switch {
+	case pending:
+		return false, nil
+	case zo != set.Owner && zo != dns.SharedOwner:
+		return true, nil // not made for this cluster: it stays
+	case len(links) > 0 || (z.Properties != nil && ptr.Deref(z.Properties.NumberOfRecordSets, 0) > 1):
+		return true, nil // other links or records are in it: it stays
+	case z.Properties != nil && ptr.Deref(z.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting:
+		return false, nil
+	}
+	if err := api.DeleteZone(ctx, zone.ResourceGroup, zone.Name); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSReleased, "Release", "deleting private DNS zone %s, made for this cluster", zone.Name)
+	return false, nil
+}
+
+// dnsMemo remembers, per WC and side, the fingerprint of the DNS last seen
+// in place and when, so that it is not read again before the check
+// interval.
+type dnsMemo struct {
+	mu   sync.Mutex
+	seen map[string]dnsSeen
+}
+
+type dnsSeen struct {
+	fp string
+	at time.Time
+}
+
+func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.seen[key]
+	return ok && s.fp == fp && now.Sub(s.at) < ttl
+}
+
+func (m *dnsMemo) set(key, fp string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]dnsSeen{}
+	}
+	m.seen[key] = dnsSeen{fp, now}
+}
+
+// forget drops the entries whose key starts with prefix.
+func (m *dnsMemo) forget(prefix string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.seen {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.seen, k)
+		}
+	}
+}
+
+// hasCondition reports whether a condition is True on an object.
+func hasCondition(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
