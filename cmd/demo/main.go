@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
@@ -45,6 +47,8 @@ type options struct {
 	latency        time.Duration
 	keep           bool
 	kubectl        string
+	layout         string
+	dnsBaseDomain  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -62,8 +66,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep the temporary directory (kubeconfig, logs) after stopping.")
 	fs.StringVar(&o.kubectl, "kubectl", "kubectl",
 		"The kubectl the closing hints name (make demo builds one from the API server's Kubernetes release: make kubectl).")
+	fs.StringVar(&o.layout, "layout", string(clusterlink.LayoutIngress),
+		"The operator's --wc-to-mc-layout: ingress, ingress+gateway or gateway (the management cluster gets a gateway private link service too).")
+	fs.StringVar(&o.dnsBaseDomain, "dns-base-domain", "",
+		"Run the operator in DNS mode (--wiring-dns) with this base domain, and show what the names resolve to from each network.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if !slices.Contains(clusterlink.Layouts, clusterlink.Layout(o.layout)) {
+		return o, fmt.Errorf("--layout=%q: must be ingress, ingress+gateway or gateway", o.layout)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -141,7 +152,9 @@ func (d *demo) run(ctx context.Context, stdin io.Reader) error {
 	d.say("Starting azuresim (Azure emulator), kube-apiserver + etcd, and capzsim (CAPZ stand-in); files in %s", d.dir)
 	d.sb, err = sandbox.Start(ctx, sandbox.Options{
 		Dir: d.dir, Latency: d.opts.latency, CAPZResync: time.Second,
-		Ingress:    map[string]capzsim.Ingress{s.mc.GetNamespace() + "/" + s.mc.GetName(): {AutoApprovedSubscriptions: s.wcSubscriptions()}},
+		Ingress: map[string]capzsim.Ingress{s.mc.GetNamespace() + "/" + s.mc.GetName(): {
+			AutoApprovedSubscriptions: s.wcSubscriptions(), Gateway: d.opts.layout != string(clusterlink.LayoutIngress),
+		}},
 		Principals: []azuresim.Principal{s.principal},
 		Logf:       func(f string, a ...any) { d.say(f, a...) },
 	})
@@ -149,10 +162,16 @@ func (d *demo) run(ctx context.Context, stdin io.Reader) error {
 		return err
 	}
 	d.say("Starting the operator: %s", d.opts.operatorBinary)
-	d.op, err = d.sb.StartOperator(d.opts.operatorBinary, filepath.Join(d.dir, "operator.log"),
-		"--management-cluster-name="+s.mc.GetName(), "--management-cluster-namespace="+s.mc.GetNamespace(),
+	args := []string{
+		"--management-cluster-name=" + s.mc.GetName(), "--management-cluster-namespace=" + s.mc.GetNamespace(),
 		// Short enough that an approval shows within seconds.
-		"--pending-recheck-interval=5s")
+		"--pending-recheck-interval=5s",
+		"--wc-to-mc-layout=" + d.opts.layout,
+	}
+	if d.opts.dnsBaseDomain != "" {
+		args = append(args, "--wiring-dns", "--wiring-dns-base-domain="+d.opts.dnsBaseDomain)
+	}
+	d.op, err = d.sb.StartOperator(d.opts.operatorBinary, filepath.Join(d.dir, "operator.log"), args...)
 	if err != nil {
 		return err
 	}
@@ -178,6 +197,9 @@ func (d *demo) run(ctx context.Context, stdin io.Reader) error {
 	}
 	d.say("Converged after the approval.")
 	w.printTable()
+	if err := d.wiringDNS(ctx); err != nil {
+		return err
+	}
 	if err := d.consumer(ctx); err != nil {
 		return err
 	}

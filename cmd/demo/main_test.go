@@ -148,6 +148,33 @@ func TestDemoNonInteractive(t *testing.T) {
 	checkCleanedUp(t, got)
 }
 
+// TestDemoGatewayLayoutWithDNS runs the demo as the older operator 0.5's
+// installations run: the gateway layout, and the operator in DNS mode.
+func TestDemoGatewayLayoutWithDNS(t *testing.T) {
+	bin := buildOperator(t)
+	var out, errOut lockedBuffer
+	code := run(context.Background(), []string{"--non-interactive", "--operator-binary=" + bin, "--samples=../../config/samples",
+		"--azure-latency=1s", "--layout=gateway", "--dns-base-domain=demo.internal"},
+		strings.NewReader(""), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	got := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`org-team-a/wc3\s+wc-to-mc-ingress\s+wc3-to-mc-gateway-privateendpoint\s+10\.40\.1\.\d+\s+Approved\s+private-link-mc-ingress-ip=10\.40\.1\.\d+`),
+		regexp.MustCompile(`api\.wc1\.demo\.internal\s+from mc-vnet\s+-> 10\.10\.1\.\d+`),
+		regexp.MustCompile(`grafana\.mc\.demo\.internal\s+from wc3-vnet\s+-> 10\.40\.1\.\d+`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("output lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "wc3-to-mc-privatelink-privateendpoint") {
+		t.Errorf("the gateway layout made the ingress endpoint:\n%s", got)
+	}
+	checkCleanedUp(t, got)
+}
+
 // TestDemoInteractiveStopsOnInterrupt answers the prompt with Enter, then
 // interrupts the demo once it waits: it stops everything and cleans up.
 func TestDemoInteractiveStopsOnInterrupt(t *testing.T) {

@@ -48,7 +48,7 @@ func (r row) waitingFor() string {
 		return fmt.Sprintf("%s to be approved (it is %s)", r.endpoint, r.observed.ConnectionState)
 	case r.observed.IP == "":
 		return fmt.Sprintf("Azure to give %s an IP address", r.endpoint)
-	case r.value != r.observed.IP:
+	case r.annotation != "" && r.value != r.observed.IP:
 		return fmt.Sprintf("the operator to annotate %s with %s=%s", r.cluster, r.annotation, r.observed.IP)
 	}
 	return ""
@@ -149,7 +149,10 @@ func (w *watcher) refresh(ctx context.Context) error {
 }
 
 func (w *watcher) rowsFor(ctx context.Context, mc, wc *capz.AzureCluster) ([]row, []clusterlink.Problem, error) {
-	cfg := clusterlink.Config{}
+	cfg := clusterlink.Config{Layout: clusterlink.Layout(w.d.opts.layout)}
+	if cfg.Layout == clusterlink.LayoutGateway {
+		cfg.IngressIPSource = clusterlink.SourceGateway
+	}
 	toWC, p1 := clusterlink.MCToWC(mc, wc, cfg, nil)
 	toMC, p2 := clusterlink.WCToMC(mc, wc, cfg)
 	var rows []row
@@ -158,8 +161,11 @@ func (w *watcher) rowsFor(ctx context.Context, mc, wc *capz.AzureCluster) ([]row
 		holder *capz.AzureCluster
 		ann    string
 	}{{toWC, mc, clusterlink.AnnotationAPIServerIP}, {toMC, wc, clusterlink.AnnotationMCIngressIP}} {
-		for _, ep := range set.eps {
+		for i, ep := range set.eps {
 			key := clusterlink.DefaultAnnotationPrefix + "/" + set.ann
+			if i > 0 {
+				key = "" // only a direction's first endpoint feeds its annotation
+			}
 			r := row{
 				cluster: wc.Namespace + "/" + wc.Name, direction: ep.Direction, endpoint: ep.Name, holder: set.holder,
 				inSpec: inSpec(set.holder, ep.Name), annotation: key, value: wc.Annotations[key],
