@@ -113,6 +113,7 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 			if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
 				return dnsWaiting, err
 			}
+			r.dnsSeen.forget("record|" + set.Zone.Key() + "|" + rel)
 		}
 		r.dnsSeen.set(memo, fp, now)
 		return dnsDone, nil
@@ -120,34 +121,51 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 	if set.VNet == "" {
 		return dnsWaiting, nil // CAPZ has not written the subnet IDs yet
 	}
+	// Azure Private DNS allows few reads (500 per 5 minutes and
+	// subscription): a zone, a link and a record seen in place are not read
+	// again within the check interval, across passes and clusters.
 	zone := set.Zone
-	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
-	if err != nil {
-		return dnsWaiting, err
-	}
-	if z == nil {
-		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
+	if zoneMemo := "zone|" + zone.Key(); !r.dnsSeen.fresh(zoneMemo, "", now, r.Opts.DNS.Check) {
+		z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+		if err != nil {
 			return dnsWaiting, err
 		}
-		r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
-		return dnsWaiting, nil
+		if z == nil {
+			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
+				return dnsWaiting, err
+			}
+			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
+			return dnsWaiting, nil
+		}
+		if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
+			return dnsWaiting, nil
+		}
+		r.dnsSeen.set(zoneMemo, "", now)
 	}
-	if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
-		return dnsWaiting, nil
-	}
-	linked, err := r.ensureLink(ctx, api, set)
-	if err != nil {
-		return dnsWaiting, err
+	linked := true
+	if linkMemo := "link|" + zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.fresh(linkMemo, "", now, r.Opts.DNS.Check) {
+		if linked, err = r.ensureLink(ctx, api, set); err != nil {
+			return dnsWaiting, err
+		}
+		if linked {
+			r.dnsSeen.set(linkMemo, "", now)
+		}
 	}
 	state := dnsDone
 	for _, rel := range set.Records {
+		recordMemo := "record|" + zone.Key() + "|" + rel
+		if r.dnsSeen.fresh(recordMemo, fp, now, r.Opts.DNS.Check) {
+			continue
+		}
 		st, err := r.writeRecord(ctx, u, api, set, rel)
 		if err != nil {
 			return dnsWaiting, err
 		}
 		if st == dnsBlocked {
 			state = dnsBlocked
+			continue
 		}
+		r.dnsSeen.set(recordMemo, fp, now)
 	}
 	if state == dnsDone && !linked {
 		state = dnsWaiting
@@ -256,6 +274,13 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 	}
 	if done {
 		r.dnsSeen.forget(key(wc) + "|")
+		for _, set := range sets {
+			r.dnsSeen.forget("record|" + set.Zone.Key() + "|")
+			if !set.Zone.Shared {
+				r.dnsSeen.forget("zone|" + set.Zone.Key())
+				r.dnsSeen.forget("link|" + set.Zone.Key() + "|")
+			}
+		}
 	}
 	return done, nil
 }

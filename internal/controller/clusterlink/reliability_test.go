@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
@@ -154,8 +155,13 @@ func TestHealsDisconnected(t *testing.T) {
 	w.Namespace(t, wcNS)
 	ctx := context.Background()
 	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
-	operator(t, w, func(o *clusterlink.Options) { o.HealDisconnectedAfter = time.Second })
+	operator(t, w, func(o *clusterlink.Options) {
+		o.HealDisconnectedAfter = time.Second
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: time.Hour}
+	})
 	wired(t, w, "wc1", true, true)
+	dnsReady(t, w, "wc1")
+	wcVNet := vnetID(wcSub, "wc1-rg", "wc1-vnet")
 	before := endpointID(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint")
 
 	plss := w.Network(t, mcSub).NewPrivateLinkServicesClient()
@@ -196,6 +202,9 @@ func TestHealsDisconnected(t *testing.T) {
 	if after := endpointID(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"); after == "" || before == "" {
 		t.Errorf("endpoint IDs before %q and after %q", before, after)
 	}
+	// In DNS mode the MC's names follow the healed endpoint (the DNS check
+	// interval is an hour: the changed IP alone brings the write).
+	resolves(t, w, wcVNet, "grafana.mc."+baseDomain, azuresim.ResolveOK, azureIP(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"))
 }
 
 func endpointID(t *testing.T, w *testworld.World, sub, rg, name string) string {
