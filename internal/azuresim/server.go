@@ -78,6 +78,7 @@ type Server struct {
 	throttle *throttler
 	faults   *faultSet
 	counters *counters
+	dnsRate  dnsTimeline
 
 	httpSrv *http.Server
 	ln      net.Listener
@@ -203,6 +204,9 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if !dropped {
 			s.counters.request(r.Method, counterType(p, ok), rec.status, principalID)
+			if ok && strings.EqualFold(p.provider, "Microsoft.Network") && len(p.types) > 0 && strings.EqualFold(p.types[0], "privateDnsZones") {
+				s.dnsRate.add(p.sub, r.Method, time.Now())
+			}
 		}
 	}()
 

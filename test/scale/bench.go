@@ -43,7 +43,12 @@ type Config struct {
 	// Dir holds the run's files; the operator logs stay there.
 	Dir  string
 	Logf func(format string, args ...any)
+	// DNS runs the operator in DNS mode (--wiring-dns).
+	DNS bool
 }
+
+// DNSBaseDomain is the base domain of the benchmark's DNS mode.
+const DNSBaseDomain = "bench.internal"
 
 // Phase is what the operator did during one phase.
 type Phase struct {
@@ -99,6 +104,15 @@ type Result struct {
 	AzureLatencySeconds float64 `json:"azureLatencySeconds"`
 	SteadyDriftSeconds  float64 `json:"steadyDriftSeconds"`
 	SteadyWindowSeconds float64 `json:"steadyWindowSeconds"`
+	// DNS mode: DNSDoneSeconds is when every WC had GSDNSZoneReady (from
+	// creation), DNSAfterWiringSeconds after the wiring converged;
+	// DNSRates are each subscription's Private DNS requests while
+	// converging (every principal's: only the operator writes DNS), MC's
+	// first.
+	DNS                   bool               `json:"dns,omitempty"`
+	DNSDoneSeconds        float64            `json:"dnsDoneSeconds,omitempty"`
+	DNSAfterWiringSeconds float64            `json:"dnsAfterWiringSeconds,omitempty"`
+	DNSRates              []azuresim.DNSRate `json:"dnsRates,omitempty"`
 }
 
 // bench is one run in progress.
@@ -123,7 +137,7 @@ func (b *bench) logf(format string, args ...any) {
 // Run runs the benchmark once.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	b := &bench{cfg: cfg, res: Result{
-		N: cfg.N, Subscriptions: cfg.Subscriptions, AzureLatencySeconds: cfg.AzureLatency.Seconds(),
+		N: cfg.N, Subscriptions: cfg.Subscriptions, AzureLatencySeconds: cfg.AzureLatency.Seconds(), DNS: cfg.DNS,
 		SteadyDriftSeconds: cfg.SteadyDrift.Seconds(), SteadyWindowSeconds: cfg.SteadyWindow.Seconds(),
 	}}
 	throttling := azuresim.DefaultThrottling()
@@ -175,6 +189,9 @@ func (b *bench) startOperator(ctx context.Context, name string, extra ...string)
 	args := append([]string{
 		"--management-cluster-name=" + sandbox.FleetMCName, "--management-cluster-namespace=" + sandbox.FleetIdentityNS,
 	}, extra...)
+	if b.cfg.DNS {
+		args = append(args, "--wiring-dns", "--wiring-dns-base-domain="+DNSBaseDomain)
+	}
 	op, err := b.sb.StartOperator(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), args...)
 	if err != nil {
 		return err
@@ -207,6 +224,7 @@ func (b *bench) converge(ctx context.Context) error {
 		return err
 	}
 	b.sb.Sim.ResetCounters()
+	b.sb.Sim.ResetPrivateDNSRates()
 	start := time.Now()
 	objs := []*unstructured.Unstructured{sandbox.FleetMC()}
 	for i := 0; i < b.cfg.N; i++ {
@@ -243,6 +261,17 @@ func (b *bench) converge(ctx context.Context) error {
 	}
 	b.res.CAPZDoneSeconds = capzDone.Sub(start).Seconds()
 	b.res.AfterCAPZSeconds = end.Sub(capzDone).Seconds()
+	if b.cfg.DNS {
+		// The wiring does not wait for DNS: the records follow.
+		if err := b.poll(ctx, "DNS", func(s state) bool { return s.dnsReady == b.cfg.N }); err != nil {
+			return err
+		}
+		dnsDone := time.Now()
+		b.res.DNSDoneSeconds, b.res.DNSAfterWiringSeconds = dnsDone.Sub(start).Seconds(), dnsDone.Sub(end).Seconds()
+		b.res.DNSRates = dnsRates(b.sb.Sim.PrivateDNSRates())
+		b.logf("DNS in place after %.1fs (%.1fs after the wiring): %+v", b.res.DNSDoneSeconds, b.res.DNSAfterWiringSeconds, b.res.DNSRates)
+		end = dnsDone
+	}
 	b.res.Converge, err = b.phase(end.Sub(start))
 	if err != nil {
 		return err
@@ -347,6 +376,7 @@ type state struct {
 	wcs         int // WCs that exist
 	annotated   int // WCs with both IP annotations
 	ready       int // WCs with the GSPrivateLinksReady condition True
+	dnsReady    int // WCs with the GSDNSZoneReady condition True
 	mcEndpoints int // private endpoints in the MC's spec
 }
 
@@ -367,7 +397,7 @@ func (b *bench) poll(ctx context.Context, what string, done func(state) bool) er
 		last = s
 		if time.Since(lastLog) > 15*time.Second {
 			lastLog = time.Now()
-			b.logf("  %s: %d WCs, %d annotated, %d ready; MC holds %d endpoints", what, s.wcs, s.annotated, s.ready, s.mcEndpoints)
+			b.logf("  %s: %d WCs, %d annotated, %d ready, %d DNS ready; MC holds %d endpoints", what, s.wcs, s.annotated, s.ready, s.dnsReady, s.mcEndpoints)
 		}
 		return done(s), nil
 	})
@@ -405,6 +435,9 @@ func (b *bench) read(ctx context.Context) (state, error) {
 		for _, c := range conds {
 			if m, ok := c.(map[string]any); ok && m["type"] == clusterlink.ConditionGSPrivateLinksReady && m["status"] == "True" {
 				s.ready++
+			}
+			if m, ok := c.(map[string]any); ok && m["type"] == clusterlink.ConditionGSDNSZoneReady && m["status"] == "True" {
+				s.dnsReady++
 			}
 		}
 	}
@@ -534,4 +567,20 @@ func operations(p Phase) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// dnsRates orders the subscriptions' Private DNS rates: the MC's first,
+// then the busiest WC subscription's reads first.
+func dnsRates(rates []azuresim.DNSRate) []azuresim.DNSRate {
+	sort.Slice(rates, func(i, j int) bool {
+		mi, mj := strings.EqualFold(rates[i].Subscription, sandbox.FleetMCSubscription), strings.EqualFold(rates[j].Subscription, sandbox.FleetMCSubscription)
+		if mi != mj {
+			return mi
+		}
+		if rates[i].PeakReads != rates[j].PeakReads {
+			return rates[i].PeakReads > rates[j].PeakReads
+		}
+		return rates[i].Subscription < rates[j].Subscription
+	})
+	return rates
 }

@@ -41,6 +41,7 @@ type options struct {
 	keep           bool
 
 	scenario            string
+	dns                 bool
 	consumerN           int
 	consumerConcurrency int
 	consumerMarkdown    string
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
+	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode, and wait for every WC's GSDNSZoneReady.")
 	fs.IntVar(&o.consumerN, "consumer-n", 1000, "AzurePrivateEndpoint objects in the consumer scenario.")
 	fs.IntVar(&o.consumerConcurrency, "consumer-concurrency", 4, "--private-endpoint-concurrency in the consumer scenario (the operator's default is 4).")
 	fs.StringVar(&o.consumerMarkdown, "consumer-markdown", "", "Write the consumer scenario's report here (e.g. docs/benchmarks-consumer.md).")
@@ -165,6 +167,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		res, err := Run(ctx, Config{
 			N: n, Subscriptions: opts.subscriptions, OperatorBinary: bin, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
+			DNS: opts.dns,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)

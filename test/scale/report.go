@@ -78,9 +78,40 @@ func metrics() []metric {
 		{"MC object size when converged (KiB)", "< 1536 (etcd limit)", "", func(r Result) string {
 			return f1(float64(r.MCObjectBytes) / 1024)
 		}},
+		{"DNS mode: every WC GSDNSZoneReady, after creation (s)", "", "", dnsValue(func(r Result) string { return f1(r.DNSDoneSeconds) })},
+		{"DNS mode: after the wiring converged (s)", "", "", dnsValue(func(r Result) string { return f1(r.DNSAfterWiringSeconds) })},
+		{"DNS mode: Private DNS requests per WC, reads / writes", "", "2 / 6 (see notes)", dnsValue(func(r Result) string {
+			reads, writes := 0, 0
+			for _, x := range r.DNSRates {
+				reads, writes = reads+x.Reads, writes+x.Writes
+			}
+			return fmt.Sprintf("%.1f / %.1f", float64(reads)/float64(r.N), float64(writes)/float64(r.N))
+		})},
+		{"DNS mode: busiest 5 min of the MC's subscription, reads / writes", "≤ 250 / 500 (half of Azure's 500 / 1,000)", "", dnsValue(func(r Result) string {
+			if len(r.DNSRates) == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%d / %d", r.DNSRates[0].PeakReads, r.DNSRates[0].PeakWrites)
+		})},
+		{"DNS mode: busiest 5 min of a WC subscription, reads / writes", "≤ 250 / 500", "", dnsValue(func(r Result) string {
+			if len(r.DNSRates) < 2 {
+				return "–"
+			}
+			return fmt.Sprintf("%d / %d", r.DNSRates[1].PeakReads, r.DNSRates[1].PeakWrites)
+		})},
 		{"operator CPU, whole run (s)", "", "", func(r Result) string { return f1(r.CPUSeconds) }},
 		{"operator peak RSS (MiB)", "< 200", "", func(r Result) string { return f1(r.PeakRSSMiB) }},
 		{"operator peak Go heap in use (MiB)", "", "", func(r Result) string { return f1(r.PeakHeapMiB) }},
+	}
+}
+
+// dnsValue shows a DNS mode figure, "–" for a run without it.
+func dnsValue(f func(Result) string) func(Result) string {
+	return func(r Result) string {
+		if !r.DNS {
+			return "–"
+		}
+		return f(r)
 	}
 }
 
@@ -131,7 +162,11 @@ func report(opts options, results []Result) string {
 	fmt.Fprintf(&b, "- Machine: %d CPUs (%s), %s memory, %s/%s, %s\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- World: 1 private MC and N private WCs created at once; WCs spread over %d subscriptions and 10 namespaces; one identity\n", opts.subscriptions)
 	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal); CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
-	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)\n")
+	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)")
+	if opts.dns {
+		b.WriteString(", in DNS mode (`--wiring-dns --wiring-dns-base-domain=" + DNSBaseDomain + "`, default zones: one per WC in the MC's subscription, one in each WC's group); the convergence rows include the wait for every WC's GSDNSZoneReady; Azure does not enforce Private DNS limits in the emulator, the rows show the requests against them")
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "- Steady state: the operator restarted with `--drift-check-interval=%s` and measured for %s, i.e. time-compressed %.0f× against the default 10 minutes; per-hour figures are scaled to the default\n\n",
 		opts.steadyDrift, opts.steadyWindow, (10*time.Minute).Seconds()/opts.steadyDrift.Seconds())
 	b.WriteString(markdownTable(results))
