@@ -100,6 +100,7 @@ type dnsFlags struct {
 	mcRecords, wcRecords string
 	ttl                  int64
 	check                time.Duration
+	reads, writes        int
 }
 
 // errUsage marks errors caused by the command line, which exit with code 2.
@@ -146,7 +147,7 @@ func (o *options) linkOptions() clusterlink.Options {
 		DNS: clusterlink.DNSConfig{
 			Enabled: o.dns.enabled, Adopt: o.dns.adopt, BaseDomain: o.dns.baseDomain,
 			MCZone: o.dns.mcZone, WCZone: o.dns.wcZone, MCRecords: commaList(o.dns.mcRecords), WCRecords: commaList(o.dns.wcRecords),
-			TTL: o.dns.ttl, Check: o.dns.check,
+			TTL: o.dns.ttl, Check: o.dns.check, ReadsPer5m: o.dns.reads, WritesPer5m: o.dns.writes,
 		},
 	}
 }
@@ -279,6 +280,10 @@ func (o *options) flagSet() *flag.FlagSet {
 		"TTL in seconds of the records of DNS mode (1 to 86400).")
 	fs.DurationVar(&o.dns.check, "wiring-dns-check-interval", time.Hour,
 		"How often DNS mode reads again records it has written (Azure Private DNS allows 500 reads per 5 minutes per subscription); a changed IP or spec is written at once.")
+	fs.IntVar(&o.dns.reads, "wiring-dns-max-reads-per-5m", 250,
+		"DNS mode sends at most this many Private DNS reads per subscription in any 5 minutes (Azure allows 500); -1: no bound. Work beyond it waits.")
+	fs.IntVar(&o.dns.writes, "wiring-dns-max-writes-per-5m", 500,
+		"DNS mode sends at most this many Private DNS writes per subscription in any 5 minutes (Azure allows 1,000 Microsoft.Network writes); -1: no bound.")
 	fs.BoolVar(&o.dns.adopt, "wiring-dns-adopt", false,
 		"In DNS mode, take over record sets of the wiring's names that carry no owner (written by another tool, such as dns-operator-azure). Off: such record sets are left alone and reported (Event DNSRecordSetNotOwned).")
 	fs.StringVar(&o.annotationPrefix, "annotation-prefix", clusterlink.DefaultAnnotationPrefix,
@@ -473,6 +478,14 @@ func (o *options) validateDNS() []error {
 	}
 	if o.dns.ttl < 1 || o.dns.ttl > 86400 {
 		errs = append(errs, fmt.Errorf("--wiring-dns-ttl=%d: must be from 1 to 86400", o.dns.ttl))
+	}
+	for _, f := range []struct {
+		flag  string
+		value int
+	}{{"--wiring-dns-max-reads-per-5m", o.dns.reads}, {"--wiring-dns-max-writes-per-5m", o.dns.writes}} {
+		if f.value == 0 || f.value < -1 {
+			errs = append(errs, fmt.Errorf("%s=%d: must be positive, or -1 for no bound", f.flag, f.value))
+		}
 	}
 	if o.dns.check <= 0 {
 		errs = append(errs, fmt.Errorf("--wiring-dns-check-interval=%s: must be positive", o.dns.check))

@@ -56,6 +56,15 @@ type DNSConfig struct {
 	// Adopt takes over record sets of the wiring's names that carry no
 	// owner (written by another tool, dns-operator-azure say).
 	Adopt bool
+	// ReadsPer5m and WritesPer5m bound the Private DNS requests of each
+	// subscription in any 5 minutes. Default half of Azure's limits (500
+	// reads, 1,000 writes); negative: no bound.
+	ReadsPer5m, WritesPer5m int
+}
+
+// Budget is the Private DNS budget the configuration asks for.
+func (c DNSConfig) Budget() *dns.Budget {
+	return &dns.Budget{Reads: max(0, c.ReadsPer5m), Writes: max(0, c.WritesPer5m)}
 }
 
 // DNSNames are the fields the DNS templates may use. BaseDomain is the

@@ -3,6 +3,7 @@ package clusterlink
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +37,12 @@ type dnsClients interface {
 	For(ctx context.Context, ac *capz.AzureCluster) (dns.API, error)
 }
 
-// AzureDNS implements dnsClients with the shared client cache.
-type AzureDNS struct{ Clients *azure.Clients }
+// AzureDNS implements dnsClients with the shared client cache, within
+// each subscription's Private DNS budget.
+type AzureDNS struct {
+	Clients *azure.Clients
+	Budget  *dns.Budget
+}
 
 // For implements dnsClients.
 func (a AzureDNS) For(ctx context.Context, ac *capz.AzureCluster) (dns.API, error) {
@@ -45,7 +50,7 @@ func (a AzureDNS) For(ctx context.Context, ac *capz.AzureCluster) (dns.API, erro
 	if err != nil {
 		return nil, err
 	}
-	return dns.SDK{Factory: f}, nil
+	return a.Budget.Paced(dns.SDK{Factory: f}, ac.SubscriptionID), nil
 }
 
 // dnsState is where a DNS set stands after a pass.
@@ -66,6 +71,8 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 		r.warnOnce(u, p.Reason, p.Message)
 	}
 	ready := len(sets) > 0 && len(problems) == 0
+	summary := dnsSummary(sets)
+	r.seedDNSMemo(u, sets, summary)
 	result := ctrl.Result{}
 	for _, set := range sets {
 		state, err := r.ensureDNS(ctx, u, set)
@@ -86,11 +93,41 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 		ready = ready && state == dnsDone && set.IP != ""
 	}
 	if ready {
-		if err := r.setCondition(ctx, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", reasonDNSZoneReadyMessage); err != nil {
+		if err := r.setCondition(ctx, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", summary, true); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return result, nil
+}
+
+// dnsSummary is GSDNSZoneReady's message: every name, its address and the
+// network it resolves from. It is also what a restarted operator compares
+// with: a cluster whose condition says what its DNS should be is not read
+// again at once (seedDNSMemo).
+func dnsSummary(sets []DNSSet) string {
+	parts := make([]string, 0, len(sets))
+	for _, s := range sets {
+		parts = append(parts, fmt.Sprintf("%s -> %s from %s", strings.Join(dns.FQDNs(s.Records, s.Zone.Name), ", "), s.IP, s.VNet[strings.LastIndex(s.VNet, "/")+1:]))
+	}
+	return reasonDNSZoneReadyMessage + ": " + strings.Join(parts, "; ")
+}
+
+// seedDNSMemo: a process that starts finds every cluster's DNS unread. A
+// cluster whose GSDNSZoneReady says its DNS is what it should be gets its
+// first check at a random point of the check interval instead of at once,
+// so that a restart does not read every cluster's DNS in one go (Azure
+// Private DNS allows 500 reads per 5 minutes and subscription).
+func (r *WCReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, summary string) {
+	if !hasCondition(u, ConditionGSDNSZoneReady) || conditionMessage(u, ConditionGSDNSZoneReady) != summary {
+		return
+	}
+	now := r.Clock.Now()
+	for _, set := range sets {
+		memo := set.Owner + "|" + string(set.Side)
+		if !r.dnsSeen.known(memo) {
+			r.dnsSeen.set(memo, set.Fingerprint(r.Opts.DNS.TTL), now.Add(-time.Duration(rand.Int64N(int64(r.Opts.DNS.Check))))) //nolint:gosec // G404: spreads checks; nothing to guess
+		}
+	}
 }
 
 // ensureDNS brings one set in place: the zone (created when missing, any
@@ -104,6 +141,21 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 	if r.dnsSeen.fresh(memo, fp, now, r.Opts.DNS.Check) {
 		return dnsDone, nil
 	}
+	// While Azure works, one look per pending recheck, whatever else
+	// brings the cluster back (its own annotation and condition writes).
+	waitMemo := "wait|" + memo
+	if r.dnsSeen.fresh(waitMemo, fp, now, r.Opts.pendingRecheck()) {
+		return dnsWaiting, nil
+	}
+	state, err := r.ensureDNSNow(ctx, u, set, memo, fp, now)
+	if err == nil && state == dnsWaiting {
+		r.dnsSeen.set(waitMemo, fp, now)
+	}
+	return state, err
+}
+
+// ensureDNSNow is ensureDNS's pass through Azure.
+func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstructured, set DNSSet, memo, fp string, now time.Time) (dnsState, error) {
 	api, err := r.DNS.For(ctx, set.Holder)
 	if err != nil {
 		return dnsWaiting, err
@@ -274,6 +326,8 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 	}
 	if done {
 		r.dnsSeen.forget(key(wc) + "|")
+		r.dnsSeen.forget("wait|" + key(wc) + "|")
+		r.dnsSeen.forget("release|" + key(wc) + "|")
 		for _, set := range sets {
 			r.dnsSeen.forget("record|" + set.Zone.Key() + "|")
 			if !set.Zone.Shared {
@@ -292,10 +346,18 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return false, err
 	}
+	// Each step done is remembered, so that a pass held back by the budget
+	// goes on where the last one stopped.
+	step := "release|" + set.Owner + "|" + string(set.Side) + "|"
+	now := r.Clock.Now()
 	for _, rel := range set.Records {
+		if r.dnsSeen.fresh(step+"record|"+rel, "", now, r.Opts.DNS.Check) {
+			continue
+		}
 		if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
 			return false, err
 		}
+		r.dnsSeen.set(step+"record|"+rel, "", now)
 	}
 	zone := set.Zone
 	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
@@ -357,6 +419,14 @@ func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
 	return ok && s.fp == fp && now.Sub(s.at) < ttl
 }
 
+// known reports whether a key has an entry.
+func (m *dnsMemo) known(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.seen[key]
+	return ok
+}
+
 func (m *dnsMemo) set(key, fp string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -375,6 +445,18 @@ func (m *dnsMemo) forget(prefix string) {
 			delete(m.seen, k)
 		}
 	}
+}
+
+// conditionMessage is a condition's message ("" without it).
+func conditionMessage(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
 }
 
 // hasCondition reports whether a condition is True on an object.

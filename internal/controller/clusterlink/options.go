@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -121,6 +123,12 @@ func (c *DNSConfig) setDefaults() {
 	}
 	if c.Check <= 0 {
 		c.Check = time.Hour
+	}
+	if c.ReadsPer5m == 0 {
+		c.ReadsPer5m = dns.AzureReadsPer5m / 2
+	}
+	if c.WritesPer5m == 0 {
+		c.WritesPer5m = dns.AzureWritesPer5m / 2
 	}
 }
 

@@ -183,7 +183,7 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	}
 	endpointStates.set(u.GetNamespace()+"/"+u.GetName(), o.states)
 	if o.ready && len(toWC)+len(toMC) > 0 {
-		if err := r.setCondition(ctx, u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated"); err != nil {
+		if err := r.setCondition(ctx, u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated", false); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -599,11 +599,15 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 }
 
 // setCondition writes a compatibility condition (GSPrivateLinksReady,
-// GSDNSZoneReady) True once, with a merge patch guarded by resourceVersion
-// so a concurrent CAPZ status write is not lost. It is never written False:
-// CAPZ's Ready summary includes every condition.
-func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string) error {
-	if hasCondition(u, typ) {
+// GSDNSZoneReady) True, with a merge patch guarded by resourceVersion so a
+// concurrent CAPZ status write is not lost. It is never written False:
+// CAPZ's Ready summary includes every condition. A True condition is
+// written again only when exact and its message differs.
+func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
+	current := func(o *unstructured.Unstructured) bool {
+		return hasCondition(o, typ) && (!exact || conditionMessage(o, typ) == message)
+	}
+	if current(u) {
 		return nil
 	}
 	// Right after the annotations were applied the cache is stale, and an
@@ -613,7 +617,7 @@ func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstruc
 		reader = r.Client
 	}
 	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
-	if err != nil || fresh == nil || hasCondition(fresh, typ) {
+	if err != nil || fresh == nil || current(fresh) {
 		return err
 	}
 	before := fresh.DeepCopy()
