@@ -233,6 +233,17 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
+// IsPreconditionFailed reports whether err is a 412: an If-Match or
+// If-None-Match the resource did not meet.
+func IsPreconditionFailed(err error) bool {
+	var frozen *ClassifiedError
+	if errors.As(err, &frozen) {
+		return frozen.Classification.StatusCode == http.StatusPreconditionFailed
+	}
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
+}
+
 // IgnoreNotFound returns nil for a 404 (a delete of something already
 // gone), err otherwise.
 func IgnoreNotFound(err error) error {

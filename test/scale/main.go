@@ -42,6 +42,7 @@ type options struct {
 
 	scenario            string
 	dns                 bool
+	dnsWindow           time.Duration
 	consumerN           int
 	consumerConcurrency int
 	consumerMarkdown    string
@@ -65,7 +66,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
-	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode, and wait for every WC's GSDNSZoneReady.")
+	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode: converge, then watch DNS for --dns-window (no restart, steady or delete phase).")
+	fs.DurationVar(&o.dnsWindow, "dns-window", 10*time.Minute, "With --wiring-dns, how long DNS is watched after the wiring converged.")
 	fs.IntVar(&o.consumerN, "consumer-n", 1000, "AzurePrivateEndpoint objects in the consumer scenario.")
 	fs.IntVar(&o.consumerConcurrency, "consumer-concurrency", 4, "--private-endpoint-concurrency in the consumer scenario (the operator's default is 4).")
 	fs.StringVar(&o.consumerMarkdown, "consumer-markdown", "", "Write the consumer scenario's report here (e.g. docs/benchmarks-consumer.md).")
@@ -167,7 +169,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		res, err := Run(ctx, Config{
 			N: n, Subscriptions: opts.subscriptions, OperatorBinary: bin, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
-			DNS: opts.dns,
+			DNS: opts.dns, DNSWindow: opts.dnsWindow,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)

@@ -60,32 +60,33 @@ func metrics() []metric {
 		{"converge: operator ARM writes", "0", "0", func(r Result) string { return d(r.Converge.ARMWrites) }},
 		{"converge: token requests", "", "1", func(r Result) string { return d(r.Converge.TokenRequests) }},
 		{"converge: 429s received", "", "0", func(r Result) string { return d(r.Converge.Throttled) }},
-		{"restart: ARM reads in the first drift interval", "", "see notes", func(r Result) string {
+		{"restart: ARM reads in the first drift interval", "", "see notes", wiringOnly(func(r Result) string {
 			return fmt.Sprintf("%d (floor %d)", r.Restart.ARMReads, readFloor(r.N, r.Subscriptions)+nicReads(r.N))
-		}},
-		{"restart: writes (Kubernetes + ARM)", "0", "0", func(r Result) string {
+		})},
+		{"restart: writes (Kubernetes + ARM)", "0", "0", wiringOnly(func(r Result) string {
 			return d(r.Restart.MCWrites + r.Restart.WCWrites + r.Restart.ARMWrites)
-		}},
-		{"steady: writes per hour (Kubernetes + ARM)", "0", "0", func(r Result) string { return f1(r.SteadyWritesPerHour) }},
-		{"steady: ARM reads per hour", "≤ N/10", "see notes", func(r Result) string {
+		})},
+		{"steady: writes per hour (Kubernetes + ARM)", "0", "0", wiringOnly(func(r Result) string { return f1(r.SteadyWritesPerHour) })},
+		{"steady: ARM reads per hour", "≤ N/10", "see notes", wiringOnly(func(r Result) string {
 			return fmt.Sprintf("%.0f (N/10 = %d, floor %d)", r.SteadyReadsPerHour, r.N/10, 6*readFloor(r.N, r.Subscriptions))
-		}},
-		{"delete: time until the MC holds no endpoint (s)", "", "", func(r Result) string { return f1(r.DeleteMCEmptySeconds) }},
-		{"delete: time until every WC is gone (s)", "", "", func(r Result) string { return f1(r.Delete.Seconds) }},
-		{"delete: writes to the MC object", "", "1", func(r Result) string { return d(r.Delete.MCWrites) }},
-		{"delete: writes to WCs, in all", "", "N", func(r Result) string { return d(r.Delete.WCWrites) }},
-		{"delete: API conflicts (409)", "0", "0", func(r Result) string { return d(r.Delete.Conflicts) }},
+		})},
+		{"delete: time until the MC holds no endpoint (s)", "", "", wiringOnly(func(r Result) string { return f1(r.DeleteMCEmptySeconds) })},
+		{"delete: time until every WC is gone (s)", "", "", wiringOnly(func(r Result) string { return f1(r.Delete.Seconds) })},
+		{"delete: writes to the MC object", "", "1", wiringOnly(func(r Result) string { return d(r.Delete.MCWrites) })},
+		{"delete: writes to WCs, in all", "", "N", wiringOnly(func(r Result) string { return d(r.Delete.WCWrites) })},
+		{"delete: API conflicts (409)", "0", "0", wiringOnly(func(r Result) string { return d(r.Delete.Conflicts) })},
 		{"MC object size when converged (KiB)", "< 1536 (etcd limit)", "", func(r Result) string {
 			return f1(float64(r.MCObjectBytes) / 1024)
 		}},
-		{"DNS mode: every WC GSDNSZoneReady, after creation (s)", "", "", dnsValue(func(r Result) string { return f1(r.DNSDoneSeconds) })},
-		{"DNS mode: after the wiring converged (s)", "", "", dnsValue(func(r Result) string { return f1(r.DNSAfterWiringSeconds) })},
-		{"DNS mode: Private DNS requests per WC, reads / writes", "", "2 / 6 (see notes)", dnsValue(func(r Result) string {
+		{"DNS mode: WCs with GSDNSZoneReady, after the wiring converged (s)", "", "", dnsValue(func(r Result) string {
+			return fmt.Sprintf("%d of %d after %.0f", r.DNSReady, r.N, r.DNSWatchedSeconds)
+		})},
+		{"DNS mode: Private DNS requests per WC with GSDNSZoneReady, reads / writes", "", "2 / 6 (see notes)", dnsValue(func(r Result) string {
 			reads, writes := 0, 0
 			for _, x := range r.DNSRates {
 				reads, writes = reads+x.Reads, writes+x.Writes
 			}
-			return fmt.Sprintf("%.1f / %.1f", float64(reads)/float64(r.N), float64(writes)/float64(r.N))
+			return fmt.Sprintf("%.1f / %.1f", float64(reads)/float64(max(1, r.DNSReady)), float64(writes)/float64(max(1, r.DNSReady)))
 		})},
 		{"DNS mode: busiest 5 min of the MC's subscription, reads / writes", "≤ 250 / 500 (half of Azure's 500 / 1,000)", "", dnsValue(func(r Result) string {
 			if len(r.DNSRates) == 0 {
@@ -102,6 +103,16 @@ func metrics() []metric {
 		{"operator CPU, whole run (s)", "", "", func(r Result) string { return f1(r.CPUSeconds) }},
 		{"operator peak RSS (MiB)", "< 200", "", func(r Result) string { return f1(r.PeakRSSMiB) }},
 		{"operator peak Go heap in use (MiB)", "", "", func(r Result) string { return f1(r.PeakHeapMiB) }},
+	}
+}
+
+// wiringOnly shows a figure of the phases a DNS mode run skips, "–" there.
+func wiringOnly(f func(Result) string) func(Result) string {
+	return func(r Result) string {
+		if r.DNS {
+			return "–"
+		}
+		return f(r)
 	}
 }
 

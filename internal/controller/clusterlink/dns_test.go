@@ -34,15 +34,17 @@ func TestWiringDNS(t *testing.T) {
 	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
 	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21), wcCluster("wc3", 22))
 
-	// Someone else's record in wc2's zone, before the operator starts.
+	// Someone else's record in wc2's zone, before the operator starts (once
+	// CAPZ has made the MC's resource group).
 	zones := w.DNS(t, mcSub)
-	poller, err := zones.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, "mc-rg", "wc2."+baseDomain, armprivatedns.PrivateZone{Location: new("global")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	testworld.Eventually(t, testworld.Timeout, "someone else's zone wc2."+baseDomain, func(ctx context.Context) (bool, string) {
+		poller, err := zones.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, "mc-rg", "wc2."+baseDomain, armprivatedns.PrivateZone{Location: new("global")}, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		_, err = poller.PollUntilDone(ctx, nil)
+		return err == nil, fmt.Sprint(err)
+	})
 	foreign := armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{TTL: new(int64(60)), ARecords: []*armprivatedns.ARecord{{IPv4Address: new("192.0.2.1")}}}}
 	if _, err := zones.NewRecordSetsClient().CreateOrUpdate(ctx, "mc-rg", "wc2."+baseDomain, armprivatedns.RecordTypeA, "api", foreign, nil); err != nil {
 		t.Fatal(err)

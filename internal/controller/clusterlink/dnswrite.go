@@ -74,7 +74,14 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 	summary := dnsSummary(sets)
 	r.seedDNSMemo(u, sets, summary)
 	result := ctrl.Result{}
+	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
 	for _, set := range sets {
+		if set.IP == "" && !hadDNS && !r.dnsSeen.wrote(set) {
+			// Not approved yet, and no record was ever written: nothing to
+			// remove, and no read to spend on finding that out.
+			ready = false
+			continue
+		}
 		state, err := r.ensureDNS(ctx, u, set)
 		if err != nil {
 			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
@@ -186,6 +193,9 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
 				return dnsWaiting, err
 			}
+			// A zone this process creates holds no link and no record
+			// set: they are written without reading first.
+			r.dnsSeen.set("created|"+zone.Key(), "", now)
 			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
 			return dnsWaiting, nil
 		}
@@ -196,7 +206,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 	}
 	linked := true
 	if linkMemo := "link|" + zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.fresh(linkMemo, "", now, r.Opts.DNS.Check) {
-		if linked, err = r.ensureLink(ctx, api, set); err != nil {
+		if linked, err = r.ensureLink(ctx, api, set, r.dnsSeen.fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check)); err != nil {
 			return dnsWaiting, err
 		}
 		if linked {
@@ -209,7 +219,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 		if r.dnsSeen.fresh(recordMemo, fp, now, r.Opts.DNS.Check) {
 			continue
 		}
-		st, err := r.writeRecord(ctx, u, api, set, rel)
+		st, err := r.writeRecord(ctx, u, api, set, rel, r.dnsSeen.fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check))
 		if err != nil {
 			return dnsWaiting, err
 		}
@@ -229,8 +239,14 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 }
 
 // ensureLink makes sure the zone is linked to the set's network; it
-// reports whether a link is provisioned.
-func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet) (bool, error) {
+// reports whether a link is provisioned. In a zone this process created
+// (fresh), the first pass writes the link without listing.
+func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet, fresh bool) (bool, error) {
+	linkKey := "linkput|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet)
+	if fresh && !r.dnsSeen.known(linkKey) {
+		r.dnsSeen.set(linkKey, "", r.Clock.Now())
+		return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, dns.LinkName(set.VNet), dns.LinkBody(set.VNet, linkOwner(set)))
+	}
 	links, err := api.Links(ctx, set.Zone.ResourceGroup, set.Zone.Name)
 	if err != nil {
 		return false, err
@@ -255,11 +271,16 @@ func linkOwner(set DNSSet) string {
 
 // writeRecord makes one record set hold the set's IP, unless someone else
 // wrote it (an owner the operator does not know, or none without
-// --wiring-dns-adopt).
-func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string) (dnsState, error) {
-	rs, err := api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel)
-	if err != nil {
-		return dnsWaiting, err
+// --wiring-dns-adopt). In a zone this process created (fresh), the record
+// set is created without reading first (If-None-Match: a record set made
+// meanwhile is not overwritten, and is read at the next pass).
+func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string, fresh bool) (dnsState, error) {
+	var rs *armprivatedns.RecordSet
+	if !fresh {
+		var err error
+		if rs, err = api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel); err != nil {
+			return dnsWaiting, err
+		}
 	}
 	owner, ttl := dns.RecordOwner(rs), r.Opts.DNS.TTL
 	switch {
@@ -275,7 +296,12 @@ func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstruct
 	if rs != nil {
 		etag = ptr.Deref(rs.Etag, "")
 	}
+	r.dnsSeen.set("wrote|"+set.Owner+"|"+string(set.Side), "", r.Clock.Now())
 	if err := api.PutRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, etag, dns.RecordBody(rs, []string{set.IP}, ttl, set.Owner)); err != nil {
+		if fresh && azure.IsPreconditionFailed(err) {
+			r.dnsSeen.forget("created|" + set.Zone.Key()) // someone wrote it meanwhile: read it next time
+			return dnsWaiting, nil
+		}
 		return dnsWaiting, err
 	}
 	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSRecordWritten, "DNS", "%s now resolves to %s", dns.FQDN(rel, set.Zone.Name), set.IP)
@@ -328,11 +354,14 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 		r.dnsSeen.forget(key(wc) + "|")
 		r.dnsSeen.forget("wait|" + key(wc) + "|")
 		r.dnsSeen.forget("release|" + key(wc) + "|")
+		r.dnsSeen.forget("wrote|" + key(wc) + "|")
 		for _, set := range sets {
 			r.dnsSeen.forget("record|" + set.Zone.Key() + "|")
 			if !set.Zone.Shared {
 				r.dnsSeen.forget("zone|" + set.Zone.Key())
 				r.dnsSeen.forget("link|" + set.Zone.Key() + "|")
+				r.dnsSeen.forget("linkput|" + set.Zone.Key() + "|")
+				r.dnsSeen.forget("created|" + set.Zone.Key())
 			}
 		}
 	}
@@ -418,6 +447,10 @@ func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
 	s, ok := m.seen[key]
 	return ok && s.fp == fp && now.Sub(s.at) < ttl
 }
+
+// wrote reports whether this process wrote a record of the set (so that
+// its removal must look).
+func (m *dnsMemo) wrote(set DNSSet) bool { return m.known("wrote|" + set.Owner + "|" + string(set.Side)) }
 
 // known reports whether a key has an entry.
 func (m *dnsMemo) known(key string) bool {
