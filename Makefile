@@ -96,6 +96,12 @@ bench-consumer: envtest-assets build ## The consumer scenario of make bench alon
 		--operator-binary $(BIN)/azure-private-endpoint-operator \
 		--consumer-markdown docs/benchmarks-consumer.md --consumer-json docs/benchmarks-consumer.json $(BENCH_FLAGS)
 
+.PHONY: bench-dns
+bench-dns: envtest-assets build ## The wiring at N = 1,000 in DNS mode (--wiring-dns): convergence, then 10 min of DNS against Azure's Private DNS limits (~15 min); writes docs/benchmarks-dns.{md,json}.
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" $(GO) run ./test/scale --scenario=wiring --n=1000 --wiring-dns \
+		--operator-binary $(BIN)/azure-private-endpoint-operator \
+		--markdown docs/benchmarks-dns.md --json docs/benchmarks-dns.json $(BENCH_FLAGS)
+
 # Flags for the chaos run, e.g. CHAOS_FLAGS='--n=300 --window=10m'.
 CHAOS_FLAGS ?=
 

@@ -163,7 +163,11 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	kept := toMC
 	if len(retiring) > 0 && !switched {
 		kept = slices.Concat(toMC, ownedOnly(retiring, current.Endpoints))
-		o.result = lowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
+		again := r.Opts.pendingRecheck() // the new endpoint is on its way
+		if len(toMC) == 0 {
+			again = r.Opts.TerminalRecheck // the MC's spec must be fixed first
+		}
+		o.result = lowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: again})
 	}
 	want := capz.Owned{Endpoints: groupBySubnet(kept), Finalizers: []string{Finalizer}, Annotations: o.annotations}
 	if len(toMC)+len(toWC) == 0 && !slices.Contains(u.GetFinalizers(), Finalizer) {
@@ -772,7 +776,13 @@ func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client
 	case azure.ClassWait:
 		return ctrl.Result{RequeueAfter: opts.PendingRecheck}, nil
 	case azure.ClassTransient:
-		log.Info("Azure is temporarily unavailable", "what", what, "reason", c.Reason, "message", c.Message)
+		if c.Reason == azure.ReasonThrottled && c.RetryAfter > 0 {
+			// Pacing within a budget is how the operator stays inside
+			// Azure's limits, not news (metrics count it).
+			log.V(1).Info("Azure request held back", "what", what, "message", c.Message)
+		} else {
+			log.Info("Azure is temporarily unavailable", "what", what, "reason", c.Reason, "message", c.Message)
+		}
 		if c.RetryAfter > 0 {
 			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
 		}
