@@ -29,22 +29,9 @@ func (d *demo) wiringDNS(ctx context.Context) error {
 	var checks []dnsCheck
 	deadline := time.Now().Add(d.opts.timeout)
 	for {
-		mc, err := w.view(ctx, d.samples.mc)
-		if err != nil {
+		var err error
+		if checks, err = d.dnsChecks(ctx, w); err != nil {
 			return err
-		}
-		checks = checks[:0]
-		for _, sample := range d.samples.wcs {
-			wc, err := w.view(ctx, sample)
-			if err != nil {
-				return err
-			}
-			if ip := wc.Annotations[clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.AnnotationAPIServerIP]; ip != "" {
-				checks = append(checks, dnsCheck{"api." + wc.Name + "." + d.opts.dnsBaseDomain, network(mc), ip})
-			}
-			if ip := wc.Annotations[clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.AnnotationMCIngressIP]; ip != "" {
-				checks = append(checks, dnsCheck{"grafana." + mc.Name + "." + d.opts.dnsBaseDomain, network(wc), ip})
-			}
 		}
 		if len(checks) > 0 && allResolve(d.sb.Sim, checks) {
 			break
@@ -63,6 +50,29 @@ func (d *demo) wiringDNS(ctx context.Context) error {
 		_, _ = fmt.Fprintf(d.out, "  %-45s from %-12s -> %s\n", c.name, c.vnet[strings.LastIndex(c.vnet, "/")+1:], c.want)
 	}
 	return nil
+}
+
+// dnsChecks lists the names DNS mode writes for the annotations the
+// workload clusters carry now.
+func (d *demo) dnsChecks(ctx context.Context, w *watcher) ([]dnsCheck, error) {
+	mc, err := w.view(ctx, d.samples.mc)
+	if err != nil {
+		return nil, err
+	}
+	var checks []dnsCheck
+	for _, sample := range d.samples.wcs {
+		wc, err := w.view(ctx, sample)
+		if err != nil {
+			return nil, err
+		}
+		if ip := wc.Annotations[clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.AnnotationAPIServerIP]; ip != "" {
+			checks = append(checks, dnsCheck{"api." + wc.Name + "." + d.opts.dnsBaseDomain, network(mc), ip})
+		}
+		if ip := wc.Annotations[clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.AnnotationMCIngressIP]; ip != "" {
+			checks = append(checks, dnsCheck{"grafana." + mc.Name + "." + d.opts.dnsBaseDomain, network(wc), ip})
+		}
+	}
+	return checks, nil
 }
 
 func allResolve(sim *azuresim.Server, checks []dnsCheck) bool {

@@ -60,7 +60,7 @@ func (d *dnsTimeline) rates() []DNSRate {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	window := int64(PrivateDNSWindow / time.Second)
-	var out []DNSRate
+	out := make([]DNSRate, 0, len(d.bySub))
 	for sub, secs := range d.bySub {
 		r := DNSRate{Subscription: sub}
 		for start := range secs {

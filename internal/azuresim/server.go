@@ -193,6 +193,15 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
+// count counts an answered ARM request, and a Private DNS one on its
+// subscription's timeline.
+func (s *Server) count(method string, p armPath, ok bool, status int, principalID string) {
+	s.counters.request(method, counterType(p, ok), status, principalID)
+	if ok && strings.EqualFold(p.provider, "Microsoft.Network") && len(p.types) > 0 && strings.EqualFold(p.types[0], "privateDnsZones") {
+		s.dnsRate.add(p.sub, method, time.Now())
+	}
+}
+
 // serveARMRequest is the ARM pipeline: authentication, faults,
 // authorization, throttling, then the resource provider; every answer is
 // counted.
@@ -203,10 +212,7 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	dropped := false
 	defer func() {
 		if !dropped {
-			s.counters.request(r.Method, counterType(p, ok), rec.status, principalID)
-			if ok && strings.EqualFold(p.provider, "Microsoft.Network") && len(p.types) > 0 && strings.EqualFold(p.types[0], "privateDnsZones") {
-				s.dnsRate.add(p.sub, r.Method, time.Now())
-			}
+			s.count(r.Method, p, ok, rec.status, principalID)
 		}
 	}()
 

@@ -468,15 +468,8 @@ func (b *bench) read(ctx context.Context) (state, error) {
 		if a := u.GetAnnotations(); a[api] != "" && a[ingress] != "" {
 			s.annotated++
 		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == clusterlink.ConditionGSPrivateLinksReady && m["status"] == "True" {
-				s.ready++
-			}
-			if m, ok := c.(map[string]any); ok && m["type"] == clusterlink.ConditionGSDNSZoneReady && m["status"] == "True" {
-				s.dnsReady++
-			}
-		}
+		s.ready += boolInt(conditionTrue(u, clusterlink.ConditionGSPrivateLinksReady))
+		s.dnsReady += boolInt(conditionTrue(u, clusterlink.ConditionGSDNSZoneReady))
 	}
 	return s, nil
 }
@@ -620,4 +613,14 @@ func dnsRates(rates []azuresim.DNSRate) []azuresim.DNSRate {
 		return rates[i].Subscription < rates[j].Subscription
 	})
 	return rates
+}
+
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

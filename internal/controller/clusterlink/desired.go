@@ -65,14 +65,14 @@ const (
 type Layout string
 
 const (
-	// LayoutIngress: one endpoint <wc>-to-<mc>-privatelink-privateendpoint
+	// LayoutIngress is one endpoint <wc>-to-<mc>-privatelink-privateendpoint
 	// to the MC's ingress link (older operator up to 0.3; the default).
 	LayoutIngress Layout = "ingress"
 	// LayoutIngressAndGateway adds <wc>-to-<mc>-gateway-privateendpoint to
 	// <mc>-gateway-privatelink (older operator 0.4); IngressIPSource picks
 	// whose IP the ingress annotation takes.
 	LayoutIngressAndGateway Layout = "ingress+gateway"
-	// LayoutGateway: the gateway endpoint only, whose IP the ingress
+	// LayoutGateway is the gateway endpoint only, whose IP the ingress
 	// annotation takes (older operator 0.5).
 	LayoutGateway Layout = "gateway"
 )

@@ -19,7 +19,7 @@ import (
 // records of both directions resolve, for control plane gates.
 const ConditionGSDNSZoneReady = "GSDNSZoneReady"
 
-// BaseDomainAnnotation, under the annotation prefix, overrides
+// BaseDomainAnnotation is, under the annotation prefix, what overrides
 // --wiring-dns-base-domain for the names of one cluster.
 const BaseDomainAnnotation = "base-domain"
 
@@ -78,9 +78,9 @@ type DNSNames struct {
 type DNSSide string
 
 const (
-	// DNSSideMC: the WC's API names, in the MC's resource group and network.
+	// DNSSideMC holds the WC's API names, in the MC's resource group and network.
 	DNSSideMC DNSSide = "mc"
-	// DNSSideWC: the MC's ingress names, in the WC's resource group and
+	// DNSSideWC holds the MC's ingress names, in the WC's resource group and
 	// network.
 	DNSSideWC DNSSide = "wc"
 )

@@ -92,6 +92,7 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 			continue
 		}
 		switch state {
+		case dnsDone:
 		case dnsWaiting:
 			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
 		case dnsBlocked:
@@ -161,7 +162,11 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 	return state, err
 }
 
-// ensureDNSNow is ensureDNS's pass through Azure.
+// ensureDNSNow is ensureDNS's pass through Azure: removal without IP,
+// else zone, link and records. Azure Private DNS allows few reads (500 per
+// 5 minutes and subscription): a zone, a link and a record seen in place
+// are not read again within the check interval, across passes and
+// clusters.
 func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstructured, set DNSSet, memo, fp string, now time.Time) (dnsState, error) {
 	api, err := r.DNS.For(ctx, set.Holder)
 	if err != nil {
@@ -180,46 +185,74 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 	if set.VNet == "" {
 		return dnsWaiting, nil // CAPZ has not written the subnet IDs yet
 	}
-	// Azure Private DNS allows few reads (500 per 5 minutes and
-	// subscription): a zone, a link and a record seen in place are not read
-	// again within the check interval, across passes and clusters.
-	zone := set.Zone
-	if zoneMemo := "zone|" + zone.Key(); !r.dnsSeen.fresh(zoneMemo, "", now, r.Opts.DNS.Check) {
-		z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
-		if err != nil {
-			return dnsWaiting, err
-		}
-		if z == nil {
-			if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
-				return dnsWaiting, err
-			}
-			// A zone this process creates holds no link and no record
-			// set: they are written without reading first.
-			r.dnsSeen.set("created|"+zone.Key(), "", now)
-			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
-			return dnsWaiting, nil
-		}
-		if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
-			return dnsWaiting, nil
-		}
-		r.dnsSeen.set(zoneMemo, "", now)
+	if ready, err := r.ensureZone(ctx, u, api, set, now); err != nil || !ready {
+		return dnsWaiting, err
 	}
 	linked := true
-	if linkMemo := "link|" + zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.fresh(linkMemo, "", now, r.Opts.DNS.Check) {
-		if linked, err = r.ensureLink(ctx, api, set, r.dnsSeen.fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check)); err != nil {
+	if linkMemo := "link|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.fresh(linkMemo, "", now, r.Opts.DNS.Check) {
+		if linked, err = r.ensureLink(ctx, api, set, r.createdHere(set.Zone, now)); err != nil {
 			return dnsWaiting, err
 		}
 		if linked {
 			r.dnsSeen.set(linkMemo, "", now)
 		}
 	}
+	state, err := r.writeRecords(ctx, u, api, set, fp, now)
+	if err != nil {
+		return dnsWaiting, err
+	}
+	if state == dnsDone && !linked {
+		state = dnsWaiting
+	}
+	if state == dnsDone {
+		r.dnsSeen.set(memo, fp, now)
+	}
+	return state, nil
+}
+
+// ensureZone creates the set's zone when missing; it reports whether the
+// zone is provisioned.
+func (r *WCReconciler) ensureZone(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, now time.Time) (bool, error) {
+	zone, zoneMemo := set.Zone, "zone|"+set.Zone.Key()
+	if r.dnsSeen.fresh(zoneMemo, "", now, r.Opts.DNS.Check) {
+		return true, nil
+	}
+	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return false, err
+	}
+	if z == nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
+			return false, err
+		}
+		// A zone this process creates holds no link and no record set:
+		// they are written without reading first.
+		r.dnsSeen.set("created|"+zone.Key(), "", now)
+		r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
+		return false, nil
+	}
+	if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
+		return false, nil
+	}
+	r.dnsSeen.set(zoneMemo, "", now)
+	return true, nil
+}
+
+// createdHere reports whether this process created the zone (recently).
+func (r *WCReconciler) createdHere(zone dns.Zone, now time.Time) bool {
+	return r.dnsSeen.fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check)
+}
+
+// writeRecords writes the set's records not seen in place; it reports
+// dnsBlocked when one belongs to someone else.
+func (r *WCReconciler) writeRecords(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, fp string, now time.Time) (dnsState, error) {
 	state := dnsDone
 	for _, rel := range set.Records {
-		recordMemo := "record|" + zone.Key() + "|" + rel
+		recordMemo := "record|" + set.Zone.Key() + "|" + rel
 		if r.dnsSeen.fresh(recordMemo, fp, now, r.Opts.DNS.Check) {
 			continue
 		}
-		st, err := r.writeRecord(ctx, u, api, set, rel, r.dnsSeen.fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check))
+		st, err := r.writeRecord(ctx, u, api, set, rel, r.createdHere(set.Zone, now))
 		if err != nil {
 			return dnsWaiting, err
 		}
@@ -228,12 +261,6 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 			continue
 		}
 		r.dnsSeen.set(recordMemo, fp, now)
-	}
-	if state == dnsDone && !linked {
-		state = dnsWaiting
-	}
-	if state == dnsDone {
-		r.dnsSeen.set(memo, fp, now)
 	}
 	return state, nil
 }
@@ -397,18 +424,9 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return false, err
 	}
-	pending := false
-	for _, l := range links {
-		if dns.TagOwner(l.Tags) != set.Owner {
-			continue
-		}
-		pending = true
-		if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
-			continue
-		}
-		if err := api.DeleteLink(ctx, zone.ResourceGroup, zone.Name, ptr.Deref(l.Name, "")); err != nil {
-			return false, err
-		}
+	pending, err := dropLinks(ctx, api, set, links)
+	if err != nil {
+		return false, err
 	}
 	zo := dns.TagOwner(z.Tags)
 	switch {
@@ -426,6 +444,25 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	}
 	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSReleased, "Release", "deleting private DNS zone %s, made for this cluster", zone.Name)
 	return false, nil
+}
+
+// dropLinks deletes the links made for the set's WC; it reports whether
+// any is still there (deleting).
+func dropLinks(ctx context.Context, api dns.API, set DNSSet, links []*armprivatedns.VirtualNetworkLink) (bool, error) {
+	pending := false
+	for _, l := range links {
+		if dns.TagOwner(l.Tags) != set.Owner {
+			continue
+		}
+		pending = true
+		if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
+			continue
+		}
+		if err := api.DeleteLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, ptr.Deref(l.Name, "")); err != nil {
+			return false, err
+		}
+	}
+	return pending, nil
 }
 
 // dnsMemo remembers, per WC and side, the fingerprint of the DNS last seen
@@ -450,7 +487,9 @@ func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
 
 // wrote reports whether this process wrote a record of the set (so that
 // its removal must look).
-func (m *dnsMemo) wrote(set DNSSet) bool { return m.known("wrote|" + set.Owner + "|" + string(set.Side)) }
+func (m *dnsMemo) wrote(set DNSSet) bool {
+	return m.known("wrote|" + set.Owner + "|" + string(set.Side))
+}
 
 // known reports whether a key has an entry.
 func (m *dnsMemo) known(key string) bool {

@@ -158,17 +158,7 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		retiring = Retiring(wc, mc, wcOwners, r.Opts.AdoptFieldManagers, toMC)
 	}
 	o := r.observe(ctx, u, wc, mc, toWC, toMC, retiring, current.Annotations)
-	ingress := r.Opts.annotation(AnnotationMCIngressIP)
-	switched := len(toMC) > 0 && o.sourceReady && u.GetAnnotations()[ingress] == o.annotations[ingress]
-	kept := toMC
-	if len(retiring) > 0 && !switched {
-		kept = slices.Concat(toMC, ownedOnly(retiring, current.Endpoints))
-		again := r.Opts.pendingRecheck() // the new endpoint is on its way
-		if len(toMC) == 0 {
-			again = r.Opts.TerminalRecheck // the MC's spec must be fixed first
-		}
-		o.result = lowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: again})
-	}
+	kept, switched := r.duringSwitch(u, &o, toMC, retiring, current)
 	want := capz.Owned{Endpoints: groupBySubnet(kept), Finalizers: []string{Finalizer}, Annotations: o.annotations}
 	if len(toMC)+len(toWC) == 0 && !slices.Contains(u.GetFinalizers(), Finalizer) {
 		// Nothing to protect yet (CAPZ has not written the subnet IDs, or
@@ -191,6 +181,16 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 			return ctrl.Result{}, err
 		}
 	}
+	result, err := r.followUp(ctx, u, wc, mc, toWC, toMC, o)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, o.err
+}
+
+// followUp is what comes after the WC's write: its DNS (DNS mode) and the
+// orphans CAPZ left; it returns the sooner of their results and o's.
+func (r *WCReconciler) followUp(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, o observation) (ctrl.Result, error) {
 	result := o.result
 	if r.Opts.DNS.Enabled && o.err == nil && knownLBType(mc.APIServerLBType) {
 		res, err := r.reconcileDNS(ctx, u, wc, mc, toWC, toMC, o.annotations)
@@ -200,17 +200,41 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		result = lowestNonZeroResult(result, res)
 	}
 	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil && len(toMC) > 0 {
-		wanted := make([]string, 0, len(toMC))
-		for _, ep := range toMC {
-			wanted = append(wanted, ep.Name)
-		}
-		res, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), wanted...)
+		res, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), uniqueNames(toMC)...)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		result = lowestNonZeroResult(result, res)
 	}
-	return result, o.err
+	return result, nil
+}
+
+// uniqueNames lists the endpoints' names, each once.
+func uniqueNames(eps []Endpoint) []string {
+	out := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		if !slices.Contains(out, ep.Name) {
+			out = append(out, ep.Name)
+		}
+	}
+	return out
+}
+
+// duringSwitch says which WC→MC entries to apply: toMC, and the operator's
+// retiring ones until the switch is done (the new layout's first endpoint
+// is ready and the annotation already holds its IP).
+func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation, toMC, retiring []Endpoint, current capz.Owned) ([]Endpoint, bool) {
+	ingress := r.Opts.annotation(AnnotationMCIngressIP)
+	switched := len(toMC) > 0 && o.sourceReady && u.GetAnnotations()[ingress] == o.annotations[ingress]
+	if len(retiring) == 0 || switched {
+		return toMC, switched
+	}
+	again := r.Opts.pendingRecheck() // the new endpoint is on its way
+	if len(toMC) == 0 {
+		again = r.Opts.TerminalRecheck // the MC's spec must be fixed first
+	}
+	o.result = lowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: again})
+	return slices.Concat(toMC, ownedOnly(retiring, current.Endpoints)), false
 }
 
 // retire finishes a layout switch: the operator's entries of the earlier
@@ -335,13 +359,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 // nor reported.
 func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Unstructured, o *observation, eps, fallback []Endpoint, owner *capz.AzureCluster, annName string) []ctrl.Result {
 	dir := slices.Concat(eps, fallback)[0].Direction
-	wanted := make([]string, 0, len(eps)+len(fallback))
-	for _, ep := range slices.Concat(eps, fallback) {
-		if !slices.Contains(wanted, ep.Name) {
-			wanted = append(wanted, ep.Name)
-		}
-	}
-	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, wanted...)
+	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, uniqueNames(slices.Concat(eps, fallback))...)
 	if err != nil {
 		o.ready = false
 		o.states[dir] = stateUnknown
@@ -353,41 +371,57 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 	}
 	var results []ctrl.Result
 	for i, ep := range eps {
-		ob, exists := obs[strings.ToLower(ep.Name)]
-		state, note := endpointState(ob, exists, ep)
-		if i == 0 || (o.states[dir] == stateReady && state != stateReady) {
-			o.states[dir] = state // the first endpoint's, or the first trouble
-		}
-		healKey := owner.Namespace + "/" + owner.Name + "/" + ep.Name
-		if state == stateReady {
-			r.heal.Ready(healKey)
-			if i == 0 {
-				o.annotations[annName] = ob.IP
-				o.sourceReady = o.sourceReady || dir == DirectionWCToMC
-			}
-			continue
-		}
-		if i == 0 {
-			delete(o.annotations, annName)
-		}
-		o.ready = false
-		r.noteState(u, ep, state, note)
-		results = append(results, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
-		if wait := r.maybeHeal(ctx, u, owner, ep, state, healKey); wait > 0 {
-			results = append(results, ctrl.Result{RequeueAfter: wait})
-		}
+		results = append(results, r.observeEndpoint(ctx, u, o, ep, i == 0, obs, owner, annName)...)
 	}
 	if len(fallback) > 0 && (len(eps) == 0 || o.annotations[annName] == "") {
-		if ip := fallbackIP(obs, fallback, u.GetAnnotations()[annName]); ip != "" {
-			o.annotations[annName] = ip
-		} else {
-			delete(o.annotations, annName)
-		}
-		if len(eps) == 0 {
-			o.ready = false // nothing of the configured layout is wired
-		}
+		o.fallBack(obs, fallback, annName, u.GetAnnotations()[annName], len(eps) == 0)
 	}
 	return results
+}
+
+// observeEndpoint records one endpoint of a direction in o (first: the
+// one whose IP the direction's annotation takes), heals it when broken long
+// enough, and returns the rechecks it asks for.
+func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unstructured, o *observation, ep Endpoint, first bool,
+	obs map[string]privateendpoints.Observation, owner *capz.AzureCluster, annName string) []ctrl.Result {
+	dir := ep.Direction
+	ob, exists := obs[strings.ToLower(ep.Name)]
+	state, note := endpointState(ob, exists, ep)
+	if first || (o.states[dir] == stateReady && state != stateReady) {
+		o.states[dir] = state // the first endpoint's, or the first trouble
+	}
+	healKey := owner.Namespace + "/" + owner.Name + "/" + ep.Name
+	if state == stateReady {
+		r.heal.Ready(healKey)
+		if first {
+			o.annotations[annName] = ob.IP
+			o.sourceReady = o.sourceReady || dir == DirectionWCToMC
+		}
+		return nil
+	}
+	if first {
+		delete(o.annotations, annName)
+	}
+	o.ready = false
+	r.noteState(u, ep, state, note)
+	results := []ctrl.Result{{RequeueAfter: r.Opts.pendingRecheck()}}
+	if wait := r.maybeHeal(ctx, u, owner, ep, state, healKey); wait > 0 {
+		results = append(results, ctrl.Result{RequeueAfter: wait})
+	}
+	return results
+}
+
+// fallBack keeps the annotation on was, the IP it holds, while a ready
+// endpoint among eps has it (a layout switch); none is not ready.
+func (o *observation) fallBack(obs map[string]privateendpoints.Observation, eps []Endpoint, annName, was string, none bool) {
+	if ip := fallbackIP(obs, eps, was); ip != "" {
+		o.annotations[annName] = ip
+	} else {
+		delete(o.annotations, annName)
+	}
+	if none {
+		o.ready = false // nothing of the configured layout is wired
+	}
 }
 
 // fallbackIP is was, the IP the annotation holds now, when a ready

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -38,8 +38,9 @@ const (
 	// PausedByAnnotation marks the operator's pause; its value lists the
 	// gates that were unmet when it paused.
 	PausedByAnnotation = "azure-private-endpoint-operator.giantswarm.io/paused-by-gates"
-	// ReasonPaused and ReasonReleased are the Event reasons.
-	ReasonPaused   = "ControlPlanePaused"
+	// ReasonPaused is the Event reason of the operator's pause.
+	ReasonPaused = "ControlPlanePaused"
+	// ReasonReleased is the Event reason of its release.
 	ReasonReleased = "ControlPlaneReleased"
 )
 
@@ -113,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	decision, why := Decide(o)
-	var related runtime.Object // the AzureCluster, when read
+	var related k8sruntime.Object // the AzureCluster, when read
 	if ac != nil {
 		related = ac
 	}
@@ -292,7 +293,7 @@ func pausedOnlyBy(u *unstructured.Unstructured, managers []string) bool {
 	holders := 0
 	ours := true
 	for _, mf := range u.GetManagedFields() {
-		if mf.FieldsV1 == nil || !strings.Contains(string(mf.FieldsV1.Raw), `"`+field+`"`) {
+		if mf.FieldsV1 == nil || !strings.Contains(string(mf.FieldsV1.GetRawBytes()), `"`+field+`"`) {
 			continue
 		}
 		holders++

@@ -223,13 +223,11 @@ func (w gateWorld) kcp(cluster string) *unstructured.Unstructured {
 	return u
 }
 
-func (w gateWorld) waitKCP(cluster, what string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
-	var u *unstructured.Unstructured
+func (w gateWorld) waitKCP(cluster, what string, ok func(*unstructured.Unstructured) bool) {
 	testworld.Eventually(w.t, testworld.Timeout, cluster+": "+what, func(context.Context) (bool, string) {
-		u = w.kcp(cluster)
+		u := w.kcp(cluster)
 		return ok(u), fmt.Sprint(u.GetAnnotations())
 	})
-	return u
 }
 
 func (w gateWorld) waitEvent(name, reason string) {

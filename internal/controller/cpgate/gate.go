@@ -18,14 +18,14 @@ import (
 type Decision int
 
 const (
-	// Skip: neither pause nor release (see Decide for when).
+	// Skip neither pauses nor releases (see Decide for when).
 	Skip Decision = iota
-	// Hold: a gate is unmet; pause the control plane (or keep the
-	// operator's pause).
+	// Hold pauses the control plane (or keeps the operator's pause): a gate
+	// is unmet.
 	Hold
-	// Release: every gate is met; lift the operator's pause.
+	// Release lifts the operator's pause: every gate is met.
 	Release
-	// Leave: the control plane is paused by someone else; leave it.
+	// Leave leaves a control plane someone else paused as it is.
 	Leave
 )
 
