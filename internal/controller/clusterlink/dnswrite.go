@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
@@ -17,6 +16,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
 // Event reasons of the DNS mode.
@@ -76,7 +76,7 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 	result := ctrl.Result{}
 	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
 	for _, set := range sets {
-		if set.IP == "" && !hadDNS && !r.dnsSeen.wrote(set) {
+		if set.IP == "" && !hadDNS && !wroteRecord(&r.dnsSeen, set) {
 			// Not approved yet, and no record was ever written: nothing to
 			// remove, and no read to spend on finding that out.
 			ready = false
@@ -132,8 +132,8 @@ func (r *WCReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, 
 	now := r.Clock.Now()
 	for _, set := range sets {
 		memo := set.Owner + "|" + string(set.Side)
-		if !r.dnsSeen.known(memo) {
-			r.dnsSeen.set(memo, set.Fingerprint(r.Opts.DNS.TTL), now.Add(-time.Duration(rand.Int64N(int64(r.Opts.DNS.Check))))) //nolint:gosec // G404: spreads checks; nothing to guess
+		if !r.dnsSeen.Known(memo) {
+			r.dnsSeen.Set(memo, set.Fingerprint(r.Opts.DNS.TTL), now.Add(-time.Duration(rand.Int64N(int64(r.Opts.DNS.Check))))) //nolint:gosec // G404: spreads checks; nothing to guess
 		}
 	}
 }
@@ -146,18 +146,18 @@ func (r *WCReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, 
 func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (dnsState, error) {
 	memo, fp := set.Owner+"|"+string(set.Side), set.Fingerprint(r.Opts.DNS.TTL)
 	now := r.Clock.Now()
-	if r.dnsSeen.fresh(memo, fp, now, r.Opts.DNS.Check) {
+	if r.dnsSeen.Fresh(memo, fp, now, r.Opts.DNS.Check) {
 		return dnsDone, nil
 	}
 	// While Azure works, one look per pending recheck, whatever else
 	// brings the cluster back (its own annotation and condition writes).
 	waitMemo := "wait|" + memo
-	if r.dnsSeen.fresh(waitMemo, fp, now, r.Opts.pendingRecheck()) {
+	if r.dnsSeen.Fresh(waitMemo, fp, now, r.Opts.pendingRecheck()) {
 		return dnsWaiting, nil
 	}
 	state, err := r.ensureDNSNow(ctx, u, set, memo, fp, now)
 	if err == nil && state == dnsWaiting {
-		r.dnsSeen.set(waitMemo, fp, now)
+		r.dnsSeen.Set(waitMemo, fp, now)
 	}
 	return state, err
 }
@@ -177,9 +177,9 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 			if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
 				return dnsWaiting, err
 			}
-			r.dnsSeen.forget("record|" + set.Zone.Key() + "|" + rel)
+			r.dnsSeen.ForgetPrefix("record|" + set.Zone.Key() + "|" + rel)
 		}
-		r.dnsSeen.set(memo, fp, now)
+		r.dnsSeen.Set(memo, fp, now)
 		return dnsDone, nil
 	}
 	if set.VNet == "" {
@@ -189,12 +189,12 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 		return dnsWaiting, err
 	}
 	linked := true
-	if linkMemo := "link|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.fresh(linkMemo, "", now, r.Opts.DNS.Check) {
+	if linkMemo := "link|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.Fresh(linkMemo, "", now, r.Opts.DNS.Check) {
 		if linked, err = r.ensureLink(ctx, api, set, r.createdHere(set.Zone, now)); err != nil {
 			return dnsWaiting, err
 		}
 		if linked {
-			r.dnsSeen.set(linkMemo, "", now)
+			r.dnsSeen.Set(linkMemo, "", now)
 		}
 	}
 	state, err := r.writeRecords(ctx, u, api, set, fp, now)
@@ -205,7 +205,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 		state = dnsWaiting
 	}
 	if state == dnsDone {
-		r.dnsSeen.set(memo, fp, now)
+		r.dnsSeen.Set(memo, fp, now)
 	}
 	return state, nil
 }
@@ -214,7 +214,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 // zone is provisioned.
 func (r *WCReconciler) ensureZone(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, now time.Time) (bool, error) {
 	zone, zoneMemo := set.Zone, "zone|"+set.Zone.Key()
-	if r.dnsSeen.fresh(zoneMemo, "", now, r.Opts.DNS.Check) {
+	if r.dnsSeen.Fresh(zoneMemo, "", now, r.Opts.DNS.Check) {
 		return true, nil
 	}
 	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
@@ -227,20 +227,20 @@ func (r *WCReconciler) ensureZone(ctx context.Context, u *unstructured.Unstructu
 		}
 		// A zone this process creates holds no link and no record set:
 		// they are written without reading first.
-		r.dnsSeen.set("created|"+zone.Key(), "", now)
+		r.dnsSeen.Set("created|"+zone.Key(), "", now)
 		r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
 		return false, nil
 	}
 	if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
 		return false, nil
 	}
-	r.dnsSeen.set(zoneMemo, "", now)
+	r.dnsSeen.Set(zoneMemo, "", now)
 	return true, nil
 }
 
 // createdHere reports whether this process created the zone (recently).
 func (r *WCReconciler) createdHere(zone dns.Zone, now time.Time) bool {
-	return r.dnsSeen.fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check)
+	return r.dnsSeen.Fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check)
 }
 
 // writeRecords writes the set's records not seen in place; it reports
@@ -249,7 +249,7 @@ func (r *WCReconciler) writeRecords(ctx context.Context, u *unstructured.Unstruc
 	state := dnsDone
 	for _, rel := range set.Records {
 		recordMemo := "record|" + set.Zone.Key() + "|" + rel
-		if r.dnsSeen.fresh(recordMemo, fp, now, r.Opts.DNS.Check) {
+		if r.dnsSeen.Fresh(recordMemo, fp, now, r.Opts.DNS.Check) {
 			continue
 		}
 		st, err := r.writeRecord(ctx, u, api, set, rel, r.createdHere(set.Zone, now))
@@ -260,7 +260,7 @@ func (r *WCReconciler) writeRecords(ctx context.Context, u *unstructured.Unstruc
 			state = dnsBlocked
 			continue
 		}
-		r.dnsSeen.set(recordMemo, fp, now)
+		r.dnsSeen.Set(recordMemo, fp, now)
 	}
 	return state, nil
 }
@@ -270,8 +270,8 @@ func (r *WCReconciler) writeRecords(ctx context.Context, u *unstructured.Unstruc
 // (fresh), the first pass writes the link without listing.
 func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet, fresh bool) (bool, error) {
 	linkKey := "linkput|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet)
-	if fresh && !r.dnsSeen.known(linkKey) {
-		r.dnsSeen.set(linkKey, "", r.Clock.Now())
+	if fresh && !r.dnsSeen.Known(linkKey) {
+		r.dnsSeen.Set(linkKey, "", r.Clock.Now())
 		return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, dns.LinkName(set.VNet), dns.LinkBody(set.VNet, linkOwner(set)))
 	}
 	links, err := api.Links(ctx, set.Zone.ResourceGroup, set.Zone.Name)
@@ -323,10 +323,10 @@ func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstruct
 	if rs != nil {
 		etag = ptr.Deref(rs.Etag, "")
 	}
-	r.dnsSeen.set("wrote|"+set.Owner+"|"+string(set.Side), "", r.Clock.Now())
+	r.dnsSeen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", r.Clock.Now())
 	if err := api.PutRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, etag, dns.RecordBody(rs, []string{set.IP}, ttl, set.Owner)); err != nil {
 		if fresh && azure.IsPreconditionFailed(err) {
-			r.dnsSeen.forget("created|" + set.Zone.Key()) // someone wrote it meanwhile: read it next time
+			r.dnsSeen.ForgetPrefix("created|" + set.Zone.Key()) // someone wrote it meanwhile: read it next time
 			return dnsWaiting, nil
 		}
 		return dnsWaiting, err
@@ -378,17 +378,17 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 		done = done && gone
 	}
 	if done {
-		r.dnsSeen.forget(key(wc) + "|")
-		r.dnsSeen.forget("wait|" + key(wc) + "|")
-		r.dnsSeen.forget("release|" + key(wc) + "|")
-		r.dnsSeen.forget("wrote|" + key(wc) + "|")
+		r.dnsSeen.ForgetPrefix(key(wc) + "|")
+		r.dnsSeen.ForgetPrefix("wait|" + key(wc) + "|")
+		r.dnsSeen.ForgetPrefix("release|" + key(wc) + "|")
+		r.dnsSeen.ForgetPrefix("wrote|" + key(wc) + "|")
 		for _, set := range sets {
-			r.dnsSeen.forget("record|" + set.Zone.Key() + "|")
+			r.dnsSeen.ForgetPrefix("record|" + set.Zone.Key() + "|")
 			if !set.Zone.Shared {
-				r.dnsSeen.forget("zone|" + set.Zone.Key())
-				r.dnsSeen.forget("link|" + set.Zone.Key() + "|")
-				r.dnsSeen.forget("linkput|" + set.Zone.Key() + "|")
-				r.dnsSeen.forget("created|" + set.Zone.Key())
+				r.dnsSeen.ForgetPrefix("zone|" + set.Zone.Key())
+				r.dnsSeen.ForgetPrefix("link|" + set.Zone.Key() + "|")
+				r.dnsSeen.ForgetPrefix("linkput|" + set.Zone.Key() + "|")
+				r.dnsSeen.ForgetPrefix("created|" + set.Zone.Key())
 			}
 		}
 	}
@@ -407,13 +407,13 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	step := "release|" + set.Owner + "|" + string(set.Side) + "|"
 	now := r.Clock.Now()
 	for _, rel := range set.Records {
-		if r.dnsSeen.fresh(step+"record|"+rel, "", now, r.Opts.DNS.Check) {
+		if r.dnsSeen.Fresh(step+"record|"+rel, "", now, r.Opts.DNS.Check) {
 			continue
 		}
 		if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
 			return false, err
 		}
-		r.dnsSeen.set(step+"record|"+rel, "", now)
+		r.dnsSeen.Set(step+"record|"+rel, "", now)
 	}
 	zone := set.Zone
 	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
@@ -465,58 +465,10 @@ func dropLinks(ctx context.Context, api dns.API, set DNSSet, links []*armprivate
 	return pending, nil
 }
 
-// dnsMemo remembers, per WC and side, the fingerprint of the DNS last seen
-// in place and when, so that it is not read again before the check
-// interval.
-type dnsMemo struct {
-	mu   sync.Mutex
-	seen map[string]dnsSeen
-}
-
-type dnsSeen struct {
-	fp string
-	at time.Time
-}
-
-func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.seen[key]
-	return ok && s.fp == fp && now.Sub(s.at) < ttl
-}
-
-// wrote reports whether this process wrote a record of the set (so that
-// its removal must look).
-func (m *dnsMemo) wrote(set DNSSet) bool {
-	return m.known("wrote|" + set.Owner + "|" + string(set.Side))
-}
-
-// known reports whether a key has an entry.
-func (m *dnsMemo) known(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.seen[key]
-	return ok
-}
-
-func (m *dnsMemo) set(key, fp string, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.seen == nil {
-		m.seen = map[string]dnsSeen{}
-	}
-	m.seen[key] = dnsSeen{fp, now}
-}
-
-// forget drops the entries whose key starts with prefix.
-func (m *dnsMemo) forget(prefix string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k := range m.seen {
-		if strings.HasPrefix(k, prefix) {
-			delete(m.seen, k)
-		}
-	}
+// wroteRecord reports whether this process wrote a record of the set (so
+// that its removal must look).
+func wroteRecord(m *memo.Memo, set DNSSet) bool {
+	return m.Known("wrote|" + set.Owner + "|" + string(set.Side))
 }
 
 // conditionMessage is a condition's message ("" without it).

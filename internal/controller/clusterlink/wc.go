@@ -23,6 +23,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
 // WCReconciler wires one workload cluster: its finalizer, its private
@@ -46,7 +47,7 @@ type WCReconciler struct {
 	Clock clock.PassiveClock
 
 	memory  eventMemory
-	dnsSeen dnsMemo
+	dnsSeen memo.Memo
 	mc      mcSnapshot
 	heal    heal.Tracker
 	once    sync.Once

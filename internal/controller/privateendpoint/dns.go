@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +17,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
 // zoneOf is the zone the spec names.
@@ -57,46 +56,13 @@ func vnets(obj *v1alpha1.AzurePrivateEndpoint) []string {
 	return []string{pls.VNetOf(obj.Spec.SubnetID)}
 }
 
-// dnsMemo remembers, per object and step (zone, links, records, an
-// Approved endpoint), what the step was last verified for and when, so that
-// an unchanged object's DNS is read only every DNSCheck (Private DNS has
-// lower request limits than networking) and a resumed pass does not read
-// again what it just saw.
-type dnsMemo struct {
-	mu sync.Mutex
-	m  map[string]dnsSeen
-}
-
-type dnsSeen struct {
-	fingerprint string
-	at          time.Time
-}
-
-func (m *dnsMemo) fresh(key, fp string, now time.Time, ttl time.Duration) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.m[key]
-	return ok && s.fingerprint == fp && now.Sub(s.at) < ttl
-}
-
-func (m *dnsMemo) set(key, fp string, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = map[string]dnsSeen{}
-	}
-	m.m[key] = dnsSeen{fingerprint: fp, at: now}
-}
-
-// forget drops what is known of an object's DNS.
-func (m *dnsMemo) forget(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k := range m.m {
-		if _, rest, ok := strings.Cut(k, "|"); ok && (rest == key || strings.HasPrefix(rest, key+"|")) {
-			delete(m.m, k)
-		}
-	}
+// forgetObject drops what the memo (keys "<step>|<object>[|...]") knows
+// of an object's DNS.
+func forgetObject(m *memo.Memo, key string) {
+	m.ForgetFunc(func(k string) bool {
+		_, rest, ok := strings.Cut(k, "|")
+		return ok && (rest == key || strings.HasPrefix(rest, key+"|"))
+	})
 }
 
 // fingerprint is what the DNS depends on: the spec and the address.
@@ -129,11 +95,11 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return ctrl.Result{}, true, true, true, nil
 	}
 	now := r.clock().Now()
-	if r.dnsSeen.fresh("links|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
+	if r.dnsSeen.Fresh("links|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
 		return ctrl.Result{}, true, true, true, nil
 	}
 	zone := zoneOf(obj)
-	if !r.dnsSeen.fresh("zone|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
+	if !r.dnsSeen.Fresh("zone|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
 		ready, err := r.ensureZone(ctx, obj, api, zone)
 		if err != nil {
 			return fail(err)
@@ -141,7 +107,7 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		if !ready {
 			return r.requeueSoon(), false, false, true, nil
 		}
-		r.dnsSeen.set("zone|"+key, fmt.Sprint(obj.Generation), now)
+		r.dnsSeen.Set("zone|"+key, fmt.Sprint(obj.Generation), now)
 	}
 	linked, err = r.links(ctx, obj, api, zone)
 	if err != nil {
@@ -151,7 +117,7 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "linking private DNS zone "+zone.Name+" to the virtual networks")
 		return r.requeueSoon(), true, false, true, nil
 	}
-	r.dnsSeen.set("links|"+key, fmt.Sprint(obj.Generation), now)
+	r.dnsSeen.Set("links|"+key, fmt.Sprint(obj.Generation), now)
 	return ctrl.Result{}, true, true, true, nil
 }
 
@@ -357,7 +323,7 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 func (r *Reconciler) writeRecord(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, rel string, ips []string, ttl int64) (*string, error) {
 	key, now, fp := owner(obj), r.clock().Now(), fingerprint(obj)
 	memo := "record|" + key + "|" + rel
-	if r.dnsSeen.fresh(memo, fp, now, r.Opts.DNSCheck) {
+	if r.dnsSeen.Fresh(memo, fp, now, r.Opts.DNSCheck) {
 		return nil, nil
 	}
 	rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
@@ -379,7 +345,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, obj *v1alpha1.AzurePrivate
 		}
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordWritten, "Write", "%s now resolves to %s", dns.FQDN(rel, zone.Name), strings.Join(ips, ", "))
 	}
-	r.dnsSeen.set(memo, fp, now)
+	r.dnsSeen.Set(memo, fp, now)
 	return nil, nil
 }
 
@@ -408,7 +374,7 @@ func (r *Reconciler) removeRecords(ctx context.Context, obj *v1alpha1.AzurePriva
 		}
 	}
 	obj.Status.FQDNs = nil
-	r.dnsSeen.forget(owner(obj))
+	forgetObject(&r.dnsSeen, owner(obj))
 	return ctrl.Result{}, nil
 }
 

@@ -161,7 +161,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	switch st {
 	case pe.StateApproved:
 		r.heal.Ready(key)
-		r.dnsSeen.set("endpoint|"+key, fmt.Sprint(obj.Generation), r.clock().Now())
+		r.dnsSeen.Set("endpoint|"+key, fmt.Sprint(obj.Generation), r.clock().Now())
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonApproved, msg)
 		return ctrl.Result{RequeueAfter: r.Opts.drift()}, true, nil
 	case pe.StatePending:
@@ -193,7 +193,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		return ctrl.Result{RequeueAfter: min(wait, r.Opts.ConnectionCheck)}, false, nil
 	}
 	name := obj.AzurePrivateEndpointName()
-	r.dnsSeen.forget(key)
+	forgetObject(&r.dnsSeen, key)
 	if err := api.endpoints.Delete(ctx, obj.Spec.ResourceGroup, name); err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
 		return res, false, err
@@ -226,5 +226,5 @@ func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) 
 func (r *Reconciler) recentlyApproved(obj *v1alpha1.AzurePrivateEndpoint) bool {
 	st := obj.Status
 	return st.ProvisioningState == string(armnetwork.ProvisioningStateSucceeded) && st.ConnectionState == pe.StateApproved && len(st.IPAddresses) > 0 &&
-		r.dnsSeen.fresh("endpoint|"+owner(obj), fmt.Sprint(obj.Generation), r.clock().Now(), r.Opts.DriftInterval/2)
+		r.dnsSeen.Fresh("endpoint|"+owner(obj), fmt.Sprint(obj.Generation), r.clock().Now(), r.Opts.DriftInterval/2)
 }

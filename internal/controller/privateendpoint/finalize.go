@@ -41,7 +41,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		}
 		return res, err
 	}
-	r.dnsSeen.forget(owner(obj))
+	forgetObject(&r.dnsSeen, owner(obj))
 	return ctrl.Result{}, r.release(ctx, obj)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
 // Condition reasons beside azure's (NotFound, AuthorizationFailed, ...).
@@ -71,7 +72,7 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 
 	heal    heal.Tracker
-	dnsSeen dnsMemo
+	dnsSeen memo.Memo
 }
 
 func (r *Reconciler) clock() clock.PassiveClock {

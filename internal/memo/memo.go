@@ -1,0 +1,64 @@
+// Package memo remembers what a controller last verified in Azure: for
+// which fingerprint (a spec generation, an address) and when, so that an
+// unchanged object is not read again before its check interval. Azure's
+// Private DNS allows few reads; both DNS writers use it.
+package memo
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// Memo is safe for concurrent use; its zero value is empty.
+type Memo struct {
+	mu sync.Mutex
+	m  map[string]entry
+}
+
+type entry struct {
+	fingerprint string
+	at          time.Time
+}
+
+// Fresh reports whether key was set with fp less than ttl before now.
+func (m *Memo) Fresh(key, fp string, now time.Time, ttl time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	return ok && e.fingerprint == fp && now.Sub(e.at) < ttl
+}
+
+// Set records key as verified for fp at now.
+func (m *Memo) Set(key, fp string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]entry{}
+	}
+	m.m[key] = entry{fingerprint: fp, at: now}
+}
+
+// Known reports whether key has an entry, however old.
+func (m *Memo) Known(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.m[key]
+	return ok
+}
+
+// ForgetPrefix drops the keys that start with prefix.
+func (m *Memo) ForgetPrefix(prefix string) {
+	m.ForgetFunc(func(k string) bool { return strings.HasPrefix(k, prefix) })
+}
+
+// ForgetFunc drops the keys match accepts.
+func (m *Memo) ForgetFunc(match func(key string) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.m {
+		if match(k) {
+			delete(m.m, k)
+		}
+	}
+}
