@@ -49,6 +49,7 @@ type options struct {
 	kubectl        string
 	layout         string
 	dnsBaseDomain  string
+	consumer       bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -70,6 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"The operator's --wc-to-mc-layout: ingress, ingress+gateway or gateway (the management cluster gets a gateway private link service too).")
 	fs.StringVar(&o.dnsBaseDomain, "dns-base-domain", "",
 		"Run the operator in DNS mode (--wiring-dns) with this base domain, and show what the names resolve to from each network.")
+	fs.BoolVar(&o.consumer, "consumer", true,
+		"End with the consumer step (an AzurePrivateLinkService and an AzurePrivateEndpoint with DNS).")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -200,8 +203,10 @@ func (d *demo) run(ctx context.Context, stdin io.Reader) error {
 	if err := d.wiringDNS(ctx); err != nil {
 		return err
 	}
-	if err := d.consumer(ctx); err != nil {
-		return err
+	if d.opts.consumer {
+		if err := d.consumer(ctx); err != nil {
+			return err
+		}
 	}
 	if d.opts.nonInteractive {
 		return nil

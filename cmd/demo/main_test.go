@@ -154,7 +154,7 @@ func TestDemoGatewayLayoutWithDNS(t *testing.T) {
 	bin := buildOperator(t)
 	var out, errOut lockedBuffer
 	code := run(context.Background(), []string{"--non-interactive", "--operator-binary=" + bin, "--samples=../../config/samples",
-		"--azure-latency=1s", "--layout=gateway", "--dns-base-domain=demo.internal"},
+		"--azure-latency=1s", "--layout=gateway", "--dns-base-domain=demo.internal", "--consumer=false"},
 		strings.NewReader(""), &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())

@@ -41,7 +41,7 @@ func TestCRDsOverlay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff([]string{"AzureCluster", "AzureClusterIdentity", "Cluster"}, kindsOf(crds)); diff != "" {
+			if diff := cmp.Diff([]string{"AzureCluster", "AzureClusterIdentity", "Cluster", "KubeadmControlPlane"}, kindsOf(crds)); diff != "" {
 				t.Errorf("%s: CRD kinds (-want +got):\n%s", tc.reason, diff)
 			}
 			fields, keys := privateLinksShape(t, crds)
