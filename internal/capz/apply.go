@@ -191,6 +191,12 @@ func findEndpoint(ac *AzureCluster, subnet, name string) (PrivateEndpoint, bool)
 	return PrivateEndpoint{}, false
 }
 
+// JSONPointerEscape escapes a key (an annotation name, say) for a JSON
+// patch path (RFC 6901).
+func JSONPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
 // listMapName reads the name of a list-map key, k:{"name":"x"}.
 func listMapName(k string) string {
 	raw, ok := strings.CutPrefix(k, "k:")

@@ -66,7 +66,8 @@ const (
 // GSDNSZoneReady once every direction's records are written and linked.
 // DNS in place is read again only every DNS.Check (a memo per WC and side).
 func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
-	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hasCondition(u, ConditionGSDNSZoneReady))
+	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
+	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hadDNS)
 	for _, p := range problems {
 		r.warnOnce(u, p.Reason, p.Message)
 	}
@@ -74,7 +75,6 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 	summary := dnsSummary(sets)
 	r.seedDNSMemo(u, sets, summary)
 	result := ctrl.Result{}
-	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
 	for _, set := range sets {
 		if set.IP == "" && !hadDNS && !wroteRecord(&r.dnsSeen, set) {
 			// Not approved yet, and no record was ever written: nothing to
@@ -126,7 +126,7 @@ func dnsSummary(sets []DNSSet) string {
 // so that a restart does not read every cluster's DNS in one go (Azure
 // Private DNS allows 500 reads per 5 minutes and subscription).
 func (r *WCReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, summary string) {
-	if !hasCondition(u, ConditionGSDNSZoneReady) || conditionMessage(u, ConditionGSDNSZoneReady) != summary {
+	if conditionMessage(u, ConditionGSDNSZoneReady) != summary || !hasCondition(u, ConditionGSDNSZoneReady) {
 		return
 	}
 	now := r.Clock.Now()

@@ -562,7 +562,7 @@ func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, 
 	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
 		if _, keep := want.Annotations[name]; !keep {
 			if _, present := u.GetAnnotations()[name]; present {
-				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + jsonPointerEscape(name)})
+				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + capz.JSONPointerEscape(name)})
 			}
 		}
 	}
@@ -744,10 +744,6 @@ func wcEndpointName(wcName string) func(capz.PrivateEndpoint) bool {
 	return func(pe capz.PrivateEndpoint) bool {
 		return strings.HasPrefix(pe.Name, wcName+"-to-") && strings.HasSuffix(pe.Name, "-privateendpoint")
 	}
-}
-
-func jsonPointerEscape(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // eventMemory remembers which events a WC has had, so that a state or a

@@ -90,7 +90,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			}
 			ca, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
 			cb, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
-			return !equalJSON(ca, cb) || a.GetAnnotations()[PausedAnnotation] != b.GetAnnotations()[PausedAnnotation]
+			return !equalJSON(ca, cb)
 		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("control-plane-gate").
@@ -212,7 +212,7 @@ func (r *Reconciler) release(ctx context.Context, kcp *unstructured.Unstructured
 	var ops []map[string]any
 	for _, k := range []string{PausedByAnnotation, PausedAnnotation} {
 		if v, ok := kcp.GetAnnotations()[k]; ok {
-			path := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			path := "/metadata/annotations/" + capz.JSONPointerEscape(k)
 			ops = append(ops, map[string]any{"op": "test", "path": path, "value": v}, map[string]any{"op": "remove", "path": path})
 		}
 	}
