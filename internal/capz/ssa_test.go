@@ -30,7 +30,7 @@ const (
 )
 
 func TestServerSideApplyOwnsOnlyOperatorEntries(t *testing.T) {
-	for _, schema := range []testenv.Schema{testenv.SchemaUpstream, testenv.SchemaFork, testenv.SchemaProposal} {
+	for _, schema := range []testenv.Schema{testenv.SchemaUpstream, testenv.SchemaFork, testenv.SchemaV127} {
 		t.Run(string(schema), func(t *testing.T) {
 			env := testenv.StartT(t, testenv.Options{Schema: schema})
 			ctx := context.Background()

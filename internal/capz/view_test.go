@@ -94,7 +94,7 @@ func TestFromUnstructured(t *testing.T) {
 			want:   func() *capz.AzureCluster { w := wantBase(); w.PrivateLinks = []capz.PrivateLink{wantLink}; return w },
 		},
 		{
-			reason: "proposal spelling natIPConfigurations",
+			reason: "CAPZ v1.27 spelling natIPConfigurations",
 			mutate: func(o map[string]any) { setLinks(o, link("natIPConfigurations")) },
 			want:   func() *capz.AzureCluster { w := wantBase(); w.PrivateLinks = []capz.PrivateLink{wantLink}; return w },
 		},

@@ -6,8 +6,12 @@
 // private link services with the PrivateLinksReady condition, and private
 // endpoints from spec.networkSpec.subnets[].privateEndpoints.
 //
-// In Upstream mode it behaves like upstream CAPZ v1.23: no private links,
-// and private endpoints removed from spec are left in Azure.
+// In Upstream mode it behaves like upstream CAPZ v1.23: no private links;
+// private endpoints are ASO objects (ASOSim makes them in Azure), and the
+// ASO objects of endpoints removed from spec are left behind. In V127 mode
+// it behaves like upstream CAPZ v1.27: private links and private endpoints
+// are ASO objects, and those removed from spec are deleted. Fork mode
+// writes to Azure directly and deletes what left spec.
 //
 // It also creates "<cluster>-ingress-privatelink" for the clusters it is
 // told to (Options.Ingress): in real life a private management cluster's
@@ -51,9 +55,14 @@ const (
 	// Fork creates the private link services of apiServerLB.privateLinks and
 	// deletes private endpoints removed from spec.
 	Fork Mode = "fork"
-	// Upstream mimics upstream CAPZ v1.23: no private link services, and
-	// private endpoints removed from spec stay in Azure.
+	// Upstream mimics upstream CAPZ v1.23: no private link services;
+	// private endpoints through ASO, whose objects stay when removed from
+	// spec.
 	Upstream Mode = "upstream"
+	// V127 mimics upstream CAPZ v1.27: private link services from
+	// apiServerLB.privateLinks and private endpoints, both through ASO;
+	// it deletes the ASO objects of what left spec.
+	V127 Mode = "v1.27"
 )
 
 // FieldManager is capzsim's field manager, standing for CAPZ's.
@@ -82,7 +91,8 @@ type Options struct {
 	// link service.
 	Ingress map[string]Ingress
 	// KeepRemovedEndpoints leaves private endpoints removed from spec in
-	// Azure even in Fork mode (Upstream mode always does).
+	// Azure (their ASO objects in V127 mode) even in Fork and V127 mode
+	// (Upstream mode always does).
 	KeepRemovedEndpoints bool
 	// SyncPeriod is how often a converged cluster is reconciled again, as
 	// CAPZ's --sync-period (default 10m, CAPZ's): what was deleted in Azure
@@ -145,6 +155,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if u.GetDeletionTimestamp() != nil {
+		if r.Opts.Mode.usesASO() {
+			if left, err := r.deleteASO(ctx, u); err != nil || left {
+				return ctrl.Result{RequeueAfter: r.Opts.Resync}, err
+			}
+		}
 		return r.delete(ctx, u, az, spec)
 	}
 	if controllerutil.AddFinalizer(u, capzFinalizer) {
@@ -350,7 +365,10 @@ func (r *Reconciler) ensurePrivateLinks(ctx context.Context, u *unstructured.Uns
 			}
 		}
 	}
-	if r.Opts.Mode == Upstream || !s.lbInternal || len(s.view.PrivateLinks) == 0 {
+	switch {
+	case r.Opts.Mode == V127:
+		return r.ensureASOLinks(ctx, u, s)
+	case r.Opts.Mode == Upstream || !s.lbInternal || len(s.view.PrivateLinks) == 0:
 		return nil
 	}
 	for _, pl := range s.view.PrivateLinks {
@@ -434,7 +452,10 @@ func (r *Reconciler) setPrivateLinksReady(ctx context.Context, u *unstructured.U
 // ensurePrivateEndpoints makes Azure's private endpoints match spec: one
 // list of the resource group, a PUT for each missing or changed endpoint,
 // and (in Fork mode) a DELETE for each endpoint capzsim made that left spec.
-func (r *Reconciler) ensurePrivateEndpoints(ctx context.Context, _ *unstructured.Unstructured, az *azureClients, s *clusterSpec) error {
+func (r *Reconciler) ensurePrivateEndpoints(ctx context.Context, u *unstructured.Unstructured, az *azureClients, s *clusterSpec) error {
+	if r.Opts.Mode.usesASO() {
+		return r.ensureASOEndpoints(ctx, u, s)
+	}
 	pes := az.net.NewPrivateEndpointsClient()
 	existing, err := listEndpoints(ctx, pes, s.view.ResourceGroup)
 	if err != nil {
@@ -494,7 +515,7 @@ func ensureEndpoint(ctx context.Context, pes *armnetwork.PrivateEndpointsClient,
 // deleteUnwanted deletes the endpoints capzsim made that left spec.
 func deleteUnwanted(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, s *clusterSpec, existing map[string]*armnetwork.PrivateEndpoint, wanted map[string]bool) error {
 	for name, pe := range existing {
-		if wanted[name] || pe.Tags[ownedTag(s.view.Name)] == nil {
+		if wanted[name] || pe.Tags[ownedTag(s.clusterName())] == nil {
 			continue
 		}
 		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, ptr.Deref(pe.Name, ""), nil); err != nil && !busy(err) && !azure.IsNotFound(err) {
@@ -521,7 +542,7 @@ func peBody(s *clusterSpec, subnet string, spec capz.PrivateEndpoint) armnetwork
 	} else {
 		p.PrivateLinkServiceConnections = conns
 	}
-	return armnetwork.PrivateEndpoint{Location: new(loc), Properties: p, Tags: map[string]*string{ownedTag(s.view.Name): new("owned")}}
+	return armnetwork.PrivateEndpoint{Location: new(loc), Properties: p, Tags: map[string]*string{ownedTag(s.clusterName()): new("owned")}}
 }
 
 // samePE compares what capzsim sets: subnet, target and approval mode.

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -76,16 +78,36 @@ func TestForkMode(t *testing.T) {
 	})
 }
 
-func TestUpstreamModeLeavesRemovedEndpoints(t *testing.T) {
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream,
+// TestASOModes: upstream CAPZ makes private endpoints as ASO objects
+// (controlled by the AzureCluster, labelled with the cluster's name) that
+// the ASO stand-in turns into Azure resources. v1.23 leaves the object, and
+// so the endpoint, when the entry leaves spec; v1.27 deletes both, and
+// makes the private link services of apiServerLB.privateLinks through ASO
+// with PrivateLinksReady.
+func TestASOModes(t *testing.T) {
+	for _, tc := range []struct {
+		schema testenv.Schema
+		mode   capzsim.Mode
+		keeps  bool
+	}{
+		{testenv.SchemaUpstream, capzsim.Upstream, true},
+		{testenv.SchemaV127, capzsim.V127, false},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) { testASOMode(t, tc.schema, tc.mode, tc.keeps) })
+	}
+}
+
+func testASOMode(t *testing.T, schema testenv.Schema, mode capzsim.Mode, keeps bool) {
+	w := testworld.Start(t, testworld.Options{Schema: schema, CAPZMode: mode,
 		Ingress: map[string]capzsim.Ingress{"org-giantswarm/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
 	ctx := context.Background()
 	w.Namespace(t, "org-a")
-	for _, c := range []testworld.Cluster{
-		{Namespace: "org-giantswarm", Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10},
-		{Namespace: "org-a", Name: "wc1", Subscription: wcSub, Private: true, CIDR16: 20},
-	} {
-		if err := w.Client.Create(ctx, c.Object(testenv.SchemaUpstream)); err != nil {
+	wc := testworld.Cluster{Namespace: "org-a", Name: "wc1", Subscription: wcSub, Private: true, CIDR16: 20}
+	if mode == capzsim.V127 {
+		wc.PrivateLinks = []testworld.PrivateLink{{Name: "wc1-api-privatelink", AllowedSubscriptions: []string{mcSub}}}
+	}
+	for _, c := range []testworld.Cluster{{Namespace: "org-giantswarm", Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}, wc} {
+		if err := w.Client.Create(ctx, c.Object(schema)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,25 +119,57 @@ func TestUpstreamModeLeavesRemovedEndpoints(t *testing.T) {
 		}},
 	})
 	pes := w.Network(t, wcSub).NewPrivateEndpointsClient()
-	testworld.Eventually(t, testworld.Timeout, "the WC's endpoint to the MC's ingress", func(ctx context.Context) (bool, string) {
+	aso := &unstructured.Unstructured{}
+	aso.SetGroupVersionKind(capz.ASOPrivateEndpointGVK)
+	asoKey := types.NamespacedName{Namespace: "org-a", Name: "wc1-to-mc-privatelink-privateendpoint"}
+	testworld.Eventually(t, testworld.Timeout, "the WC's endpoint, made through ASO", func(ctx context.Context) (bool, string) {
+		if err := w.Client.Get(ctx, asoKey, aso); err != nil {
+			return false, err.Error()
+		}
 		pe, err := pes.Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil)
 		if err != nil {
 			return false, err.Error()
 		}
-		return *pe.Properties.ProvisioningState == armnetwork.ProvisioningStateSucceeded, string(*pe.Properties.ProvisioningState)
+		o := capz.ReadASO(aso)
+		return o.Ready && *pe.Properties.ProvisioningState == armnetwork.ProvisioningStateSucceeded, fmt.Sprint(o)
 	})
+	o := capz.ReadASO(aso)
+	if o.Controller != "wc1" || o.ClusterName != "wc1" || aso.GetAnnotations()[capz.ASOReconcilePolicyAnnotation] != capz.ASOReconcilePolicyManage {
+		t.Errorf("the ASO object is not CAPZ's as CAPZ writes it: %+v %v", o, aso.GetAnnotations())
+	}
 	u, _ := w.Get(ctx, "org-a", "wc1")
-	if view, _ := capz.FromUnstructured(u); view.PrivateLinksReady {
-		t.Error("upstream CAPZ never sets PrivateLinksReady")
+	view, _ := capz.FromUnstructured(u)
+	if mode == capzsim.V127 {
+		testworld.Eventually(t, testworld.Timeout, "v1.27's private link service through ASO", func(ctx context.Context) (bool, string) {
+			u, _ := w.Get(ctx, "org-a", "wc1")
+			view, _ = capz.FromUnstructured(u)
+			pls := &unstructured.Unstructured{}
+			pls.SetGroupVersionKind(capz.ASOPrivateLinkServiceGVK)
+			err := w.Client.Get(ctx, types.NamespacedName{Namespace: "org-a", Name: "wc1-api-privatelink"}, pls)
+			return err == nil && view.PrivateLinksReady && capz.ReadASO(pls).Ready, fmt.Sprint(err, view.PrivateLinksReady)
+		})
+	} else if view.PrivateLinksReady {
+		t.Error("upstream CAPZ before v1.27 never sets PrivateLinksReady")
 	}
 	setEndpoints(t, w, "org-a", "wc1", "wc1-nodes")
-	// Upstream CAPZ leaves it: give capzsim every chance to act, then check.
+	if !keeps {
+		testworld.Eventually(t, testworld.Timeout, "v1.27 deletes the ASO object and so the endpoint", func(ctx context.Context) (bool, string) {
+			err := w.Client.Get(ctx, asoKey, &unstructured.Unstructured{Object: map[string]any{"apiVersion": capz.ASOPrivateEndpointGVK.GroupVersion().String(), "kind": "PrivateEndpoint"}})
+			_, azErr := pes.Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil)
+			return apierrors.IsNotFound(err) && azErr != nil, fmt.Sprint(err, azErr)
+		})
+		return
+	}
+	// v1.23 leaves it: give capzsim every chance to act, then check.
 	testworld.Eventually(t, testworld.Timeout, "capzsim to see the removal", func(ctx context.Context) (bool, string) {
 		u, err := w.Get(ctx, "org-a", "wc1")
 		return err == nil && !strings.Contains(testworld.Describe(u), "privateendpoint"), fmt.Sprint(err)
 	})
+	if err := w.Client.Get(ctx, asoKey, aso); err != nil {
+		t.Errorf("v1.23 deleted the ASO object of an endpoint removed from spec: %v", err)
+	}
 	if _, err := pes.Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil); err != nil {
-		t.Errorf("upstream mode deleted an endpoint removed from spec: %v", err)
+		t.Errorf("v1.23 deleted an endpoint removed from spec: %v", err)
 	}
 }
 

@@ -56,13 +56,18 @@ type Options struct {
 	Dir string
 	// Schema selects the AzureCluster schema. Default: testenv.SchemaFork.
 	Schema testenv.Schema
-	// CAPZMode selects which CAPZ capzsim mimics. Default: capzsim.Fork.
+	// CAPZMode selects which CAPZ capzsim mimics. Default: the schema's
+	// (capzsim.Fork for testenv.SchemaFork, capzsim.Upstream for
+	// testenv.SchemaUpstream, capzsim.V127 for testenv.SchemaV127).
 	CAPZMode capzsim.Mode
 	// CAPZResync is how soon capzsim looks again while Azure works.
 	CAPZResync time.Duration
 	// CAPZSyncPeriod is how often capzsim reconciles a converged cluster
 	// again (CAPZ's --sync-period). Default: CAPZ's, 10m.
 	CAPZSyncPeriod time.Duration
+	// ASOSyncPeriod is how often the ASO stand-in looks at a converged
+	// object again (ASO's azureSyncPeriod). Default 15m.
+	ASOSyncPeriod time.Duration
 	// CAPZConcurrency is capzsim's number of workers. Default 4.
 	CAPZConcurrency int
 	// Ingress lists clusters ("namespace/name") that get an ingress private
@@ -217,7 +222,7 @@ func (sb *Sandbox) DNS(sub string) (*armprivatedns.ClientFactory, error) {
 func (sb *Sandbox) startCAPZ(opts Options) error {
 	mode := opts.CAPZMode
 	if mode == "" {
-		mode = capzsim.Fork
+		mode = ModeOf(opts.Schema)
 	}
 	mgr, err := ctrl.NewManager(sb.Env.Config, ctrl.Options{
 		Scheme:                 sb.Env.Scheme,
@@ -236,6 +241,11 @@ func (sb *Sandbox) startCAPZ(opts Options) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	// ASO's stand-in runs in every mode, as ASO runs beside every CAPZ.
+	if err := capzsim.SetupASOSim(mgr, capzsim.ASOSim{Client: mgr.GetClient(), Azure: r, Resync: opts.CAPZResync,
+		SyncPeriod: opts.ASOSyncPeriod, Concurrency: opts.CAPZConcurrency}); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -247,6 +257,18 @@ func (sb *Sandbox) startCAPZ(opts Options) error {
 		return nil
 	}
 	return nil
+}
+
+// ModeOf is the CAPZ capzsim mimics by default for a schema.
+func ModeOf(s testenv.Schema) capzsim.Mode {
+	switch s {
+	case testenv.SchemaUpstream:
+		return capzsim.Upstream
+	case testenv.SchemaV127:
+		return capzsim.V127
+	default:
+		return capzsim.Fork
+	}
 }
 
 // Stop stops capzsim, the API server and the emulator, in that order. It is

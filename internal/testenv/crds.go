@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,17 +22,33 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Pinned versions of the modules whose CRDs the tests install. The CRDs are
-// read from the module zips that `go mod download` fetches through the module
-// proxy into the module cache (outside the clone); nothing is compiled.
+// Pinned versions of the modules whose CRDs the tests install: the one
+// place they are named. The CRDs are read from the module zips that `go mod
+// download` fetches through the module proxy into the module cache (outside
+// the clone); nothing is compiled.
 const (
-	CAPZModule    = "sigs.k8s.io/cluster-api-provider-azure"
-	CAPZVersion   = "v1.23.0"
-	CAPIModule    = "sigs.k8s.io/cluster-api"
-	CAPIVersion   = "v1.12.4" // the version CAPZ v1.23.0 requires
+	CAPZModule = "sigs.k8s.io/cluster-api-provider-azure"
+	// CAPZVersion is upstream CAPZ before native private links (SchemaUpstream,
+	// and the base of SchemaFork's overlay).
+	CAPZVersion = "v1.23.0"
+	// CAPZPrivateLinksVersion is upstream CAPZ with apiServerLB.privateLinks
+	// (SchemaV127).
+	CAPZPrivateLinksVersion = "v1.27.0"
+	CAPIModule              = "sigs.k8s.io/cluster-api"
+	CAPIVersion             = "v1.12.4" // the version CAPZ v1.23.0 requires
+	// ASOVersion is the Azure Service Operator release whose Go types the
+	// hand-written CRDs under aso/ follow (CAPZ v1.27 pins v2.19.0, which the
+	// module proxy refuses).
+	ASOVersion    = "v2.20.0"
 	crdBasesDir   = "config/crd/bases"
 	downloadLimit = 5 * time.Minute
 )
+
+// asoCRDs are Azure Service Operator's network.azure.com PrivateEndpoint and
+// PrivateLinkService CRDs, hand-written from ASOVersion's Go types.
+//
+//go:embed aso/*.yaml
+var asoCRDs embed.FS
 
 // capzCRDFiles are the CAPZ CRDs the operator reads or writes.
 var capzCRDFiles = []string{
@@ -56,10 +74,13 @@ const (
 	// SchemaFork adds apiServerLB.privateLinks with the NAT list spelled
 	// natIpConfigurations, as in the CAPZ fork that installations run today.
 	SchemaFork Schema = "fork"
-	// SchemaProposal adds apiServerLB.privateLinks with the NAT list spelled
-	// natIPConfigurations, as in the upstream proposal.
-	SchemaProposal Schema = "proposal"
+	// SchemaV127 is CAPZ v1.27.0's AzureCluster exactly as published: native
+	// apiServerLB.privateLinks with the NAT list spelled natIPConfigurations.
+	SchemaV127 Schema = "v1.27"
 )
+
+// Schemas are every AzureCluster schema the test world knows.
+var Schemas = []Schema{SchemaFork, SchemaUpstream, SchemaV127}
 
 // NATConfigurationsField returns the field name under which the schema keeps
 // a private link's NAT IP configurations, or "" for SchemaUpstream.
@@ -67,18 +88,60 @@ func (s Schema) NATConfigurationsField() string {
 	switch s {
 	case SchemaFork:
 		return "natIpConfigurations"
-	case SchemaProposal:
+	case SchemaV127:
 		return "natIPConfigurations"
 	default:
 		return ""
 	}
 }
 
+// CAPZVersion returns the CAPZ release whose CRDs the schema installs.
+func (s Schema) CAPZVersion() string {
+	if s == SchemaV127 {
+		return CAPZPrivateLinksVersion
+	}
+	return CAPZVersion
+}
+
 // CRDs returns the CRDs a test API server needs for the given AzureCluster
 // schema: CAPZ's AzureCluster (with the overlay the schema asks for) and
-// AzureClusterIdentity, and Cluster API's Cluster.
+// AzureClusterIdentity, Cluster API's Cluster and KubeadmControlPlane, and
+// ASO's PrivateEndpoint and PrivateLinkService (ASOCRDs).
 func CRDs(ctx context.Context, s Schema) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	capzDir, err := moduleDir(ctx, CAPZModule, CAPZVersion)
+	crds, err := capzAndCAPICRDs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	aso, err := ASOCRDs()
+	if err != nil {
+		return nil, err
+	}
+	return append(crds, aso...), nil
+}
+
+// ASOCRDs returns the hand-written ASO CRDs (aso/*.yaml).
+func ASOCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(asoCRDs, "aso/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		raw, err := asoCRDs.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crds, err := decodeCRDs(f, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, crds...)
+	}
+	return out, nil
+}
+
+func capzAndCAPICRDs(ctx context.Context, s Schema) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	capzDir, err := moduleDir(ctx, CAPZModule, s.CAPZVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +166,8 @@ func CRDs(ctx context.Context, s Schema) ([]*apiextensionsv1.CustomResourceDefin
 			crds = append(crds, loaded...)
 		}
 	}
-	if s == SchemaUpstream {
-		return crds, nil
+	if s != SchemaFork {
+		return crds, nil // CAPZ as published
 	}
 	for _, crd := range crds {
 		if crd.Spec.Names.Kind == "AzureCluster" {
@@ -122,6 +185,11 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	if err != nil {
 		return nil, fmt.Errorf("reading CRD file: %w", err)
 	}
+	return decodeCRDs(path, raw)
+}
+
+// decodeCRDs decodes every CustomResourceDefinition in YAML read from path.
+func decodeCRDs(path string, raw []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for {

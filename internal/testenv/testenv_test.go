@@ -15,23 +15,24 @@ import (
 
 func TestCRDsOverlay(t *testing.T) {
 	tests := []struct {
-		reason     string
-		schema     Schema
-		wantNAT    string // "" means no privateLinks field at all
-		wantFields []string
+		reason   string
+		schema   Schema
+		wantNAT  string // "" means no privateLinks field at all
+		wantKeys []string
 	}{
 		{
 			reason: "upstream CAPZ has no privateLinks",
 			schema: SchemaUpstream,
 		},
 		{
-			reason:  "the fork spells the NAT list natIpConfigurations",
-			schema:  SchemaFork,
-			wantNAT: "natIpConfigurations",
+			reason:   "the fork spells the NAT list natIpConfigurations",
+			schema:   SchemaFork,
+			wantNAT:  "natIpConfigurations",
+			wantKeys: []string{"name"},
 		},
 		{
-			reason:  "the proposal spells the NAT list natIPConfigurations",
-			schema:  SchemaProposal,
+			reason:  "CAPZ v1.27 spells the NAT list natIPConfigurations, in an atomic list",
+			schema:  SchemaV127,
 			wantNAT: "natIPConfigurations",
 		},
 	}
@@ -41,7 +42,7 @@ func TestCRDsOverlay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff([]string{"AzureCluster", "AzureClusterIdentity", "Cluster", "KubeadmControlPlane"}, kindsOf(crds)); diff != "" {
+			if diff := cmp.Diff([]string{"AzureCluster", "AzureClusterIdentity", "Cluster", "KubeadmControlPlane", "PrivateEndpoint", "PrivateLinkService"}, kindsOf(crds)); diff != "" {
 				t.Errorf("%s: CRD kinds (-want +got):\n%s", tc.reason, diff)
 			}
 			fields, keys := privateLinksShape(t, crds)
@@ -57,7 +58,7 @@ func TestCRDsOverlay(t *testing.T) {
 			if diff := cmp.Diff(want, fields); diff != "" {
 				t.Errorf("%s: privateLinks item fields (-want +got):\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff([]string{"name"}, keys); diff != "" {
+			if diff := cmp.Diff(tc.wantKeys, keys); diff != "" {
 				t.Errorf("%s: privateLinks list map keys (-want +got):\n%s", tc.reason, diff)
 			}
 		})

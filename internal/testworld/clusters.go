@@ -62,6 +62,7 @@ func (c Cluster) Object(schema testenv.Schema) *unstructured.Unstructured {
 				"allowedSubscriptions":      strs(pl.AllowedSubscriptions),
 				"autoApprovedSubscriptions": strs(pl.AutoApprovedSubscriptions),
 				nat:                         []any{map[string]any{"allocationMethod": "Dynamic", "subnet": c.Name + "-cp"}},
+				"lbFrontendIPConfigNames":   []any{c.Name + "-api-lb-frontend"},
 			})
 		}
 		lb["privateLinks"] = links
