@@ -141,8 +141,13 @@ type Observer struct {
 	// Clock tells the time; default the real clock.
 	Clock clock.PassiveClock
 
+	// MinRefresh is the least time between two lists of one key that
+	// Refresh asks for; default 2 seconds.
+	MinRefresh time.Duration
+
 	mu       sync.Mutex
 	lists    map[string]*listing
+	stale    map[string]time.Time // lower subscription -> lists begun before are stale
 	perGroup map[string]time.Time // lower scope -> until when to list resource groups
 	nicIPs   map[string]string    // lower NIC ID -> IP; a NIC's IP never changes
 	nicBusy  map[string]chan struct{}
@@ -153,10 +158,11 @@ type Observer struct {
 const listTimeout = 5 * time.Minute
 
 type listing struct {
-	at   time.Time
-	obs  map[string]map[string]Observation // lower resource group -> lower name -> observation
-	err  error
-	done chan struct{}
+	at      time.Time
+	started time.Time
+	obs     map[string]map[string]Observation // lower resource group -> lower name -> observation
+	err     error
+	done    chan struct{}
 }
 
 // ResourceGroup returns the observations of every private endpoint in a
@@ -220,7 +226,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	if l != nil {
 		select {
 		case <-l.done:
-			if l.err == nil && o.now().Sub(l.at) < o.ttl() {
+			if l.err == nil && o.now().Sub(l.at) < o.ttl() && !o.staleLocked(k, l) {
 				o.mu.Unlock()
 				return l.obs, nil
 			}
@@ -229,7 +235,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 			return wait(ctx, l)
 		}
 	}
-	l = &listing{done: make(chan struct{})}
+	l = &listing{done: make(chan struct{}), started: o.now()}
 	o.lists[k] = l
 	o.mu.Unlock()
 
@@ -328,6 +334,56 @@ func (o *Observer) nicIP(ctx context.Context, api API, id string) (string, error
 		o.mu.Unlock()
 		return ip, err
 	}
+}
+
+// Refresh says something changed in a subscription (an event, as Azure
+// sends none): every list of it begun before now is stale, and the next
+// caller lists again, though no sooner than MinRefresh after the previous
+// list of its key began, so a burst of events costs a few lists, not one
+// each. It returns how long until a fresh list may be taken: callers look
+// after that.
+func (o *Observer) Refresh(subscription string) time.Duration {
+	sub := strings.ToLower(subscription)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
+	if o.stale == nil {
+		o.stale = map[string]time.Time{}
+	}
+	o.stale[sub] = now
+	var wait time.Duration
+	for k, l := range o.lists {
+		if subscriptionOf(k) != sub {
+			continue
+		}
+		if d := l.started.Add(o.minRefresh()).Sub(now); d > wait {
+			wait = d
+		}
+	}
+	return wait
+}
+
+// staleLocked says whether Refresh made a finished listing stale.
+func (o *Observer) staleLocked(k string, l *listing) bool {
+	since, ok := o.stale[subscriptionOf(k)]
+	return ok && l.started.Before(since) && o.now().Sub(l.started) >= o.minRefresh()
+}
+
+func (o *Observer) minRefresh() time.Duration {
+	if o.MinRefresh > 0 {
+		return o.MinRefresh
+	}
+	return 2 * time.Second
+}
+
+// subscriptionOf is the subscription of a list key
+// ("<credential>|<subscription>|<resource group or *>").
+func subscriptionOf(k string) string {
+	parts := strings.Split(k, "|")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[len(parts)-2]
 }
 
 // Invalidate makes the next ResourceGroup call read Azure again, for

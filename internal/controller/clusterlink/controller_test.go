@@ -17,6 +17,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -24,16 +25,23 @@ import (
 // TestWiresBothDirections: a private MC and a private WC are wired both
 // ways; a user's own endpoint and CAPZ's concurrent writes survive; a
 // removed link removes its endpoint and annotation; a deleted WC leaves no
-// endpoint in the MC and is released.
+// endpoint in the MC and is released. On the fork overlay and on CAPZ v1.27
+// (private links and endpoints through ASO).
 func TestWiresBothDirections(t *testing.T) {
-	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	for _, schema := range []testenv.Schema{testenv.SchemaFork, testenv.SchemaV127} {
+		t.Run(string(schema), func(t *testing.T) { testWiresBothDirections(t, schema) })
+	}
+}
+
+func testWiresBothDirections(t *testing.T, schema testenv.Schema) {
+	w := world(t, schema, sandbox.ModeOf(schema), false)
 	ctx := context.Background()
-	mc := mcCluster(true).Object(testenv.SchemaFork)
+	mc := mcCluster(true).Object(schema)
 	addUserEndpoint(mc)
 	if err := w.Client.Create(ctx, mc, client.FieldOwner(userMgr)); err != nil {
 		t.Fatal(err)
 	}
-	create(t, w, testenv.SchemaFork, wcCluster("wc1", 20))
+	create(t, w, schema, wcCluster("wc1", 20))
 	operator(t, w)
 
 	u := wired(t, w, "wc1", true, true)
@@ -239,8 +247,8 @@ func TestUpstreamCAPZ(t *testing.T) {
 // TestPublicMCWithProposalSpelling: a public MC needs no ingress endpoint in
 // its WCs; the proposal's natIPConfigurations spelling is read.
 func TestPublicMCWithProposalSpelling(t *testing.T) {
-	w := world(t, testenv.SchemaProposal, capzsim.Fork, false)
-	create(t, w, testenv.SchemaProposal, mcCluster(false), wcCluster("wc1", 20))
+	w := world(t, testenv.SchemaV127, capzsim.Fork, false)
+	create(t, w, testenv.SchemaV127, mcCluster(false), wcCluster("wc1", 20))
 	operator(t, w)
 	wired(t, w, "wc1", true, false)
 	if names := endpointNames(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}); len(names) != 0 {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
@@ -17,6 +18,9 @@ import (
 // cost tens of MiB of cache for nothing.
 func TrimManagedFields(adopt ...string) func(any) (any, error) {
 	return func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind().Group == capz.ASOPrivateEndpointGVK.Group {
+			return trimASO(u), nil
+		}
 		o, ok := obj.(metav1.Object)
 		if !ok {
 			return obj, nil
@@ -33,4 +37,46 @@ func TrimManagedFields(adopt ...string) func(any) (any, error) {
 		}
 		return obj, nil
 	}
+}
+
+// trimASO keeps of an ASO object only what the operator reads (ReadASO and
+// the event source): identity, labels, owners, the Azure name, the
+// endpoint's target and the Ready condition. ASO objects are many (one per
+// endpoint of every cluster) and carry large specs and statuses.
+func trimASO(u *unstructured.Unstructured) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetGroupVersionKind(u.GroupVersionKind())
+	out.SetNamespace(u.GetNamespace())
+	out.SetName(u.GetName())
+	out.SetUID(u.GetUID())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetGeneration(u.GetGeneration())
+	out.SetLabels(u.GetLabels())
+	out.SetOwnerReferences(u.GetOwnerReferences())
+	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
+	if v, ok, _ := unstructured.NestedString(u.Object, "spec", "azureName"); ok {
+		_ = unstructured.SetNestedField(out.Object, v, "spec", "azureName")
+	}
+	for _, f := range []string{"privateLinkServiceConnections", "manualPrivateLinkServiceConnections"} {
+		conns, _, _ := unstructured.NestedSlice(u.Object, "spec", f)
+		var kept []any
+		for _, c := range conns {
+			m, _ := c.(map[string]any)
+			if id, _, _ := unstructured.NestedString(m, "privateLinkServiceReference", "armId"); id != "" {
+				kept = append(kept, map[string]any{"privateLinkServiceReference": map[string]any{"armId": id}})
+			}
+		}
+		if kept != nil {
+			_ = unstructured.SetNestedSlice(out.Object, kept, "spec", f)
+		}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			_ = unstructured.SetNestedSlice(out.Object, []any{map[string]any{
+				"type": "Ready", "status": m["status"], "reason": m["reason"],
+			}}, "status", "conditions")
+		}
+	}
+	return out
 }

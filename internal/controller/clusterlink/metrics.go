@@ -1,6 +1,7 @@
 package clusterlink
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,10 +24,24 @@ var (
 	})
 	// endpointStates publishes the private endpoints gauge.
 	endpointStates = newEndpointStateCollector()
+	capzFlavor     = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "azure_private_endpoint_operator_capz_flavor",
+		Help: "1 for the CAPZ flavor the operator detected from the AzureCluster CRD (fork, upstream, upstream-private-links, unknown), with whether ASO's PrivateEndpoint CRD is installed and how orphaned endpoints are cleaned up (azure, aso, capz).",
+	}, []string{"flavor", "aso", "orphan_cleanup"})
+	asoEventsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_aso_events_total",
+		Help: "Changes of CAPZ's ASO PrivateEndpoint objects that made the operator look at a cluster's endpoints at once.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(mcWrites, wcWrites, mcPaused, endpointStates)
+	metrics.Registry.MustRegister(mcWrites, wcWrites, mcPaused, endpointStates, capzFlavor, asoEventsTotal)
+}
+
+// setFlavorMetric exports what the detector found, and only that.
+func setFlavorMetric(in Installed) {
+	capzFlavor.Reset()
+	capzFlavor.WithLabelValues(string(in.Flavor), fmt.Sprint(in.ASO), string(in.Cleanup)).Set(1)
 }
 
 var endpointsDesc = prometheus.NewDesc("azure_private_endpoint_operator_private_endpoints",

@@ -2,6 +2,8 @@ package clusterlink
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,7 +34,9 @@ import (
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
 	opts.setDefaults()
 	rec := mgr.GetEventRecorder("azure-private-endpoint-operator")
-	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck}
+	detector := &Detector{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}
+	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
+	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}
 	mcr := &MCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Orphans: orphans}
 	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans, DNS: AzureDNS{Clients: clients, Budget: opts.DNS.Budget()}}
 
@@ -54,6 +58,14 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		managed := func(o client.Object) bool { return o.GetLabels()[ManagedForLabel] != "" }
 		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, managed))
 		wcb = wcb.Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(wcOfManagedLink))
+	}
+	if installed.ASO {
+		// CAPZ makes endpoints through ASO: an ASO PrivateEndpoint turning
+		// Ready is the event Azure never sends.
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), linkIDIndex, linkIDs); err != nil {
+			return err
+		}
+		wcb = wcb.Watches(newASOEndpoint(), asoEvents(mgr.GetClient(), opts.ManagementCluster, observer))
 	}
 	if err := mcb.WithOptions(controller.Options{MaxConcurrentReconciles: 1}).Complete(mcr); err != nil {
 		return err
@@ -165,4 +177,93 @@ func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstruct
 		}
 	}
 	return out
+}
+
+func newASOEndpoint() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.ASOPrivateEndpointGVK)
+	return u
+}
+
+// linkIDIndex indexes AzureClusters by the lower-case IDs of the private
+// link services the MC's endpoints to them target: the declared links and
+// the managed one.
+const linkIDIndex = "apeo.privateLinkServiceIDs"
+
+func linkIDs(o client.Object) []string {
+	{
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		wc, _ := capz.FromUnstructured(u)
+		out := []string{strings.ToLower(PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, ManagedLinkName(wc)))}
+		for _, pl := range wc.PrivateLinks {
+			out = append(out, strings.ToLower(PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, pl.Name)))
+		}
+		return out
+	}
+}
+
+// asoEvents maps a change of an ASO PrivateEndpoint's Ready condition to
+// the WC whose endpoint it is (the WC's own, or the MC's endpoint to one of
+// the WC's links), after telling the observer that the subscription
+// changed.
+func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoints.Observer) handler.EventHandler {
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		obj := capz.ReadASO(u)
+		if obj.Controller == "" {
+			return
+		}
+		owner := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Controller}
+		ac, err := getAzureCluster(ctx, c, owner)
+		if err != nil || ac == nil {
+			return
+		}
+		view, _ := capz.FromUnstructured(ac)
+		delay := observer.Refresh(view.SubscriptionID)
+		asoEventsTotal.Inc()
+		if owner != mc {
+			q.AddAfter(reconcile.Request{NamespacedName: owner}, delay)
+			return
+		}
+		for _, id := range obj.PrivateLinkServiceIDs {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
+			if err := c.List(ctx, list, client.MatchingFields{linkIDIndex: strings.ToLower(id)}); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}}, delay)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			before, after := readyOf(e.ObjectOld), readyOf(e.ObjectNew)
+			if before != after {
+				add(ctx, e.ObjectNew, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+	}
+}
+
+// readyOf is an ASO object's Ready condition, status and reason.
+func readyOf(o client.Object) string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	obj := capz.ReadASO(u)
+	return fmt.Sprint(obj.Ready, "/", obj.Reason)
 }
