@@ -37,6 +37,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 type options struct {
@@ -152,9 +153,11 @@ func (d *demo) run(ctx context.Context, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
-	d.say("Starting azuresim (Azure emulator), kube-apiserver + etcd, and capzsim (CAPZ stand-in); files in %s", d.dir)
+	d.say("Starting azuresim (Azure emulator), kube-apiserver + etcd, and capzsim (CAPZ v1.27 stand-in, with an ASO stand-in); files in %s", d.dir)
 	d.sb, err = sandbox.Start(ctx, sandbox.Options{
-		Dir: d.dir, Latency: d.opts.latency, CAPZResync: time.Second,
+		// Upstream CAPZ v1.27's schema: private links and endpoints through
+		// ASO (the samples spell privateLinks as v1.27 does).
+		Dir: d.dir, Schema: testenv.SchemaV127, Latency: d.opts.latency, CAPZResync: time.Second,
 		Ingress: map[string]capzsim.Ingress{s.mc.GetNamespace() + "/" + s.mc.GetName(): {
 			AutoApprovedSubscriptions: s.wcSubscriptions(), Gateway: d.opts.layout != string(clusterlink.LayoutIngress),
 		}},

@@ -32,7 +32,7 @@ import (
 // TestSamplesAreValid creates every sample in a real API server (dry run,
 // strict field validation) and checks what the operator makes of them.
 func TestSamplesAreValid(t *testing.T) {
-	env := testenv.StartT(t, testenv.Options{Schema: testenv.SchemaFork})
+	env := testenv.StartT(t, testenv.Options{Schema: testenv.SchemaV127})
 	ctx := context.Background()
 	for _, ns := range []string{"org-giantswarm", "org-team-a"} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

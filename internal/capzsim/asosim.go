@@ -3,6 +3,7 @@ package capzsim
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -41,6 +42,10 @@ type ASOSim struct {
 	Concurrency int
 
 	gvk schema.GroupVersionKind
+	// applied is the generation of each object last PUT (by UID): like
+	// ASO, a managed object's spec is PUT once per generation, plus when
+	// Azure differs.
+	applied *sync.Map
 }
 
 // asoFinalizer is ASO's finalizer.
@@ -57,6 +62,7 @@ func SetupASOSim(mgr ctrl.Manager, base ASOSim) error {
 	if base.Concurrency <= 0 {
 		base.Concurrency = 4
 	}
+	base.applied = &sync.Map{}
 	for _, gvk := range []schema.GroupVersionKind{capz.ASOPrivateEndpointGVK, capz.ASOPrivateLinkServiceGVK} {
 		r := base
 		r.gvk = gvk
@@ -106,11 +112,13 @@ func (a *ASOSim) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 		return ctrl.Result{RequeueAfter: a.SyncPeriod}, a.setStatus(ctx, u, got, "True", "Succeeded", "", "")
 	}
-	if got == nil || !res.upToDate(got, u) {
+	last, _ := a.applied.Load(u.GetUID())
+	if got == nil || !res.upToDate(got, u) || last != u.GetGeneration() {
 		if err := res.put(ctx, u); err != nil && !busy(err) {
 			c := azure.Classify(err)
 			return ctrl.Result{RequeueAfter: a.Resync}, a.setStatus(ctx, u, got, "False", c.Reason, "Warning", c.Message)
 		}
+		a.applied.Store(u.GetUID(), u.GetGeneration())
 		return ctrl.Result{RequeueAfter: a.Resync}, a.setStatus(ctx, u, got, "False", "Reconciling", "Info", "The resource is being reconciled")
 	}
 	if res.provisioningState(got) != string(armnetwork.ProvisioningStateSucceeded) {

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 // The fleet the benchmark and the chaos run build: one private MC in its
@@ -48,14 +49,20 @@ func FleetMC() *unstructured.Unstructured {
 	return fleetCluster(FleetIdentityNS, FleetMCName, FleetMCSubscription, FleetMCName, "10.0", nil)
 }
 
-// FleetWC is private WC i, whose private link auto-approves the MC.
-func FleetWC(i, subscriptions int) *unstructured.Unstructured {
+// FleetWC is private WC i, whose private link auto-approves the MC, spelled
+// for the schema (the fork's or CAPZ v1.27's privateLinks).
+func FleetWC(i, subscriptions int, schema testenv.Schema) *unstructured.Unstructured {
 	name := FleetWCName(i)
+	nat := schema.NATConfigurationsField()
+	if nat == "" {
+		nat = testenv.SchemaFork.NATConfigurationsField()
+	}
 	links := []any{map[string]any{
 		"name":                      name + "-api-privatelink",
 		"allowedSubscriptions":      []any{FleetMCSubscription},
 		"autoApprovedSubscriptions": []any{FleetMCSubscription},
-		"natIpConfigurations":       []any{map[string]any{"allocationMethod": "Dynamic", "subnet": name + "-cp"}},
+		"lbFrontendIPConfigNames":   []any{name + "-api-lb-frontend"},
+		nat:                         []any{map[string]any{"allocationMethod": "Dynamic", "subnet": name + "-cp"}},
 	}}
 	// Every WC has its own VNet; VNets of different clusters may overlap.
 	return fleetCluster(FleetWCNamespace(i), name, FleetWCSubscription(i, subscriptions), name, "172.16", links)

@@ -115,6 +115,7 @@ type Sandbox struct {
 	AuditLog string
 
 	stopCAPZ func() error
+	capzOpts Options
 	proxy    *apiProxy
 }
 
@@ -219,7 +220,26 @@ func (sb *Sandbox) DNS(sub string) (*armprivatedns.ClientFactory, error) {
 	return armprivatedns.NewClientFactory(sub, sb.CAPZCredential, &arm.ClientOptions{ClientOptions: sb.ClientOptions()})
 }
 
+// UpgradeCAPZ replaces the AzureCluster CRD with the schema's and restarts
+// capzsim as the CAPZ of that schema, as a CAPZ upgrade does. Objects keep
+// what they hold.
+func (sb *Sandbox) UpgradeCAPZ(ctx context.Context, schema testenv.Schema) error {
+	if sb.stopCAPZ != nil {
+		if err := sb.stopCAPZ(); err != nil {
+			return err
+		}
+		sb.stopCAPZ = nil
+	}
+	if err := sb.Env.InstallSchema(ctx, schema); err != nil {
+		return err
+	}
+	opts := sb.capzOpts
+	opts.Schema, opts.CAPZMode = schema, ModeOf(schema)
+	return sb.startCAPZ(opts)
+}
+
 func (sb *Sandbox) startCAPZ(opts Options) error {
+	sb.capzOpts = opts
 	mode := opts.CAPZMode
 	if mode == "" {
 		mode = ModeOf(opts.Schema)

@@ -221,3 +221,29 @@ func repoRoot() string {
 		dir = parent
 	}
 }
+
+// InstallSchema replaces the AzureCluster CRD with the schema's, as a CAPZ
+// upgrade does; objects keep what they hold. The API server serves the new
+// schema a moment later: callers wait for what they write to be kept.
+func (e *Env) InstallSchema(ctx context.Context, s Schema) error {
+	crds, err := capzAndCAPICRDs(ctx, s)
+	if err != nil {
+		return err
+	}
+	for _, want := range crds {
+		if want.Spec.Names.Kind != "AzureCluster" {
+			continue
+		}
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: want.Name}, got); err != nil {
+			return err
+		}
+		got.Spec = want.Spec
+		if err := e.Client.Update(ctx, got); err != nil {
+			return err
+		}
+		e.Schema = s
+		return nil
+	}
+	return fmt.Errorf("schema %s has no AzureCluster CRD", s)
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 // Config is one chaos run.
@@ -238,7 +239,7 @@ func (c *chaos) create(ctx context.Context) error {
 	}
 	objs := []client.Object{sandbox.FleetMC()}
 	for i := range c.cfg.N {
-		objs = append(objs, sandbox.FleetWC(i, subscriptions(c.cfg.N)))
+		objs = append(objs, sandbox.FleetWC(i, subscriptions(c.cfg.N), testenv.SchemaFork))
 	}
 	for i := range c.cfg.PLS {
 		objs = append(objs, privateLinkService(i))

@@ -17,6 +17,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 const (
@@ -141,7 +142,7 @@ func (c *chaos) deleteAll(ctx context.Context, res *Result) error {
 	g.SetLimit(16)
 	for i := range c.cfg.N {
 		g.Go(func() error {
-			return client.IgnoreNotFound(c.sb.Client.Delete(gctx, sandbox.FleetWC(i, subscriptions(c.cfg.N))))
+			return client.IgnoreNotFound(c.sb.Client.Delete(gctx, sandbox.FleetWC(i, subscriptions(c.cfg.N), testenv.SchemaFork)))
 		})
 	}
 	for i := range c.cfg.PLS {

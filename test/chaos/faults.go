@@ -20,6 +20,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 // step is one fault of the schedule, at a fraction of the window.
@@ -127,7 +128,7 @@ func (c *chaos) flap(ctx context.Context) error {
 	set := func(v any) error {
 		for _, i := range picked {
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, capzsim.BrokenLinksAnnotation, v)
-			u := sandbox.FleetWC(i, subscriptions(c.cfg.N))
+			u := sandbox.FleetWC(i, subscriptions(c.cfg.N), testenv.SchemaFork)
 			if err := c.sb.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("chaos-capz")); client.IgnoreNotFound(err) != nil {
 				return err
 			}
@@ -280,7 +281,7 @@ func (c *chaos) writer(ctx context.Context) error {
 		i := c.intN(c.cfg.N + 1)
 		u := sandbox.FleetMC()
 		if i < c.cfg.N {
-			u = sandbox.FleetWC(i, subscriptions(c.cfg.N))
+			u = sandbox.FleetWC(i, subscriptions(c.cfg.N), testenv.SchemaFork)
 		}
 		if err := c.userWrite(ctx, u, n, n%5 == 0); err != nil && !isTransient(err) {
 			return err

@@ -23,12 +23,15 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 // Config is one benchmark run.
 type Config struct {
 	N             int
 	Subscriptions int
+	// Schema is the CAPZ capzsim mimics (its AzureCluster schema).
+	Schema testenv.Schema
 	// OperatorBinary is the operator under test.
 	OperatorBinary string
 	// AzureLatency is how long Azure's long-running operations take.
@@ -77,8 +80,9 @@ type Phase struct {
 
 // Result is one run's figures.
 type Result struct {
-	N             int `json:"n"`
-	Subscriptions int `json:"subscriptions"`
+	N             int    `json:"n"`
+	Subscriptions int    `json:"subscriptions"`
+	CAPZ          string `json:"capz"`
 	// Converge runs from creating the MC and N WCs to every WC annotated and
 	// the MC holding N endpoints; CAPZDoneSeconds is when the last endpoint
 	// was provisioned in Azure, AfterCAPZSeconds the convergence after that.
@@ -143,7 +147,7 @@ func (b *bench) logf(format string, args ...any) {
 
 // Run runs the benchmark once.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	b := &bench{cfg: cfg, res: Result{
+	b := &bench{cfg: cfg, res: Result{CAPZ: string(cfg.Schema),
 		N: cfg.N, Subscriptions: cfg.Subscriptions, AzureLatencySeconds: cfg.AzureLatency.Seconds(), DNS: cfg.DNS,
 		SteadyDriftSeconds: cfg.SteadyDrift.Seconds(), SteadyWindowSeconds: cfg.SteadyWindow.Seconds(),
 	}}
@@ -155,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		subs = append(subs, sandbox.FleetWCSubscription(i, cfg.Subscriptions))
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: cfg.Dir, Audit: true, Latency: cfg.AzureLatency, Throttling: throttling,
+		Dir: cfg.Dir, Schema: cfg.Schema, Audit: true, Latency: cfg.AzureLatency, Throttling: throttling,
 		CAPZResync: time.Second, CAPZConcurrency: 16,
 		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
@@ -239,7 +243,7 @@ func (b *bench) converge(ctx context.Context) error {
 	start := time.Now()
 	objs := []*unstructured.Unstructured{sandbox.FleetMC()}
 	for i := 0; i < b.cfg.N; i++ {
-		objs = append(objs, sandbox.FleetWC(i, b.cfg.Subscriptions))
+		objs = append(objs, sandbox.FleetWC(i, b.cfg.Subscriptions, b.cfg.Schema))
 	}
 	for i := 0; i < 10 && i < b.cfg.N; i++ {
 		if err := b.sb.EnsureNamespace(ctx, sandbox.FleetWCNamespace(i)); err != nil {
@@ -375,7 +379,7 @@ func (b *bench) delete(ctx context.Context) error {
 	g.SetLimit(16)
 	for i := 0; i < b.cfg.N; i++ {
 		g.Go(func() error {
-			return client.IgnoreNotFound(b.sb.Client.Delete(gctx, sandbox.FleetWC(i, b.cfg.Subscriptions)))
+			return client.IgnoreNotFound(b.sb.Client.Delete(gctx, sandbox.FleetWC(i, b.cfg.Subscriptions, b.cfg.Schema)))
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -26,11 +26,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 type options struct {
 	ns             []int
 	subscriptions  int
+	capz           string
 	operatorBinary string
 	latency        time.Duration
 	steadyDrift    time.Duration
@@ -56,6 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&ns, "n", "100,500,1000", "Comma-separated numbers of workload clusters, one run each.")
 	fs.IntVar(&o.subscriptions, "subscriptions", 10, "Subscriptions the workload clusters are spread over.")
+	fs.StringVar(&o.capz, "capz", string(testenv.SchemaV127), "The CAPZ capzsim mimics in the wiring scenario: v1.27 (private links and endpoints through ASO) or fork.")
 	fs.StringVar(&o.operatorBinary, "operator-binary", "", "Operator binary to measure (default: build it).")
 	fs.DurationVar(&o.latency, "azure-latency", 5*time.Second, "How long Azure's long-running operations take.")
 	fs.DurationVar(&o.steadyDrift, "steady-drift-check-interval", time.Minute,
@@ -90,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.subscriptions < 1 {
 		return o, errors.New("--subscriptions must be at least 1")
+	}
+	if o.capz != string(testenv.SchemaV127) && o.capz != string(testenv.SchemaFork) {
+		return o, fmt.Errorf("--capz must be %s or %s, not %q", testenv.SchemaV127, testenv.SchemaFork, o.capz)
 	}
 	if o.steadyDrift <= 0 || o.steadyWindow < o.steadyDrift {
 		return o, errors.New("--steady-window must hold at least one --steady-drift-check-interval")
@@ -167,7 +173,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		}
 		logf("N=%d: files in %s", n, dir)
 		res, err := Run(ctx, Config{
-			N: n, Subscriptions: opts.subscriptions, OperatorBinary: bin, AzureLatency: opts.latency,
+			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
 			DNS: opts.dns, DNSWindow: opts.dnsWindow,
 		})

@@ -172,6 +172,7 @@ func report(opts options, results []Result) string {
 	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %d CPUs (%s), %s memory, %s/%s, %s\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- World: 1 private MC and N private WCs created at once; WCs spread over %d subscriptions and 10 namespaces; one identity\n", opts.subscriptions)
+	fmt.Fprintf(&b, "- CAPZ (capzsim): %s\n", capzDescription(opts.capz))
 	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal); CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
 	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)")
 	if opts.dns {
@@ -212,4 +213,12 @@ func memTotal() string {
 		}
 	}
 	return "unknown"
+}
+
+// capzDescription says what capzsim did in the run.
+func capzDescription(capz string) string {
+	if capz == "fork" {
+		return "the fork's schema; private link services and endpoints written straight to Azure"
+	}
+	return "v" + strings.TrimPrefix(capz, "v") + "'s schema; private link services and endpoints as ASO objects, made in Azure by the ASO stand-in, whose status changes the operator watches"
 }

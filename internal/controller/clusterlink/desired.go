@@ -41,10 +41,10 @@ const (
 	// ReasonPrivateLinkServiceReleased: the operator deleted the WC's
 	// AzurePrivateLinkService (the WC is deleted or opted out).
 	ReasonPrivateLinkServiceReleased = "PrivateLinkServiceReleased"
-	// ReasonPrivateLinkServiceHandedOver: CAPZ (v1.27+) manages the
-	// service the operator made; its AzurePrivateLinkService is deleted
-	// with deletion policy Orphan.
-	ReasonPrivateLinkServiceHandedOver = "PrivateLinkServiceHandedOver"
+	// ReasonPrivateLinkServiceNotHandedOver: the WC declares (CAPZ v1.27+)
+	// a private link under the name of the service the operator made for
+	// it, which CAPZ cannot take over; the operator keeps serving it.
+	ReasonPrivateLinkServiceNotHandedOver = "PrivateLinkServiceNotHandedOver"
 	// ReasonPrivateLinkServiceNameTaken: an object of the managed name
 	// exists that the operator did not create for the WC.
 	ReasonPrivateLinkServiceNameTaken = "PrivateLinkServiceNameTaken"

@@ -194,10 +194,7 @@ func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Un
 		return wc, nil
 	}
 	if !ManagesLink(wc, r.Opts) {
-		if existing != nil {
-			return wc, r.deleteManagedLink(ctx, u, existing)
-		}
-		return wc, nil
+		return wc, r.leaveManagedLink(ctx, u, wc, existing)
 	}
 	want := DesiredManagedLink(mc, wc, u.GetUID(), r.Opts.AnnotationPrefix)
 	if !upToDate(existing, want) {
@@ -236,4 +233,29 @@ func (r *WCReconciler) deleteManagedLink(ctx context.Context, u *unstructured.Un
 	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceReleased, "ManagePrivateLink",
 		"deleting AzurePrivateLinkService %s/%s, which the operator created for this cluster", p.Namespace, p.Name)
 	return nil
+}
+
+// leaveManagedLink decides what becomes of the managed service of a WC the
+// loop no longer serves: none, nothing; a link the WC declares (CAPZ v1.27
+// and later) under the same name, kept, as CAPZ cannot take it over; under
+// another name, deleted once CAPZ's links are ready; otherwise (an opt-out)
+// deleted at once.
+func (r *WCReconciler) leaveManagedLink(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, existing *v1alpha1.AzurePrivateLinkService) error {
+	if existing == nil {
+		return nil
+	}
+	if len(wc.PrivateLinks) > 0 {
+		if _, same := findLink(wc, existing.AzurePrivateLinkServiceName()); same {
+			// Azure refuses to change a private link service's primary NAT
+			// IP configuration, which CAPZ names differently.
+			r.warnOnce(u, ReasonPrivateLinkServiceNotHandedOver, fmt.Sprintf(
+				"spec.networkSpec.apiServerLB.privateLinks declares %s, the private link service the operator made for this cluster (AzurePrivateLinkService %s/%s); CAPZ cannot take it over, because Azure refuses to change its primary NAT IP configuration, which CAPZ names <subnet>-natipconfig-1. The operator keeps serving it: remove the link from privateLinks, or declare one under another name",
+				existing.AzurePrivateLinkServiceName(), existing.Namespace, existing.Name))
+			return nil
+		}
+		if !wc.PrivateLinksReady {
+			return nil
+		}
+	}
+	return r.deleteManagedLink(ctx, u, existing)
 }
