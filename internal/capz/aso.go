@@ -51,9 +51,10 @@ type ASOObject struct {
 	Namespace, Name string
 	// AzureName is spec.azureName, the Azure resource's name.
 	AzureName string
-	// Controller is the name of the controlling AzureCluster ("" if the
-	// object is not controlled by an AzureCluster).
-	Controller string
+	// Controller and ControllerUID name the controlling AzureCluster (""
+	// if the object is not controlled by an AzureCluster).
+	Controller    string
+	ControllerUID string
 	// PrivateLinkServiceIDs are the targets of a PrivateEndpoint's
 	// connections (automatic or manual).
 	PrivateLinkServiceIDs []string
@@ -76,7 +77,7 @@ func ReadASO(u *unstructured.Unstructured) ASOObject {
 	}
 	if ref := metav1.GetControllerOf(u); ref != nil && ref.Kind == AzureClusterGVK.Kind &&
 		strings.HasPrefix(ref.APIVersion, AzureClusterGVK.Group+"/") {
-		o.Controller = ref.Name
+		o.Controller, o.ControllerUID = ref.Name, string(ref.UID)
 	}
 	for _, f := range []string{"privateLinkServiceConnections", "manualPrivateLinkServiceConnections"} {
 		conns, _, _ := unstructured.NestedSlice(u.Object, "spec", f)

@@ -154,7 +154,8 @@ func (r *Reconciler) ensureASO(ctx context.Context, u *unstructured.Unstructured
 func (r *Reconciler) listASO(ctx context.Context, u *unstructured.Unstructured, gvk schema.GroupVersionKind) (map[string]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.Client.List(ctx, list, client.InNamespace(u.GetNamespace())); err != nil {
+	// Read only (the cache's objects): applyASO copies the one it changes.
+	if err := r.Client.List(ctx, list, client.InNamespace(u.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := map[string]*unstructured.Unstructured{}
@@ -195,7 +196,8 @@ func (r *Reconciler) applyASO(ctx context.Context, u *unstructured.Unstructured,
 	if ref := metav1.GetControllerOf(got); ref == nil || ref.UID != u.GetUID() {
 		return true, nil // not CAPZ's for this cluster: CAPZ skips it
 	}
-	before := got.DeepCopy()
+	before := got
+	got = got.DeepCopy()
 	// CAPZ's WasManaged is always true for these kinds: an existing object
 	// is adopted ("manage") on the next pass.
 	ann := got.GetAnnotations()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -191,25 +192,25 @@ func newASOEndpoint() *unstructured.Unstructured {
 const linkIDIndex = "apeo.privateLinkServiceIDs"
 
 func linkIDs(o client.Object) []string {
-	{
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			return nil
-		}
-		wc, _ := capz.FromUnstructured(u)
-		out := []string{strings.ToLower(PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, ManagedLinkName(wc)))}
-		for _, pl := range wc.PrivateLinks {
-			out = append(out, strings.ToLower(PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, pl.Name)))
-		}
-		return out
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
 	}
+	wc, _ := capz.FromUnstructured(u)
+	out := []string{strings.ToLower(PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, ManagedLinkName(wc)))}
+	for _, pl := range wc.PrivateLinks {
+		out = append(out, strings.ToLower(PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, pl.Name)))
+	}
+	return out
 }
 
 // asoEvents maps a change of an ASO PrivateEndpoint's Ready condition to
 // the WC whose endpoint it is (the WC's own, or the MC's endpoint to one of
 // the WC's links), after telling the observer that the subscription
-// changed.
+// changed. Creations carry no news (a new object is not Ready yet; the
+// informer's first list is covered by the reconcile of every WC at start).
 func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoints.Observer) handler.EventHandler {
+	subs := &subscriptions{c: c}
 	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -220,12 +221,11 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 			return
 		}
 		owner := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Controller}
-		ac, err := getAzureCluster(ctx, c, owner)
-		if err != nil || ac == nil {
+		sub := subs.of(ctx, owner, obj.ControllerUID)
+		if sub == "" {
 			return
 		}
-		view, _ := capz.FromUnstructured(ac)
-		delay := observer.Refresh(view.SubscriptionID)
+		delay := observer.Refresh(sub)
 		asoEventsTotal.Inc()
 		if owner != mc {
 			q.AddAfter(reconcile.Request{NamespacedName: owner}, delay)
@@ -234,7 +234,7 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 		for _, id := range obj.PrivateLinkServiceIDs {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-			if err := c.List(ctx, list, client.MatchingFields{linkIDIndex: strings.ToLower(id)}); err != nil {
+			if err := c.List(ctx, list, client.MatchingFields{linkIDIndex: strings.ToLower(id)}, client.UnsafeDisableDeepCopy); err != nil {
 				continue
 			}
 			for i := range list.Items {
@@ -243,12 +243,8 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 		}
 	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			before, after := readyOf(e.ObjectOld), readyOf(e.ObjectNew)
-			if before != after {
+			if readyOf(e.ObjectOld) != readyOf(e.ObjectNew) {
 				add(ctx, e.ObjectNew, q)
 			}
 		},
@@ -256,6 +252,42 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 			add(ctx, e.Object, q)
 		},
 	}
+}
+
+// subscriptions remembers the subscription of each AzureCluster (by UID,
+// so a cluster rebuilt under its name is read anew) that ASO objects
+// belong to: CAPZ does not let spec.subscriptionID change, and reading the
+// MC (hundreds of KiB at 1,000 WCs) on each of its endpoints' events would
+// cost more than the event saves.
+type subscriptions struct {
+	c  client.Reader
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *subscriptions) of(ctx context.Context, key types.NamespacedName, uid string) string {
+	s.mu.Lock()
+	sub, ok := s.m[uid]
+	s.mu.Unlock()
+	if ok {
+		return sub
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	if err := s.c.Get(ctx, key, u); err != nil || string(u.GetUID()) != uid {
+		return ""
+	}
+	sub, _, _ = unstructured.NestedString(u.Object, "spec", "subscriptionID")
+	if sub == "" {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]string{}
+	}
+	s.m[uid] = sub
+	return sub
 }
 
 // readyOf is an ASO object's Ready condition, status and reason.
