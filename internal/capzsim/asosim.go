@@ -399,6 +399,13 @@ func statusOf(got any) map[string]any {
 
 func endpointStatus(pe *armnetwork.PrivateEndpoint) map[string]any {
 	st := map[string]any{"id": ptr.Deref(pe.ID, ""), "name": ptr.Deref(pe.Name, "")}
+	if len(pe.Tags) > 0 {
+		tags := map[string]any{}
+		for k, v := range pe.Tags {
+			tags[k] = ptr.Deref(v, "")
+		}
+		st["tags"] = tags
+	}
 	p := pe.Properties
 	if p == nil {
 		return st
@@ -425,22 +432,26 @@ func endpointStatus(pe *armnetwork.PrivateEndpoint) map[string]any {
 	for field, conns := range map[string][]*armnetwork.PrivateLinkServiceConnection{
 		"privateLinkServiceConnections": p.PrivateLinkServiceConnections, "manualPrivateLinkServiceConnections": p.ManualPrivateLinkServiceConnections,
 	} {
-		var out []any
-		for _, c := range conns {
-			m := map[string]any{"name": ptr.Deref(c.Name, "")}
-			if c.Properties != nil {
-				m["privateLinkServiceId"] = ptr.Deref(c.Properties.PrivateLinkServiceID, "")
-				if s := c.Properties.PrivateLinkServiceConnectionState; s != nil {
-					m["privateLinkServiceConnectionState"] = map[string]any{"status": ptr.Deref(s.Status, ""), "description": ptr.Deref(s.Description, "")}
-				}
-			}
-			out = append(out, m)
-		}
-		if out != nil {
+		if out := connectionsStatus(conns); out != nil {
 			st[field] = out
 		}
 	}
 	return st
+}
+
+func connectionsStatus(conns []*armnetwork.PrivateLinkServiceConnection) []any {
+	var out []any
+	for _, c := range conns {
+		m := map[string]any{"name": ptr.Deref(c.Name, "")}
+		if c.Properties != nil {
+			m["privateLinkServiceId"] = ptr.Deref(c.Properties.PrivateLinkServiceID, "")
+			if s := c.Properties.PrivateLinkServiceConnectionState; s != nil {
+				m["privateLinkServiceConnectionState"] = map[string]any{"status": ptr.Deref(s.Status, ""), "description": ptr.Deref(s.Description, "")}
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func stringMapPtr(m map[string]string) map[string]*string {

@@ -141,13 +141,8 @@ type Observer struct {
 	// Clock tells the time; default the real clock.
 	Clock clock.PassiveClock
 
-	// MinRefresh is the least time between two lists of one key that
-	// Refresh asks for; default 2 seconds.
-	MinRefresh time.Duration
-
 	mu       sync.Mutex
 	lists    map[string]*listing
-	stale    map[string]time.Time // lower subscription -> lists begun before are stale
 	perGroup map[string]time.Time // lower scope -> until when to list resource groups
 	nicIPs   map[string]string    // lower NIC ID -> IP; a NIC's IP never changes
 	nicBusy  map[string]chan struct{}
@@ -158,11 +153,10 @@ type Observer struct {
 const listTimeout = 5 * time.Minute
 
 type listing struct {
-	at      time.Time
-	started time.Time
-	obs     map[string]map[string]Observation // lower resource group -> lower name -> observation
-	err     error
-	done    chan struct{}
+	at   time.Time
+	obs  map[string]map[string]Observation // lower resource group -> lower name -> observation
+	err  error
+	done chan struct{}
 }
 
 // ResourceGroup returns the observations of every private endpoint in a
@@ -226,7 +220,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	if l != nil {
 		select {
 		case <-l.done:
-			if l.err == nil && o.now().Sub(l.at) < o.ttl() && !o.staleLocked(k, l) {
+			if l.err == nil && o.now().Sub(l.at) < o.ttl() {
 				o.mu.Unlock()
 				return l.obs, nil
 			}
@@ -235,7 +229,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 			return wait(ctx, l)
 		}
 	}
-	l = &listing{done: make(chan struct{}), started: o.now()}
+	l = &listing{done: make(chan struct{})}
 	o.lists[k] = l
 	o.mu.Unlock()
 
@@ -336,44 +330,56 @@ func (o *Observer) nicIP(ctx context.Context, api API, id string) (string, error
 	}
 }
 
-// Refresh says something changed in a subscription (an event, as Azure
-// sends none): every list of it begun before now is stale, and the next
-// caller lists again, though no sooner than MinRefresh after the previous
-// list of its key began, so a burst of events costs a few lists, not one
-// each. It returns how long until a fresh list may be taken: callers look
-// after that.
-func (o *Observer) Refresh(subscription string) time.Duration {
+// Learn puts what another source (CAPZ's ASO object, whose status ASO
+// fills from Azure) says of one endpoint into the lists of its
+// subscription that are done, until they expire: a reconcile right after
+// the event sees it without reading Azure. The lists keep their age, so
+// the next drift check or recheck reads Azure as before. It returns
+// whether a list took it.
+func (o *Observer) Learn(subscription string, ob Observation) bool {
+	rg, _, _ := splitID(ob.ID)
+	rg, name := strings.ToLower(rg), strings.ToLower(ob.Name)
+	if rg == "" || name == "" {
+		return false
+	}
 	sub := strings.ToLower(subscription)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	now := o.now()
-	if o.stale == nil {
-		o.stale = map[string]time.Time{}
-	}
-	o.stale[sub] = now
-	var wait time.Duration
+	learned := false
 	for k, l := range o.lists {
-		if subscriptionOf(k) != sub {
+		if subscriptionOf(k) != sub || !strings.HasSuffix(k, "|*") && !strings.HasSuffix(k, "|"+rg) {
 			continue
 		}
-		if d := l.started.Add(o.minRefresh()).Sub(now); d > wait {
-			wait = d
+		select {
+		case <-l.done:
+		default:
+			continue // in flight: its callers get Azure's answer
 		}
+		if l.err != nil {
+			continue
+		}
+		if ob.IP == "" {
+			ob.IP = o.nicIPs[strings.ToLower(firstOf(ob.NICIDs))]
+		}
+		// The maps are shared with callers: copy, and swap the listing.
+		group := maps.Clone(l.obs[rg])
+		if group == nil {
+			group = map[string]Observation{}
+		}
+		group[name] = ob
+		all := maps.Clone(l.obs)
+		all[rg] = group
+		o.lists[k] = &listing{at: l.at, obs: all, done: l.done}
+		learned = true
 	}
-	return wait
+	return learned
 }
 
-// staleLocked says whether Refresh made a finished listing stale.
-func (o *Observer) staleLocked(k string, l *listing) bool {
-	since, ok := o.stale[subscriptionOf(k)]
-	return ok && l.started.Before(since) && o.now().Sub(l.started) >= o.minRefresh()
-}
-
-func (o *Observer) minRefresh() time.Duration {
-	if o.MinRefresh > 0 {
-		return o.MinRefresh
+func firstOf(s []string) string {
+	if len(s) == 0 {
+		return ""
 	}
-	return 2 * time.Second
+	return s[0]
 }
 
 // subscriptionOf is the subscription of a list key

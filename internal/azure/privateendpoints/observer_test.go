@@ -394,3 +394,47 @@ func simWithEndpoints(t *testing.T) (*azuresim.Server, privateendpoints.API) {
 	sim.ResetCounters()
 	return sim, privateendpoints.NewSDK(f)
 }
+
+// TestObserverLearns: what another source says of an endpoint (CAPZ's ASO
+// object) answers callers until the list expires, without a read of Azure,
+// and never changes a map a caller already holds.
+func TestObserverLearns(t *testing.T) {
+	id := func(name string) string {
+		return "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/" + name
+	}
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{{
+		ID: new(id("old")), Name: new("old"),
+		Properties: &armnetwork.PrivateEndpointProperties{ProvisioningState: new(armnetwork.ProvisioningStateSucceeded)},
+	}}}
+	obs := &privateendpoints.Observer{TTL: time.Hour}
+	ctx := context.Background()
+	if obs.Learn("s1", privateendpoints.Observation{ID: id("new"), Name: "new"}) {
+		t.Error("learned without a list to learn into")
+	}
+	before, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	learned := privateendpoints.Observation{ID: id("new"), Name: "New", ProvisioningState: "Succeeded", ConnectionState: "Approved",
+		NICIDs: []string{"nic1"}}
+	if !obs.Learn("S1", learned) {
+		t.Fatal("a finished list of the subscription did not learn")
+	}
+	if obs.Learn("s2", learned) {
+		t.Error("a list of another subscription learned")
+	}
+	after, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := before["new"]; ok {
+		t.Error("Learn changed a map a caller held")
+	}
+	got := after["new"]
+	if !got.Ready() || got.IP != "10.1.0.1" || len(after) != 2 {
+		t.Errorf("after Learn (the IP from the NIC): %+v, %d endpoints", got, len(after))
+	}
+	if api.subLists != 1 {
+		t.Errorf("Learn cost %d lists, want the 1 before it", api.subLists)
+	}
+}

@@ -78,5 +78,19 @@ func trimASO(u *unstructured.Unstructured) *unstructured.Unstructured {
 			}}, "status", "conditions")
 		}
 	}
+	// What ASO read of the endpoint in Azure (asoObservation).
+	for _, f := range []string{"id", "name", "provisioningState"} {
+		if v, ok, _ := unstructured.NestedString(u.Object, "status", f); ok {
+			_ = unstructured.SetNestedField(out.Object, v, "status", f)
+		}
+	}
+	if v, ok, _ := unstructured.NestedStringMap(u.Object, "status", "tags"); ok {
+		_ = unstructured.SetNestedStringMap(out.Object, v, "status", "tags")
+	}
+	for _, f := range []string{"networkInterfaces", "customDnsConfigs", "privateLinkServiceConnections", "manualPrivateLinkServiceConnections"} {
+		if v, ok, _ := unstructured.NestedSlice(u.Object, "status", f); ok {
+			_ = unstructured.SetNestedSlice(out.Object, v, "status", f)
+		}
+	}
 	return out
 }

@@ -206,9 +206,10 @@ func linkIDs(o client.Object) []string {
 
 // asoEvents maps a change of an ASO PrivateEndpoint's Ready condition to
 // the WC whose endpoint it is (the WC's own, or the MC's endpoint to one of
-// the WC's links), after telling the observer that the subscription
-// changed. Creations carry no news (a new object is not Ready yet; the
-// informer's first list is covered by the reconcile of every WC at start).
+// the WC's links). When it turned Ready, the observer first learns what ASO
+// read of the endpoint in Azure, so the reconcile needs no list. Creations
+// carry no news (a new object is not Ready yet; the informer's first list
+// is covered by the reconcile of every WC at start).
 func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoints.Observer) handler.EventHandler {
 	subs := &subscriptions{c: c}
 	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -225,10 +226,12 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 		if sub == "" {
 			return
 		}
-		delay := observer.Refresh(sub)
+		if obj.Ready {
+			observer.Learn(sub, asoObservation(u))
+		}
 		asoEventsTotal.Inc()
 		if owner != mc {
-			q.AddAfter(reconcile.Request{NamespacedName: owner}, delay)
+			q.Add(reconcile.Request{NamespacedName: owner})
 			return
 		}
 		for _, id := range obj.PrivateLinkServiceIDs {
@@ -238,7 +241,7 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 				continue
 			}
 			for i := range list.Items {
-				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}}, delay)
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}})
 			}
 		}
 	}
@@ -298,4 +301,41 @@ func readyOf(o client.Object) string {
 	}
 	obj := capz.ReadASO(u)
 	return fmt.Sprint(obj.Ready, "/", obj.Reason)
+}
+
+// asoObservation is what ASO's status says of an endpoint, as the observer
+// records Azure's answer: ASO fills it from Azure when the endpoint is
+// provisioned.
+func asoObservation(u *unstructured.Unstructured) privateendpoints.Observation {
+	st, _, _ := unstructured.NestedMap(u.Object, "status")
+	str := func(m map[string]any, path ...string) string {
+		v, _, _ := unstructured.NestedString(m, path...)
+		return v
+	}
+	ob := privateendpoints.Observation{Name: str(st, "name"), ID: str(st, "id"), ProvisioningState: str(st, "provisioningState")}
+	ob.Tags, _, _ = unstructured.NestedStringMap(st, "tags")
+	nics, _, _ := unstructured.NestedSlice(st, "networkInterfaces")
+	for _, n := range nics {
+		if m, ok := n.(map[string]any); ok && str(m, "id") != "" {
+			ob.NICIDs = append(ob.NICIDs, str(m, "id"))
+		}
+	}
+	dns, _, _ := unstructured.NestedSlice(st, "customDnsConfigs")
+	for _, d := range dns {
+		m, _ := d.(map[string]any)
+		if ips, _, _ := unstructured.NestedStringSlice(m, "ipAddresses"); len(ips) > 0 && ob.IP == "" {
+			ob.IP = ips[0]
+		}
+	}
+	conns, _, _ := unstructured.NestedSlice(st, "privateLinkServiceConnections")
+	if manual, _, _ := unstructured.NestedSlice(st, "manualPrivateLinkServiceConnections"); len(manual) > 0 {
+		conns, ob.ManualApproval = manual, true
+	}
+	if len(conns) > 0 {
+		m, _ := conns[0].(map[string]any)
+		ob.PrivateLinkServiceID = str(m, "privateLinkServiceId")
+		ob.ConnectionState = str(m, "privateLinkServiceConnectionState", "status")
+		ob.ConnectionDescription = str(m, "privateLinkServiceConnectionState", "description")
+	}
+	return ob
 }
