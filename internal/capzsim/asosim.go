@@ -432,7 +432,7 @@ func endpointStatus(pe *armnetwork.PrivateEndpoint) map[string]any {
 	for field, conns := range map[string][]*armnetwork.PrivateLinkServiceConnection{
 		"privateLinkServiceConnections": p.PrivateLinkServiceConnections, "manualPrivateLinkServiceConnections": p.ManualPrivateLinkServiceConnections,
 	} {
-		if out := connectionsStatus(conns); out != nil {
+		if out := connectionsStatus(conns); len(out) > 0 {
 			st[field] = out
 		}
 	}
@@ -440,7 +440,7 @@ func endpointStatus(pe *armnetwork.PrivateEndpoint) map[string]any {
 }
 
 func connectionsStatus(conns []*armnetwork.PrivateLinkServiceConnection) []any {
-	var out []any
+	out := make([]any, 0, len(conns))
 	for _, c := range conns {
 		m := map[string]any{"name": ptr.Deref(c.Name, "")}
 		if c.Properties != nil {

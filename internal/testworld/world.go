@@ -179,3 +179,18 @@ func Describe(u *unstructured.Unstructured) string {
 	}
 	return fmt.Sprintf("%s/%s annotations=%v privateEndpoints=%v finalizers=%v", u.GetNamespace(), u.GetName(), ann, pes, u.GetFinalizers())
 }
+
+// EndpointIP is a private endpoint's IP, read from its network interface
+// ("" while it has none).
+func (w *World) EndpointIP(t testing.TB, sub, rg, name string) string {
+	t.Helper()
+	pe, err := w.Network(t, sub).NewPrivateEndpointsClient().Get(context.Background(), rg, name,
+		&armnetwork.PrivateEndpointsClientGetOptions{Expand: new("networkInterfaces")})
+	if err != nil {
+		t.Fatalf("endpoint %s/%s: %v", rg, name, err)
+	}
+	if len(pe.Properties.NetworkInterfaces) == 0 {
+		return ""
+	}
+	return *pe.Properties.NetworkInterfaces[0].Properties.IPConfigurations[0].Properties.PrivateIPAddress
+}

@@ -112,10 +112,10 @@ func lifecycle(t *testing.T, bin string, schema testenv.Schema, flavor capz.Flav
 	}
 	annotated(t, w, key, apiAnn, true)
 	annotated(t, w, key, ingAnn, true)
-	if got, want := annotations(t, w, key)[apiAnn], ip(t, w, mcSub, "mc-rg", "wc1-api-privatelink-privateendpoint"); got != want {
+	if got, want := annotations(t, w, key)[apiAnn], w.EndpointIP(t, mcSub, "mc-rg", "wc1-api-privatelink-privateendpoint"); got != want {
 		t.Errorf("%s = %s, want %s", apiAnn, got, want)
 	}
-	if got, want := annotations(t, w, key)[ingAnn], ip(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"); got != want {
+	if got, want := annotations(t, w, key)[ingAnn], w.EndpointIP(t, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"); got != want {
 		t.Errorf("%s = %s, want %s", ingAnn, got, want)
 	}
 
@@ -222,19 +222,6 @@ func annotated(t *testing.T, w *testworld.World, key types.NamespacedName, ann s
 		_, ok := u.GetAnnotations()[ann]
 		return ok == want, testworld.Describe(u)
 	})
-}
-
-func ip(t *testing.T, w *testworld.World, sub, rg, name string) string {
-	t.Helper()
-	pe, err := w.Network(t, sub).NewPrivateEndpointsClient().Get(context.Background(), rg, name,
-		&armnetwork.PrivateEndpointsClientGetOptions{Expand: new("networkInterfaces")})
-	if err != nil {
-		t.Fatalf("endpoint %s/%s: %v", rg, name, err)
-	}
-	if len(pe.Properties.NetworkInterfaces) == 0 {
-		return ""
-	}
-	return *pe.Properties.NetworkInterfaces[0].Properties.IPConfigurations[0].Properties.PrivateIPAddress
 }
 
 func scrape(ctx context.Context, url string) string {

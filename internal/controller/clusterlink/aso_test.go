@@ -24,24 +24,13 @@ import (
 // deletes that ASO object (ASO then deletes the endpoint), never the Azure
 // endpoint while its ASO object lives.
 func TestOrphanThroughASO(t *testing.T) {
-	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
-	wc := wcCluster("wc1", 20)
-	wc.PrivateLinks = nil
-	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc)
-	operator(t, w, func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true })
-	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
-	wired(t, w, "wc1", true, true)
-	const pe = "wc1-api-privatelink-privateendpoint"
-	guard := watchASOGuard(t, w, mcSub, "mc-rg", mcNS, pe)
-
 	// The WC opts out: the operator removes the MC's entry; CAPZ v1.23
 	// keeps the ASO object, so the operator deletes it.
-	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"},
-		`{"metadata":{"annotations":{"`+clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.ManageAnnotation+`":"false"}}}`)
+	w, guard := optedOut(t, testenv.SchemaUpstream)
 	pes := w.Network(t, mcSub).NewPrivateEndpointsClient()
 	testworld.Eventually(t, testworld.Timeout, "the orphan's ASO object and endpoint gone", func(ctx context.Context) (bool, string) {
-		err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: pe}, asoEndpoint())
-		_, azErr := pes.Get(ctx, "mc-rg", pe, nil)
+		err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: asoPE}, asoEndpoint())
+		_, azErr := pes.Get(ctx, "mc-rg", asoPE, nil)
 		return apierrors.IsNotFound(err) && azErr != nil, fmt.Sprint(err, azErr)
 	})
 	waitEvent(t, w, mcKey, clusterlink.ReasonOrphanDeleted)
@@ -53,17 +42,7 @@ func TestOrphanThroughASO(t *testing.T) {
 // keeps ASO objects: the operator leaves an endpoint alone while its ASO
 // object lives, since ASO would make it again.
 func TestNoAzureDeleteBehindLiveASO(t *testing.T) {
-	w := world(t, testenv.SchemaFork, capzsim.Upstream, false)
-	wc := wcCluster("wc1", 20)
-	wc.PrivateLinks = nil
-	create(t, w, testenv.SchemaFork, mcCluster(true), wc)
-	operator(t, w, func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true })
-	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
-	wired(t, w, "wc1", true, true)
-	const pe = "wc1-api-privatelink-privateendpoint"
-	guard := watchASOGuard(t, w, mcSub, "mc-rg", mcNS, pe)
-	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"},
-		`{"metadata":{"annotations":{"`+clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.ManageAnnotation+`":"false"}}}`)
+	w, guard := optedOut(t, testenv.SchemaFork)
 	testworld.Eventually(t, testworld.Timeout, "the MC entry removed", func(context.Context) (bool, string) {
 		names := endpointNames(t, w, mcKey)
 		return len(names) == 0, fmt.Sprint(names)
@@ -73,10 +52,32 @@ func TestNoAzureDeleteBehindLiveASO(t *testing.T) {
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := w.Network(t, mcSub).NewPrivateEndpointsClient().Get(context.Background(), "mc-rg", pe, nil); err != nil {
+	if _, err := w.Network(t, mcSub).NewPrivateEndpointsClient().Get(context.Background(), "mc-rg", asoPE, nil); err != nil {
 		t.Errorf("the endpoint behind a live ASO object was deleted: %v", err)
 	}
 	guard()
+}
+
+// asoPE is the MC's endpoint to wc1's managed service.
+const asoPE = "wc1-api-privatelink-privateendpoint"
+
+// optedOut wires wc1 through a managed private link service in a world
+// whose capzsim is upstream CAPZ v1.23 (ASO objects kept when removed from
+// spec) under the given schema, starts the ASO guard on the MC's endpoint,
+// and opts wc1 out, so that the operator removes that endpoint's entry.
+func optedOut(t *testing.T, schema testenv.Schema) (*testworld.World, func()) {
+	t.Helper()
+	w := world(t, schema, capzsim.Upstream, false)
+	wc := wcCluster("wc1", 20)
+	wc.PrivateLinks = nil
+	create(t, w, schema, mcCluster(true), wc)
+	operator(t, w, func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true })
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	wired(t, w, "wc1", true, true)
+	guard := watchASOGuard(t, w, mcSub, "mc-rg", mcNS, asoPE)
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"},
+		`{"metadata":{"annotations":{"`+clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.ManageAnnotation+`":"false"}}}`)
+	return w, guard
 }
 
 func asoEndpoint() *unstructured.Unstructured {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,15 +118,7 @@ func endpointNames(t *testing.T, w *testworld.World, key types.NamespacedName) [
 // endpoint to a private link service without FQDNs has no customDnsConfigs).
 func azureIP(t *testing.T, w *testworld.World, sub, rg, name string) string {
 	t.Helper()
-	pe, err := w.Network(t, sub).NewPrivateEndpointsClient().Get(context.Background(), rg, name,
-		&armnetwork.PrivateEndpointsClientGetOptions{Expand: new("networkInterfaces")})
-	if err != nil {
-		t.Fatalf("endpoint %s/%s: %v", rg, name, err)
-	}
-	if len(pe.Properties.NetworkInterfaces) == 0 {
-		return ""
-	}
-	return *pe.Properties.NetworkInterfaces[0].Properties.IPConfigurations[0].Properties.PrivateIPAddress
+	return w.EndpointIP(t, sub, rg, name)
 }
 
 func waitEvent(t *testing.T, w *testworld.World, key types.NamespacedName, reason string) {

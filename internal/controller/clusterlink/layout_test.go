@@ -119,15 +119,16 @@ func waitLayout(t *testing.T, w *testworld.World, key types.NamespacedName, entr
 	})
 }
 
-// wcLog records every state of a WC that a watch shows: the ingress
-// annotation and the WC→MC entries in spec.
+// wcLog records every state of a WC that a watch shows: the ingress and
+// API server annotations and the WC→MC entries in spec.
 type wcLog struct {
 	mu     sync.Mutex
 	states []wcState
 }
 
 type wcState struct {
-	annotation string
+	annotation string // the ingress annotation
+	api        string // the API server annotation
 	entries    []string
 }
 
@@ -161,7 +162,7 @@ func watchWC(t *testing.T, w *testworld.World, key types.NamespacedName) *wcLog 
 				}
 			}
 			l.mu.Lock()
-			l.states = append(l.states, wcState{u.GetAnnotations()[ingAnn], entries})
+			l.states = append(l.states, wcState{u.GetAnnotations()[ingAnn], u.GetAnnotations()[apiAnn], entries})
 			l.mu.Unlock()
 		}
 	}()

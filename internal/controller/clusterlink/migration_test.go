@@ -3,18 +3,12 @@ package clusterlink_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -134,37 +128,14 @@ func endpointInstance(t *testing.T, w *testworld.World, sub, rg, name string) st
 // annotation values of every state seen, as "[api ingress]".
 func recordAnnotations(t *testing.T, w *testworld.World, key types.NamespacedName) func() []string {
 	t.Helper()
-	dc, err := dynamic.NewForConfig(w.Env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvr := schema.GroupVersionResource{Group: capz.AzureClusterGVK.Group, Version: capz.AzureClusterGVK.Version, Resource: "azureclusters"}
-	ctx, cancel := context.WithCancel(context.Background())
-	wi, err := dc.Resource(gvr).Namespace(key.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + key.Name})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var states []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range wi.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			a := u.GetAnnotations()
-			mu.Lock()
-			states = append(states, fmt.Sprint([]string{a[apiAnn], a[ingAnn]}))
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { cancel(); wi.Stop(); <-done })
+	l := watchWC(t, w, key)
 	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(states)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		out := make([]string, 0, len(l.states))
+		for _, st := range l.states {
+			out = append(out, fmt.Sprint([]string{st.api, st.annotation}))
+		}
+		return out
 	}
 }
