@@ -245,7 +245,7 @@ func TestUpstreamCAPZ(t *testing.T) {
 }
 
 // TestPublicMCWithProposalSpelling: a public MC needs no ingress endpoint in
-// its WCs; the proposal's natIPConfigurations spelling is read.
+// its WCs; CAPZ v1.27's natIPConfigurations spelling is read (capzsim in fork mode).
 func TestPublicMCWithProposalSpelling(t *testing.T) {
 	w := world(t, testenv.SchemaV127, capzsim.Fork, false)
 	create(t, w, testenv.SchemaV127, mcCluster(false), wcCluster("wc1", 20))
