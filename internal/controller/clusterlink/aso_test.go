@@ -3,13 +3,14 @@ package clusterlink_test
 import (
 	"context"
 	"fmt"
-	"sync"
+	"net/http"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
@@ -26,7 +27,7 @@ import (
 func TestOrphanThroughASO(t *testing.T) {
 	// The WC opts out: the operator removes the MC's entry; CAPZ v1.23
 	// keeps the ASO object, so the operator deletes it.
-	w, guard := optedOut(t, testenv.SchemaUpstream)
+	w := optedOut(t, testenv.SchemaUpstream)
 	pes := w.Network(t, mcSub).NewPrivateEndpointsClient()
 	testworld.Eventually(t, testworld.Timeout, "the orphan's ASO object and endpoint gone", func(ctx context.Context) (bool, string) {
 		err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: asoPE}, asoEndpoint())
@@ -34,7 +35,7 @@ func TestOrphanThroughASO(t *testing.T) {
 		return apierrors.IsNotFound(err) && azErr != nil, fmt.Sprint(err, azErr)
 	})
 	waitEvent(t, w, mcKey, clusterlink.ReasonOrphanDeleted)
-	guard()
+	noOperatorDeletes(t, w)
 }
 
 // TestNoAzureDeleteBehindLiveASO: a CAPZ the operator takes for one that
@@ -42,20 +43,28 @@ func TestOrphanThroughASO(t *testing.T) {
 // keeps ASO objects: the operator leaves an endpoint alone while its ASO
 // object lives, since ASO would make it again.
 func TestNoAzureDeleteBehindLiveASO(t *testing.T) {
-	w, guard := optedOut(t, testenv.SchemaFork)
+	w := optedOut(t, testenv.SchemaFork)
 	testworld.Eventually(t, testworld.Timeout, "the MC entry removed", func(context.Context) (bool, string) {
 		names := endpointNames(t, w, mcKey)
 		return len(names) == 0, fmt.Sprint(names)
 	})
-	// Ten sweep intervals (300 ms in tests): two ripen a candidate.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Four MC reconciles after the removal, each nudged by a change of the
+	// MC and at least one write delay (300 ms, the sweep interval) apart:
+	// the cleaner sweeps in each, and two sweeps that far apart delete an
+	// orphan it may delete.
+	nudges, last := 0, reconciles(t, "management-cluster")
+	testworld.Eventually(t, testworld.Timeout, "four sweeps of the MC", func(context.Context) (bool, string) {
+		if now := reconciles(t, "management-cluster"); now > last || nudges == 0 {
+			last = now
+			nudges++
+			mergePatch(t, w, mcKey, fmt.Sprintf(`{"metadata":{"annotations":{"test.giantswarm.io/nudge":"%d"}}}`, nudges))
+		}
+		return nudges > 4, fmt.Sprint(nudges, " nudges")
+	})
 	if _, err := w.Network(t, mcSub).NewPrivateEndpointsClient().Get(context.Background(), "mc-rg", asoPE, nil); err != nil {
 		t.Errorf("the endpoint behind a live ASO object was deleted: %v", err)
 	}
-	guard()
+	noOperatorDeletes(t, w)
 }
 
 // asoPE is the MC's endpoint to wc1's managed service.
@@ -63,9 +72,9 @@ const asoPE = "wc1-api-privatelink-privateendpoint"
 
 // optedOut wires wc1 through a managed private link service in a world
 // whose capzsim is upstream CAPZ v1.23 (ASO objects kept when removed from
-// spec) under the given schema, starts the ASO guard on the MC's endpoint,
-// and opts wc1 out, so that the operator removes that endpoint's entry.
-func optedOut(t *testing.T, schema testenv.Schema) (*testworld.World, func()) {
+// spec) under the given schema, and opts wc1 out, so that the operator
+// removes the MC's endpoint entry.
+func optedOut(t *testing.T, schema testenv.Schema) *testworld.World {
 	t.Helper()
 	w := world(t, schema, capzsim.Upstream, false)
 	wc := wcCluster("wc1", 20)
@@ -74,10 +83,9 @@ func optedOut(t *testing.T, schema testenv.Schema) (*testworld.World, func()) {
 	operator(t, w, func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true })
 	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
 	wired(t, w, "wc1", true, true)
-	guard := watchASOGuard(t, w, mcSub, "mc-rg", mcNS, asoPE)
 	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"},
 		`{"metadata":{"annotations":{"`+clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.ManageAnnotation+`":"false"}}}`)
-	return w, guard
+	return w
 }
 
 func asoEndpoint() *unstructured.Unstructured {
@@ -86,42 +94,36 @@ func asoEndpoint() *unstructured.Unstructured {
 	return u
 }
 
-// watchASOGuard polls an endpoint and its ASO object until the returned
-// function is called, and fails the test if the endpoint was ever missing
-// in Azure while its ASO object lived (not being deleted).
-func watchASOGuard(t *testing.T, w *testworld.World, sub, rg, ns, name string) func() {
+// noOperatorDeletes checks that the operator's principal never asked Azure
+// to delete a private endpoint: with ASO objects behind them, only ASO
+// (CAPZ's principal here) deletes.
+func noOperatorDeletes(t *testing.T, w *testworld.World) {
 	t.Helper()
-	pes := w.Network(t, sub).NewPrivateEndpointsClient()
-	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var violation string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			obj := asoEndpoint()
-			err := w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
-			live := err == nil && obj.GetDeletionTimestamp() == nil
-			_, azErr := pes.Get(ctx, rg, name, nil)
-			obj2 := asoEndpoint()
-			err2 := w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj2)
-			live2 := err2 == nil && obj2.GetDeletionTimestamp() == nil && obj2.GetUID() == obj.GetUID()
-			if live && live2 && azErr != nil && ctx.Err() == nil {
-				mu.Lock()
-				violation = fmt.Sprintf("endpoint %s missing in Azure (%v) while its ASO object lived", name, azErr)
-				mu.Unlock()
-			}
-			time.Sleep(50 * time.Millisecond)
+	if n := w.Sim.Counters().SumFor(testworld.OperatorClient, http.MethodDelete, "Microsoft.Network/privateEndpoints", 0, 999); n != 0 {
+		t.Errorf("the operator sent %d DELETE requests for private endpoints", n)
+	}
+}
+
+// reconciles is how many reconciles a controller of this test process has
+// run.
+func reconciles(t *testing.T, controller string) float64 {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
 		}
-	}()
-	return func() {
-		t.Helper()
-		cancel()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		if violation != "" {
-			t.Error(violation)
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					sum += m.GetCounter().GetValue()
+				}
+			}
 		}
 	}
+	return sum
 }
