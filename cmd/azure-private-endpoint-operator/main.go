@@ -158,11 +158,12 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}
 	}
-	if gates := commaList(opts.azureClusterGates); len(gates) > 0 {
-		if err := cpgate.Setup(mgr, cpgate.Options{Gates: gates, ManagementCluster: opts.linkOptions().ManagementCluster,
-			AdoptFieldManagers: opts.linkOptions().AdoptFieldManagers}); err != nil {
-			return nil, fmt.Errorf("setting up the control plane gate (--azure-cluster-gates): %w", err)
-		}
+	// Without gates the gate still runs (when Cluster API's
+	// KubeadmControlPlane CRD is installed) to lift the pauses an earlier
+	// configuration left.
+	if err := cpgate.Setup(mgr, cpgate.Options{Gates: commaList(opts.azureClusterGates), ManagementCluster: opts.linkOptions().ManagementCluster,
+		AdoptFieldManagers: opts.linkOptions().AdoptFieldManagers, WatchFilter: opts.watchFilter}); err != nil {
+		return nil, fmt.Errorf("setting up the control plane gate (--azure-cluster-gates): %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

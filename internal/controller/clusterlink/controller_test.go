@@ -367,6 +367,16 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 			"name":                 "wc1-old-privatelink-connection",
 			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-old-privatelink",
 		}},
+	}, map[string]any{
+		// Another controller that runs as /manager (CAPI, CAPZ, any
+		// kubebuilder scaffold) wrote this one: named like the operator's,
+		// in wc1's resource group, but not with the older operator's
+		// connection name. It is not the older operator's to remove.
+		"name": "wc1-db-privateendpoint",
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 "db",
+			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-db",
+		}},
 	}}
 	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
 	if err := w.Client.Create(ctx, mc, client.FieldOwner(olderOperator)); err != nil {
@@ -383,8 +393,12 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	}
 	operator(t, w)
 	u := wired(t, w, "wc1", false, true)
-	if slices.Contains(endpointNames(t, w, mcKey), "wc1-old-privatelink-privateendpoint") {
-		t.Error("the older operator's stale MC entry was kept")
+	testworld.Eventually(t, testworld.Timeout, "the older operator's stale MC entry removed", func(context.Context) (bool, string) {
+		names := endpointNames(t, w, mcKey)
+		return !slices.Contains(names, "wc1-old-privatelink-privateendpoint"), fmt.Sprint(names)
+	})
+	if !slices.Contains(endpointNames(t, w, mcKey), "wc1-db-privateendpoint") {
+		t.Error("another /manager's entry was removed as if it were the older operator's")
 	}
 	// Deleting releases the finalizer the older operator had added.
 	if err := w.Client.Delete(ctx, u); err != nil {

@@ -126,15 +126,16 @@ func names(eps map[string][]capz.PrivateEndpoint) map[string]bool {
 }
 
 // TakenNames returns the names of an AzureCluster's endpoint entries that
-// belong to someone else: held neither by the operator nor by one of adopt
-// (the field managers of the older operator, whose entries are taken over
-// on upgrade). owners is capz.EndpointOwners of the object.
-func TakenNames(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, adopt []string) map[string]bool {
+// belong to someone else: held neither by the operator nor provably by the
+// older operator (older: its field managers and its exact entry shape;
+// its entries are taken over on upgrade). owners is capz.EndpointOwners of
+// the object.
+func TakenNames(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, older Older) map[string]bool {
 	taken := map[string]bool{}
 	for _, s := range ac.Subnets {
 		for _, pe := range s.PrivateEndpoints {
 			managers := owners[capz.EndpointKey{Subnet: s.Name, Name: pe.Name}]
-			if slices.Contains(managers, capz.FieldManager) || slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(adopt, m) }) {
+			if slices.Contains(managers, capz.FieldManager) || older.Holds(managers, pe) {
 				continue
 			}
 			taken[pe.Name] = true
@@ -170,20 +171,19 @@ type StaleEntry struct {
 	Name          string
 }
 
-// StaleEntries returns the entries of an AzureCluster that an older
-// operator wrote (held by one of adopt, not by the operator: server-side
-// apply cannot remove them) that look like the operator's (looksOwned) and
-// are no longer wanted. Entries of any other manager are never returned.
+// StaleEntries returns the entries of an AzureCluster that the older
+// operator wrote (older.Holds, not held by the operator: server-side apply
+// cannot remove them) that the caller would remove (looksOwned) and are no
+// longer wanted. Entries of any other manager or shape are never returned.
 // Within a subnet the positions run from last to first, so that removing
 // them one after another keeps the later ones valid.
-func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, adopt []string, wanted map[string]bool, looksOwned func(capz.PrivateEndpoint) bool) []StaleEntry {
+func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, older Older, wanted map[string]bool, looksOwned func(capz.PrivateEndpoint) bool) []StaleEntry {
 	var out []StaleEntry
 	for si, s := range ac.Subnets {
 		for pi := len(s.PrivateEndpoints) - 1; pi >= 0; pi-- {
 			pe := s.PrivateEndpoints[pi]
 			managers := owners[capz.EndpointKey{Subnet: s.Name, Name: pe.Name}]
-			if wanted[pe.Name] || slices.Contains(managers, capz.FieldManager) || !looksOwned(pe) ||
-				!slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(adopt, m) }) {
+			if wanted[pe.Name] || slices.Contains(managers, capz.FieldManager) || !looksOwned(pe) || !older.Holds(managers, pe) {
 				continue
 			}
 			out = append(out, StaleEntry{Subnet: si, Entry: pi, Name: pe.Name})
@@ -194,13 +194,13 @@ func StaleEntries(ac *capz.AzureCluster, owners map[capz.EndpointKey][]string, a
 
 // Retiring returns a WC's endpoint entries to the MC that an earlier layout
 // or link configuration left (docs/design.md, *Switching layouts*): held by
-// the operator or by an older operator (adopt), named like the operator's
+// the operator or provably by the older operator (older), named like the operator's
 // WC-side endpoints, connected to a private link service in the MC's
 // subscription and resource group (or the group named after the MC, as the
 // older operator assumed), and not in want. A user's entry is never one.
 // They stay until the endpoint the ingress annotation now takes its IP from
 // serves, so the WC never loses its way to the MC.
-func Retiring(wc, mc *capz.AzureCluster, owners map[capz.EndpointKey][]string, adopt []string, want []Endpoint) []Endpoint {
+func Retiring(wc, mc *capz.AzureCluster, owners map[capz.EndpointKey][]string, older Older, want []Endpoint) []Endpoint {
 	wanted := map[string]bool{}
 	for _, ep := range want {
 		wanted[ep.Name] = true
@@ -210,7 +210,7 @@ func Retiring(wc, mc *capz.AzureCluster, owners map[capz.EndpointKey][]string, a
 	for _, s := range wc.Subnets {
 		for _, pe := range s.PrivateEndpoints {
 			managers := owners[capz.EndpointKey{Subnet: s.Name, Name: pe.Name}]
-			ours := slices.Contains(managers, capz.FieldManager) || slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(adopt, m) })
+			ours := slices.Contains(managers, capz.FieldManager) || older.Holds(managers, pe)
 			if wanted[pe.Name] || !ours || !looksOwned(pe) || len(pe.Connections) != 1 {
 				continue
 			}

@@ -123,20 +123,23 @@ func TestWithoutEndpointsOf(t *testing.T) {
 func TestTakenNamesAndSkipTaken(t *testing.T) {
 	ac := mc(func(a *capz.AzureCluster) {
 		a.Subnets[1].PrivateEndpoints = []capz.PrivateEndpoint{
-			{Name: "ours-privateendpoint"}, {Name: "older-privateendpoint"}, {Name: "users-privateendpoint"}, {Name: "nobodys-privateendpoint"},
+			{Name: "ours-privateendpoint"}, entry("older-privateendpoint", "older"), {Name: "users-privateendpoint"}, {Name: "nobodys-privateendpoint"},
+			// Another controller running as /manager: not the older operator's shape.
+			{Name: "other-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{Name: "db", PrivateLinkServiceID: PrivateLinkServiceID(wcSub, "wc1-resources", "other")}}},
 		}
 	})
 	owners := map[capz.EndpointKey][]string{
 		{Subnet: "mc-nodes", Name: "ours-privateendpoint"}:  {capz.FieldManager, "capz-manager"},
 		{Subnet: "mc-nodes", Name: "older-privateendpoint"}: {"manager"},
 		{Subnet: "mc-nodes", Name: "users-privateendpoint"}: {"kubectl-edit"},
+		{Subnet: "mc-nodes", Name: "other-privateendpoint"}: {"manager"},
 	}
-	got := TakenNames(ac, owners, []string{"manager"})
-	want := map[string]bool{"users-privateendpoint": true, "nobodys-privateendpoint": true}
+	got := TakenNames(ac, owners, OlderInMC([]string{"manager"}))
+	want := map[string]bool{"users-privateendpoint": true, "nobodys-privateendpoint": true, "other-privateendpoint": true}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("TakenNames: the operator's and the older operator's entries are not taken, others are (-want +got):\n%s", diff)
+		t.Errorf("TakenNames: the operator's and the older operator's entries are not taken, others are, another /manager's too (-want +got):\n%s", diff)
 	}
-	if got := TakenNames(ac, owners, nil); !got["older-privateendpoint"] {
+	if got := TakenNames(ac, owners, OlderInMC(nil)); !got["older-privateendpoint"] {
 		t.Errorf("with nothing to adopt, the older operator's entry is someone else's: %v", got)
 	}
 
@@ -163,6 +166,9 @@ func TestStaleEntries(t *testing.T) {
 			entry("users-privateendpoint", "users"),
 			entry("old-c-privateendpoint", "old-c"),
 			entry("ours-privateendpoint", "ours"),
+			// Another /manager's entry, named like the operator's but with
+			// its own connection name: never the older operator's.
+			{Name: "db-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{Name: "db", PrivateLinkServiceID: PrivateLinkServiceID(wcSub, "wc1-resources", "db")}}},
 		}
 	})
 	owners := map[capz.EndpointKey][]string{
@@ -172,8 +178,9 @@ func TestStaleEntries(t *testing.T) {
 		{Subnet: "mc-nodes", Name: "users-privateendpoint"}:         {"kubectl"},
 		{Subnet: "mc-nodes", Name: "old-c-privateendpoint"}:         {"manager", "capz-manager"},
 		{Subnet: "mc-nodes", Name: "ours-privateendpoint"}:          {"manager", capz.FieldManager},
+		{Subnet: "mc-nodes", Name: "db-privateendpoint"}:            {"manager"},
 	}
-	got := StaleEntries(ac, owners, []string{"manager"}, map[string]bool{"wanted-privateendpoint": true}, isMCEndpointName)
+	got := StaleEntries(ac, owners, OlderInMC([]string{"manager"}), map[string]bool{"wanted-privateendpoint": true}, isMCEndpointName)
 	want := []StaleEntry{
 		{Subnet: 0, Entry: 0, Name: "old-a-privateendpoint"},
 		{Subnet: 1, Entry: 3, Name: "old-c-privateendpoint"},
@@ -207,10 +214,16 @@ func TestRetiring(t *testing.T) {
 			Name: name + "-connection", PrivateLinkServiceID: PrivateLinkServiceID(mcSub, "mc-rg", link),
 		}}}
 	}
+	// The older operator's shape: connection <wc>-to-<mc>-gateway-connection,
+	// resource group named after the MC.
+	olderGateway := capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{
+		Name: "wc1-to-mc-gateway-connection", PrivateLinkServiceID: PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"),
+	}}}
 	w := wc("wc1")
 	w.Subnets[0].PrivateEndpoints = []capz.PrivateEndpoint{
-		toMC("wc1-to-mc-privatelink-privateendpoint", "mc-ingress-privatelink"),     // wanted
-		toMC("wc1-to-mc-gateway-privateendpoint", "mc-gateway-privatelink"),         // the older operator's, no longer wanted
+		toMC("wc1-to-mc-privatelink-privateendpoint", "mc-ingress-privatelink"), // wanted
+		olderGateway, // the older operator's, no longer wanted
+		toMC("wc1-to-mc-other-privateendpoint", "mc-other-privatelink"),             // another /manager's: not the older shape
 		toMC("wc1-to-mc-extra-privatelink-privateendpoint", "mc-extra-privatelink"), // ours, an extra link dropped
 		toMC("wc1-to-mc-users-privateendpoint", "mc-users-privatelink"),             // a user's
 		{Name: "wc1-to-other-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{ // ours by name, but not to the MC
@@ -221,12 +234,13 @@ func TestRetiring(t *testing.T) {
 	owners := map[capz.EndpointKey][]string{
 		{Subnet: subnet, Name: "wc1-to-mc-privatelink-privateendpoint"}:       {capz.FieldManager},
 		{Subnet: subnet, Name: "wc1-to-mc-gateway-privateendpoint"}:           {"manager"},
+		{Subnet: subnet, Name: "wc1-to-mc-other-privateendpoint"}:             {"manager"},
 		{Subnet: subnet, Name: "wc1-to-mc-extra-privatelink-privateendpoint"}: {capz.FieldManager},
 		{Subnet: subnet, Name: "wc1-to-mc-users-privateendpoint"}:             {"kubectl"},
 		{Subnet: subnet, Name: "wc1-to-other-privateendpoint"}:                {capz.FieldManager},
 	}
 	want := []Endpoint{{PrivateEndpoint: toMC("wc1-to-mc-privatelink-privateendpoint", "mc-ingress-privatelink")}}
-	got := Retiring(w, mc(), owners, []string{"manager"}, want)
+	got := Retiring(w, mc(), owners, OlderInWC([]string{"manager"}, w, mc()), want)
 	var gotNames []string
 	for _, ep := range got {
 		gotNames = append(gotNames, ep.Name+"->"+ep.Link)
@@ -238,9 +252,57 @@ func TestRetiring(t *testing.T) {
 	if diff := cmp.Diff(wantNames, gotNames); diff != "" {
 		t.Errorf("retiring (-want +got):\n%s", diff)
 	}
-	// The older operator put the MC's name as resource group.
-	older := mc(func(a *capz.AzureCluster) { a.ResourceGroup = "elsewhere" })
-	if got := Retiring(w, older, owners, []string{"manager"}, want); len(got) != 0 {
-		t.Errorf("an MC in another resource group: %d retiring, want none", len(got))
+	// The older operator put the MC's name as resource group: with the MC
+	// in another group, only its entry still retires.
+	elsewhere := mc(func(a *capz.AzureCluster) { a.ResourceGroup = "elsewhere" })
+	if got := Retiring(w, elsewhere, owners, OlderInWC([]string{"manager"}, w, elsewhere), want); len(got) != 1 || got[0].Name != olderGateway.Name {
+		t.Errorf("an MC in another resource group: %v retiring, want only the older operator's", got)
+	}
+}
+
+func TestOlderShapes(t *testing.T) {
+	conn := func(name, id, msg string) []capz.PrivateLinkServiceConnection {
+		return []capz.PrivateLinkServiceConnection{{Name: name, PrivateLinkServiceID: id, RequestMessage: msg}}
+	}
+	pls := PrivateLinkServiceID(wcSub, "wc1-resources", "wc1-api")
+	msg := olderRequestMessagePrefix + "mc created private endpoint in order to access private workload cluster wc1"
+	for _, tc := range []struct {
+		reason string
+		pe     capz.PrivateEndpoint
+		want   bool
+	}{
+		{"the older operator's auto-approved MC entry", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", Connections: conn("wc1-api-connection", pls, "")}, true},
+		{"the older operator's manual MC entry with its message", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", ManualApproval: true, Connections: conn("wc1-api-connection", pls, msg)}, true},
+		{"manual with another message: not the older operator's", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", ManualApproval: true, Connections: conn("wc1-api-connection", pls, "please")}, false},
+		{"a message without manual approval", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", Connections: conn("wc1-api-connection", pls, msg)}, false},
+		{"another connection name", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", Connections: conn("db", pls, "")}, false},
+		{"a name that is not <link>-privateendpoint", capz.PrivateEndpoint{Name: "wc1-db-privateendpoint", Connections: conn("wc1-api-connection", pls, "")}, false},
+		{"not a private link service ID", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", Connections: conn("wc1-api-connection", "/subscriptions/s/resourceGroups/r/providers/Microsoft.Storage/storageAccounts/wc1-api", "")}, false},
+		{"two connections", capz.PrivateEndpoint{Name: "wc1-api-privateendpoint", Connections: append(conn("wc1-api-connection", pls, ""), conn("x", pls, "")...)}, false},
+	} {
+		if got := OlderMCEntry(tc.pe); got != tc.want {
+			t.Errorf("OlderMCEntry: %s: got %v", tc.reason, got)
+		}
+	}
+	m := mc()
+	wcShape := OlderWCEntry("wc1", m)
+	for _, tc := range []struct {
+		reason string
+		pe     capz.PrivateEndpoint
+		want   bool
+	}{
+		{"0.2-0.4 ingress entry", capz.PrivateEndpoint{Name: "wc1-to-mc-privatelink-privateendpoint", Connections: conn("wc1-to-mc-connection", PrivateLinkServiceID(mcSub, "mc", "mc-ingress-privatelink"), "")}, true},
+		{"0.4-0.7 gateway entry", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"), "")}, true},
+		{"in the MC's real resource group: the older operator never wrote it", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc-rg", "mc-gateway-privatelink"), "")}, false},
+		{"another link", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "other"), "")}, false},
+		{"manual approval", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", ManualApproval: true, Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"), "")}, false},
+		{"another cluster's name", capz.PrivateEndpoint{Name: "wc2-to-mc-gateway-privateendpoint", Connections: conn("wc2-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"), "")}, false},
+	} {
+		if got := wcShape(tc.pe); got != tc.want {
+			t.Errorf("OlderWCEntry: %s: got %v", tc.reason, got)
+		}
+	}
+	if (Older{Managers: []string{"manager"}, Shape: OlderMCEntry}).Holds([]string{"capz"}, entry("wc1-api-privateendpoint", "wc1-api")) {
+		t.Error("Holds: an entry of the older shape held by another manager is not the older operator's")
 	}
 }

@@ -62,7 +62,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	}
 	owners := capz.EndpointOwners(mcU)
 	desired, problems := DesiredMC(mc, active, r.Opts.Config, names(current.Endpoints))
-	desired, taken := SkipTaken(desired, TakenNames(mc, owners, r.Opts.AdoptFieldManagers), key(mc))
+	desired, taken := SkipTaken(desired, TakenNames(mc, owners, OlderInMC(r.Opts.AdoptFieldManagers)), key(mc))
 	var reported []string
 	for _, p := range problems {
 		if p.Reason == ReasonNameConflict {
@@ -83,7 +83,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.applyMC(ctx, mcU, mc, current, want)
 	}
 	groups := slices.Concat(active, held)
-	stale := StaleEntries(mc, owners, r.Opts.AdoptFieldManagers, names(want.Endpoints), func(pe capz.PrivateEndpoint) bool {
+	stale := StaleEntries(mc, owners, OlderInMC(r.Opts.AdoptFieldManagers), names(want.Endpoints), func(pe capz.PrivateEndpoint) bool {
 		return isMCEndpointName(pe) && slices.ContainsFunc(groups, func(wc *capz.AzureCluster) bool {
 			return targetsGroup(pe.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup)
 		})

@@ -146,8 +146,8 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	// An entry of the operator's name that someone else holds is theirs:
 	// neither written over nor observed as the operator's.
 	wcOwners := capz.EndpointOwners(u)
-	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, r.Opts.AdoptFieldManagers), key(wc))
-	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, r.Opts.AdoptFieldManagers), key(mc))
+	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, OlderInWC(r.Opts.AdoptFieldManagers, wc, mc)), key(wc))
+	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, OlderInMC(r.Opts.AdoptFieldManagers)), key(mc))
 	r.reportProblems(u, slices.Concat(p1, p2, p3, p4))
 
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
@@ -156,7 +156,7 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	// source serves and the annotation holds its IP.
 	var retiring []Endpoint
 	if len(toMC) > 0 || !knownLBType(mc.APIServerLBType) {
-		retiring = Retiring(wc, mc, wcOwners, r.Opts.AdoptFieldManagers, toMC)
+		retiring = Retiring(wc, mc, wcOwners, OlderInWC(r.Opts.AdoptFieldManagers, wc, mc), toMC)
 	}
 	o := r.observe(ctx, u, wc, mc, toWC, toMC, retiring, current.Annotations)
 	kept, switched := r.duringSwitch(u, &o, toMC, retiring, current)
@@ -255,7 +255,10 @@ func (r *WCReconciler) retire(ctx context.Context, u *unstructured.Unstructured,
 	if !applied {
 		return nil // u is stale after the apply: the next reconcile goes on
 	}
-	stale := StaleEntries(wc, owners, r.Opts.AdoptFieldManagers, map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
+	// retiring holds only the operator's entries and ones Retiring found
+	// provably the older operator's: the shape was checked there.
+	retiredShape := Older{Managers: r.Opts.AdoptFieldManagers, Shape: func(pe capz.PrivateEndpoint) bool { return slices.Contains(retired, pe.Name) }}
+	stale := StaleEntries(wc, owners, retiredShape, map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
 		return slices.Contains(retired, pe.Name)
 	})
 	wrote, err := removeStale(ctx, r.Client, u, stale)

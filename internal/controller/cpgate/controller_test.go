@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,9 +67,13 @@ func TestGates(t *testing.T) {
 	w.cluster("no-infra", clusterOpts{private: true, noInfra: true})
 	w.cluster("public", clusterOpts{})
 	w.cluster("human", clusterOpts{private: true, pausedBy: human})
-	w.cluster("older", clusterOpts{private: true, pausedBy: "manager"})
+	w.cluster("older", clusterOpts{private: true, pausedBy: "manager", olderFinalizer: true})
+	// Another controller running as /manager (CAPI, CAPZ and every
+	// kubebuilder scaffold do) pauses a control plane of a cluster the
+	// older operator never reconciled: not the older operator's pause.
+	w.cluster("other-manager", clusterOpts{private: true, pausedBy: "manager"})
 
-	start(t, env)
+	start(t, env, cpgate.Options{Gates: gates})
 	w.cluster("held", clusterOpts{private: true})
 
 	w.waitKCP("held", "paused by the operator", func(u *unstructured.Unstructured) bool {
@@ -85,6 +90,7 @@ func TestGates(t *testing.T) {
 	w.conditions("held", map[string]string{"GSPrivateLinksReady": "True"})
 	w.conditions("human", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "True"})
 	w.conditions("older", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "True"})
+	w.conditions("other-manager", map[string]string{"GSPrivateLinksReady": "True", "GSDNSZoneReady": "True"})
 	w.waitKCP("older", "the older operator's pause released", func(u *unstructured.Unstructured) bool {
 		_, paused := u.GetAnnotations()[cpgate.PausedAnnotation]
 		return !paused
@@ -100,9 +106,12 @@ func TestGates(t *testing.T) {
 		return !paused && !marked
 	})
 	w.waitEvent("held-cp", cpgate.ReasonReleased)
-	// The person's pause stays, unmarked, with every gate met.
-	if u := w.kcp("human"); u.GetAnnotations()[cpgate.PausedAnnotation] != "true" || u.GetAnnotations()[cpgate.PausedByAnnotation] != "" {
-		t.Errorf("human: the person's pause was changed: %v", u.GetAnnotations())
+	// The person's and the other controller's pauses stay, unmarked, with
+	// every gate met.
+	for _, name := range []string{"human", "other-manager"} {
+		if u := w.kcp(name); u.GetAnnotations()[cpgate.PausedAnnotation] != "true" || u.GetAnnotations()[cpgate.PausedByAnnotation] != "" {
+			t.Errorf("%s: someone else's pause was changed: %v", name, u.GetAnnotations())
+		}
 	}
 	// A condition going back does not pause an initialized control plane.
 	w.conditions("initialized", map[string]string{"GSPrivateLinksReady": "False"})
@@ -115,7 +124,92 @@ func TestGates(t *testing.T) {
 	}
 }
 
-func start(t *testing.T, env *testenv.Env) {
+// TestGateLiftsItsOwnPause: the operator's pause never outlives the reason
+// for it. Upstream KubeadmControlPlane returns on pause before it handles
+// deletion, so a pause left on a control plane being deleted keeps its
+// Cluster Deleting forever; a WC turned public, gates turned off, a
+// control plane that lost the watch-filter label and a management cluster
+// that is gone all lift the operator's pause too. Another instance's
+// control planes (another filter value) are never touched.
+func TestGateLiftsItsOwnPause(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{})
+	ctx := context.Background()
+	c := env.Client
+	for _, n := range []string{mcNS, ns} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: "s", Private: true, CIDR16: 10}.Object(env.Schema)
+	if err := c.Create(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	w := gateWorld{t: t, c: c}
+	pausedByOperator := func(u *unstructured.Unstructured) bool {
+		return u.GetAnnotations()[cpgate.PausedAnnotation] == "true" && u.GetAnnotations()[cpgate.PausedByAnnotation] != ""
+	}
+	released := func(u *unstructured.Unstructured) bool {
+		ann := u.GetAnnotations()
+		_, paused := ann[cpgate.PausedAnnotation]
+		_, marked := ann[cpgate.PausedByAnnotation]
+		_, filter := ann[cpgate.PausedFilterAnnotation]
+		return !paused && !marked && !filter
+	}
+
+	stop := start(t, env, cpgate.Options{Gates: gates})
+	for _, name := range []string{"deleting", "turns-public", "gates-off"} {
+		w.cluster(name, clusterOpts{private: true})
+		w.waitKCP(name, "paused by the operator", pausedByOperator)
+	}
+	// Deleted: Cluster API's finalizer keeps the object; the pause goes.
+	if err := c.Delete(ctx, w.kcp("deleting")); err != nil {
+		t.Fatal(err)
+	}
+	w.waitKCP("deleting", "released while being deleted", func(u *unstructured.Unstructured) bool {
+		return u.GetDeletionTimestamp() != nil && released(u)
+	})
+	w.waitEvent("deleting-cp", cpgate.ReasonReleased)
+	// The workload cluster turns public.
+	ac := obj(capz.AzureClusterGVK, "turns-public")
+	if err := c.Patch(ctx, ac, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"networkSpec":{"apiServerLB":{"type":"Public"}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	w.waitKCP("turns-public", "released once public", released)
+	// The gates are turned off: the operator restarts without them.
+	stop()
+	stop = start(t, env, cpgate.Options{})
+	w.waitKCP("gates-off", "released with the gates off", released)
+	stop()
+
+	// An instance with a watch filter pauses what carries its label only,
+	// lifts its pause when the label goes, and when the MC is gone.
+	start(t, env, cpgate.Options{Gates: gates, WatchFilter: "a"})
+	w.cluster("other-instance", clusterOpts{private: true, labels: map[string]string{"cluster.x-k8s.io/watch-filter": "b"}})
+	for _, name := range []string{"filtered", "mc-gone"} {
+		w.cluster(name, clusterOpts{private: true, labels: map[string]string{"cluster.x-k8s.io/watch-filter": "a"}})
+		w.waitKCP(name, "paused by the instance with filter a", func(u *unstructured.Unstructured) bool {
+			return pausedByOperator(u) && u.GetAnnotations()[cpgate.PausedFilterAnnotation] == "a"
+		})
+	}
+	kcp := w.kcp("filtered")
+	if err := c.Patch(ctx, kcp, client.RawPatch(types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/metadata/labels/cluster.x-k8s.io~1watch-filter"}]`))); err != nil {
+		t.Fatal(err)
+	}
+	w.waitKCP("filtered", "released when the label went", released)
+	if err := c.Delete(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	w.waitKCP("mc-gone", "released with the management cluster gone", released)
+	if _, paused := w.kcp("other-instance").GetAnnotations()[cpgate.PausedAnnotation]; paused {
+		t.Error("other-instance: paused by an instance whose filter does not select it")
+	}
+}
+
+// start runs the gate as the binary sets it up, until the returned stop
+// (also called at cleanup) ends it.
+func start(t *testing.T, env *testenv.Env, opts cpgate.Options) (stop func()) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: new(true)},
@@ -125,24 +219,34 @@ func start(t *testing.T, env *testenv.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cpgate.Setup(mgr, cpgate.Options{Gates: gates, ManagementCluster: types.NamespacedName{Namespace: mcNS, Name: "mc"},
-		AdoptFieldManagers: clusterlink.DefaultAdoptFieldManagers}); err != nil {
+	opts.ManagementCluster = types.NamespacedName{Namespace: mcNS, Name: "mc"}
+	opts.AdoptFieldManagers = clusterlink.DefaultAdoptFieldManagers
+	if err := cpgate.Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 type clusterOpts struct {
 	private, clusterPaused, noOwner, noInfra bool
 	pausedBy                                 string // field manager of a pause set at creation
+	// olderFinalizer: the older operator reconciled the cluster (its
+	// finalizer on the AzureCluster, written by its field manager).
+	olderFinalizer bool
+	labels         map[string]string // on the KubeadmControlPlane
 }
 
 type gateWorld struct {
@@ -169,7 +273,17 @@ func (w gateWorld) cluster(name string, o clusterOpts) {
 	ac := testworld.Cluster{Namespace: ns, Name: name, Subscription: "s", Private: o.private, CIDR16: 20}.Object(testenv.SchemaFork)
 	ac.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capz.ClusterGVK.GroupVersion().String(), Kind: "Cluster", Name: name, UID: cl.GetUID()}})
 	w.create(ac, "capz")
+	if o.olderFinalizer {
+		patch := []byte(`{"metadata":{"finalizers":["` + clusterlink.Finalizer + `"]}}`)
+		if err := w.c.Patch(ctx, ac, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("manager")); err != nil {
+			w.t.Fatal(err)
+		}
+	}
 	kcp := obj(cpgate.KubeadmControlPlaneGVK, name+"-cp")
+	kcp.SetLabels(o.labels)
+	// Cluster API's own finalizer keeps a deleted control plane around
+	// until KCP has handled its deletion.
+	kcp.SetFinalizers([]string{"kubeadm.controlplane.cluster.x-k8s.io"})
 	kcp.Object["spec"] = map[string]any{
 		"version": "v1.33.0",
 		"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": map[string]any{
