@@ -21,6 +21,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
 // inClusterNamespaceFile exists in every pod that mounts a service account
@@ -101,7 +102,12 @@ type dnsFlags struct {
 	ttl                  int64
 	check                time.Duration
 	reads, writes        int
+	allowedBaseDomains   string
+	deniedZones          string
 }
+
+// zoneGuard is the zone-name guard both DNS writers use.
+func (o *options) zoneGuard() dnsguard.Guard { return dnsguard.New(commaList(o.dns.deniedZones)) }
 
 // errUsage marks errors caused by the command line, which exit with code 2.
 var errUsage = errors.New("invalid command line")
@@ -118,7 +124,7 @@ func (o *options) plsOptions() privatelinkservice.Options {
 func (o *options) apeOptions() privateendpoint.Options {
 	return privateendpoint.Options{
 		DriftInterval: o.apeDrift, Recheck: o.apeRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.apeConcurrency,
-		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck,
+		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck, ZoneGuard: o.zoneGuard(),
 		HealDisconnectedAfter: o.healDisconnectedAfter, HealRejected: o.healRejected,
 	}
 }
@@ -148,6 +154,7 @@ func (o *options) linkOptions() clusterlink.Options {
 			Enabled: o.dns.enabled, Adopt: o.dns.adopt, BaseDomain: o.dns.baseDomain,
 			MCZone: o.dns.mcZone, WCZone: o.dns.wcZone, MCRecords: commaList(o.dns.mcRecords), WCRecords: commaList(o.dns.wcRecords),
 			TTL: o.dns.ttl, Check: o.dns.check, ReadsPer5m: o.dns.reads, WritesPer5m: o.dns.writes,
+			AllowedBaseDomains: commaList(o.dns.allowedBaseDomains), Guard: o.zoneGuard(),
 		},
 	}
 }
@@ -267,7 +274,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.dns.enabled, "wiring-dns", false,
 		"Write the Private DNS records the IP annotations feed (what a DNS operator does from them): in the management cluster's network, each workload cluster's API name to its MC-side endpoint IP; in each workload cluster's network, the management cluster's ingress names to its WC-side endpoint IP. Sets the condition GSDNSZoneReady. Off: no DNS is read or written, and records stay with whoever owns them.")
 	fs.StringVar(&o.dns.baseDomain, "wiring-dns-base-domain", "",
-		"Base domain of the clusters' names in DNS mode (required with --wiring-dns); the annotation <annotation-prefix>/base-domain on a cluster's AzureCluster overrides it for that cluster's names.")
+		"Base domain of the clusters' names in DNS mode (required with --wiring-dns); the annotation <annotation-prefix>/base-domain on the management cluster's AzureCluster overrides it for its names, and on a workload cluster's within --wiring-dns-allowed-base-domains.")
 	fs.StringVar(&o.dns.mcZone, "wiring-dns-mc-zone", clusterlink.DefaultMCZoneTemplate,
 		"Private DNS zone, in the management cluster's resource group and linked to its network, holding a workload cluster's API name (Go template over .Cluster, .Namespace, .ManagementCluster, .BaseDomain, the workload cluster's). A template without .Cluster makes one zone shared by every cluster; such a zone and its link are never deleted.")
 	fs.StringVar(&o.dns.mcRecords, "wiring-dns-mc-records", strings.Join(clusterlink.DefaultMCRecords, ","),
@@ -284,6 +291,10 @@ func (o *options) flagSet() *flag.FlagSet {
 		"DNS mode sends at most this many Private DNS reads per subscription in any 5 minutes (Azure allows 500); -1: no bound. Work beyond it waits.")
 	fs.IntVar(&o.dns.writes, "wiring-dns-max-writes-per-5m", 500,
 		"DNS mode sends at most this many Private DNS writes per subscription in any 5 minutes (Azure allows 1,000 Microsoft.Network writes); -1: no bound.")
+	fs.StringVar(&o.dns.allowedBaseDomains, "wiring-dns-allowed-base-domains", "",
+		"Comma-separated base domains a workload cluster's <annotation-prefix>/base-domain annotation may name (the domain itself or one under it). That annotation names a zone in the management cluster's network, so it is a tenant's input: outside this list it is refused (Event DNSZoneNameRefused) and no MC-side DNS is written for that cluster. Default: none (the annotation on workload clusters is refused; the management cluster's own is always used).")
+	fs.StringVar(&o.dns.deniedZones, "dns-denied-zones", "",
+		"Comma-separated domains no Private DNS zone the operator creates or adopts may equal, sit under or sit above, besides the built-in ones (Azure's service and sign-in domains of every cloud) and Azure's privatelink.* zones. Applies to DNS mode and to AzurePrivateEndpoint spec.dns.")
 	fs.BoolVar(&o.dns.adopt, "wiring-dns-adopt", false,
 		"In DNS mode, take over record sets of the wiring's names that carry no owner (written by another tool, such as dns-operator-azure). Off: such record sets are left alone and reported (Event DNSRecordSetNotOwned).")
 	fs.StringVar(&o.annotationPrefix, "annotation-prefix", clusterlink.DefaultAnnotationPrefix,

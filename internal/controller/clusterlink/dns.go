@@ -9,6 +9,7 @@ import (
 
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
 // DNS mode (--wiring-dns): the operator writes the Private DNS records the
@@ -60,6 +61,16 @@ type DNSConfig struct {
 	// subscription in any 5 minutes. Default half of Azure's limits (500
 	// reads, 1,000 writes); negative: no bound.
 	ReadsPer5m, WritesPer5m int
+	// AllowedBaseDomains are the base domains a workload cluster's
+	// <prefix>/base-domain annotation may name (equal to or under one of
+	// them). The MC-side zone sits in the management cluster's network: a
+	// tenant must not name it freely. Empty: the annotation on a workload
+	// cluster is refused, and --wiring-dns-base-domain is used by nobody
+	// else's word.
+	AllowedBaseDomains []string
+	// Guard refuses zone names that would shadow Azure's own or other
+	// protected domains, on both sides.
+	Guard dnsguard.Guard
 }
 
 // Budget is the Private DNS budget the configuration asks for.
@@ -136,6 +147,15 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 		}
 		names := DNSNames{Cluster: wc.Name, Namespace: wc.Namespace, ManagementCluster: mc.Name, BaseDomain: cfg.BaseDomain}
 		if bd := side.namesOf.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
+			// The WC's annotation names its MC-side zone, in the MC's
+			// network: tenant input, bounded by the operator's allow-list.
+			// The MC's own annotation is the platform's.
+			if side.namesOf == wc && !dnsguard.Under(bd, cfg.AllowedBaseDomains) {
+				problems = append(problems, Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf(
+					"the annotation %s=%q names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no %s-side DNS is written for it",
+					prefix(BaseDomainAnnotation), bd, side.side)})
+				continue
+			}
 			names.BaseDomain = bd
 		}
 		zoneName, err := render(side.zoneTmpl, names)
@@ -152,6 +172,10 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 		}
 		if err != nil {
 			problems = append(problems, Problem{key(wc), ReasonInvalidDNS, fmt.Sprintf("the %s-side DNS names cannot be built: %v", side.side, err)})
+			continue
+		}
+		if err := cfg.Guard.Check(zoneName); err != nil {
+			problems = append(problems, Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf("the %s-side zone is refused: %v", side.side, err)})
 			continue
 		}
 		set := DNSSet{

@@ -8,6 +8,7 @@ import (
 
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
 func TestDesiredDNS(t *testing.T) {
@@ -49,6 +50,7 @@ func TestDesiredDNS(t *testing.T) {
 			reason: "a shared zone by template, and the WC's own base domain",
 			cfg: func(c *DNSConfig) {
 				c.MCZone, c.MCRecords = "{{.BaseDomain}}", []string{"api.{{.Cluster}}"}
+				c.AllowedBaseDomains = []string{"example.org"}
 			},
 			wc: wc("wc1", withIDs, func(a *capz.AzureCluster) {
 				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "Team.Example.org."}
@@ -59,6 +61,52 @@ func TestDesiredDNS(t *testing.T) {
 				s.Zone.Name, s.Zone.Shared, s.Records = "team.example.org", true, []string{"api.wc1"}
 				return s
 			}()},
+		},
+		{
+			reason: "a tenant's base domain outside the allow-list (none by default) is refused: it names a zone in the MC's network",
+			wc: wc("management", withIDs, func(a *capz.AzureCluster) {
+				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "azure.com"}
+			}),
+			toWC: toWC, ann: ann,
+			wantProblems: []Problem{{"org-a/management", ReasonDNSNameRefused, `the annotation ` + prefix(BaseDomainAnnotation) +
+				`="azure.com" names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no mc-side DNS is written for it`}},
+		},
+		{
+			reason: "a base domain that merely ends like an allowed one is refused",
+			cfg:    func(c *DNSConfig) { c.AllowedBaseDomains = []string{"example.org"} },
+			wc: wc("wc1", withIDs, func(a *capz.AzureCluster) {
+				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "evilexample.org"}
+			}),
+			toWC: toWC, ann: ann,
+			wantProblems: []Problem{{"org-a/wc1", ReasonDNSNameRefused, `the annotation ` + prefix(BaseDomainAnnotation) +
+				`="evilexample.org" names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no mc-side DNS is written for it`}},
+		},
+		{
+			reason: "an allow-list that admits Azure's domain still never makes management.azure.com: the guard refuses it",
+			cfg:    func(c *DNSConfig) { c.AllowedBaseDomains = []string{"com"} },
+			wc: wc("management", withIDs, func(a *capz.AzureCluster) {
+				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "azure.com"}
+			}),
+			toWC: toWC, ann: ann,
+			wantProblems: []Problem{{"org-a/management", ReasonDNSNameRefused,
+				"the mc-side zone is refused: zone management.azure.com would shadow azure.com, a protected domain (Azure's own, or --dns-denied-zones)"}},
+		},
+		{
+			reason: "the operator's own base domain is checked too (login + microsoftonline.com)",
+			cfg:    func(c *DNSConfig) { c.BaseDomain = "microsoftonline.com" },
+			wc:     wc("login", withIDs),
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{{"org-a/login", ReasonDNSNameRefused,
+				"the mc-side zone is refused: zone login.microsoftonline.com would shadow microsoftonline.com, a protected domain (Azure's own, or --dns-denied-zones)"}},
+		},
+		{
+			reason: "a configured deny list on both sides",
+			cfg:    func(c *DNSConfig) { c.Guard = dnsguard.New([]string{"example.com"}) },
+			toWC:   toWC, toMC: toMC, ann: ann,
+			wantProblems: []Problem{
+				{"org-a/wc1", ReasonDNSNameRefused, "the mc-side zone is refused: zone wc1.example.com would shadow example.com, a protected domain (Azure's own, or --dns-denied-zones)"},
+				{"org-a/wc1", ReasonDNSNameRefused, "the wc-side zone is refused: zone mc.example.com would shadow example.com, a protected domain (Azure's own, or --dns-denied-zones)"},
+			},
 		},
 		{
 			reason: "no base domain: a problem, not a one-label zone",

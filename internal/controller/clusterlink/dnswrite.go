@@ -28,6 +28,7 @@ const (
 	ReasonDNSReleased         = "DNSReleased"
 	ReasonDNSNotReleased      = "DNSNotReleased"
 	ReasonInvalidDNS          = "InvalidDNSNames"
+	ReasonDNSNameRefused      = "DNSZoneNameRefused"
 	reasonDNSZoneReadyMessage = "private DNS records of the wiring are written and linked"
 )
 

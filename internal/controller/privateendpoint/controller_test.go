@@ -164,6 +164,22 @@ func TestSharedZone(t *testing.T) {
 		o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: "hcp.internal", ZoneMode: v1alpha1.ZoneModeShared, Records: []string{"api." + name, "*.apps." + name}}
 		return o
 	}
+	// A spec naming a zone that would shadow Azure's own names in the
+	// linked networks (ARM, or a private endpoint zone) is refused: no zone
+	// is created or adopted.
+	for name, zone := range map[string]string{"evil-arm": "management.azure.com", "evil-pe": "privatelink.blob.core.windows.net"} {
+		o := ape(name, svc.Status.ResourceID)
+		o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: zone, Records: []string{"@"}}
+		create(t, w, o)
+		got := waitCondition(t, w, name, v1alpha1.ConditionDNSReady, metav1.ConditionFalse, privateendpoint.ReasonZoneNameRefused)
+		if !strings.Contains(message(got, v1alpha1.ConditionDNSReady), zone) {
+			t.Errorf("%s: the condition does not name the zone: %s", name, message(got, v1alpha1.ConditionDNSReady))
+		}
+		hasEvent(t, w, name, privateendpoint.ReasonZoneNameRefused)
+		if zones := resources(w, "Microsoft.Network/privateDnsZones", "/privateDnsZones/"+zone); len(zones) != 0 {
+			t.Errorf("%s: zone %s was created: %v", name, zone, zones)
+		}
+	}
 	create(t, w, shared("hc-a"))
 	create(t, w, shared("hc-b"))
 	ipA, ipB := ready(t, w, "hc-a").Status.IPAddresses[0], ready(t, w, "hc-b").Status.IPAddresses[0]

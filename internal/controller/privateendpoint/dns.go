@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
@@ -99,6 +100,13 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return ctrl.Result{}, true, true, true, nil
 	}
 	zone := zoneOf(obj)
+	if err := r.Opts.ZoneGuard.Check(zone.Name); err != nil {
+		// The spec is the tenant's: a zone that would take Azure's own
+		// names away from the linked networks is never created or adopted.
+		return fail(&azure.ClassifiedError{Classification: azure.Classification{
+			Class: azure.ClassTerminal, Reason: ReasonZoneNameRefused, Message: "spec.dns.zoneName is refused: " + err.Error(),
+		}})
+	}
 	if !r.dnsSeen.Fresh("zone|"+key, fmt.Sprint(obj.Generation), now, r.Opts.DNSCheck) {
 		ready, err := r.ensureZone(ctx, obj, api, zone)
 		if err != nil {

@@ -39,6 +39,7 @@ const (
 	ReasonWaitingForApproval = "WaitingForApproval"
 	ReasonRecordNotOwned     = "RecordSetNotOwned"
 	ReasonLinkedElsewhere    = "VirtualNetworkLinkedElsewhere"
+	ReasonZoneNameRefused    = "DNSZoneNameRefused"
 )
 
 // Event reasons.

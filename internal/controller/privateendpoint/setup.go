@@ -24,6 +24,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
 // +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints,verbs=get;list;watch;patch
@@ -70,6 +71,9 @@ type Options struct {
 	HealRejected bool
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
+	// ZoneGuard refuses spec.dns zone names that would shadow Azure's own
+	// or other protected domains (--dns-denied-zones).
+	ZoneGuard dnsguard.Guard
 }
 
 func (o *Options) setDefaults() {
