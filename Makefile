@@ -117,6 +117,8 @@ FUZZ_TARGETS := \
 	./internal/azure/privatelinkservices:FuzzObserved \
 	./internal/controller/clusterlink:FuzzDesired \
 	./internal/controller/clusterlink:FuzzIdentity \
+	./internal/controller/clusterlink:FuzzDNSNames \
+	./internal/dnsguard:FuzzCheck \
 	./internal/capz:FuzzView
 
 .PHONY: fuzz

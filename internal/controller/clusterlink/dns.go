@@ -3,6 +3,7 @@ package clusterlink
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 	"time"
@@ -145,37 +146,9 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 		if len(side.eps) == 0 && !hadDNS {
 			continue
 		}
-		names := DNSNames{Cluster: wc.Name, Namespace: wc.Namespace, ManagementCluster: mc.Name, BaseDomain: cfg.BaseDomain}
-		if bd := side.namesOf.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
-			// The WC's annotation names its MC-side zone, in the MC's
-			// network: tenant input, bounded by the operator's allow-list.
-			// The MC's own annotation is the platform's.
-			if side.namesOf == wc && !dnsguard.Under(bd, cfg.AllowedBaseDomains) {
-				problems = append(problems, Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf(
-					"the annotation %s=%q names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no %s-side DNS is written for it",
-					prefix(BaseDomainAnnotation), bd, side.side)})
-				continue
-			}
-			names.BaseDomain = bd
-		}
-		zoneName, err := render(side.zoneTmpl, names)
-		var records []string
-		for _, t := range side.records {
-			r, rerr := render(t, names)
-			if rerr != nil && err == nil {
-				err = rerr
-			}
-			records = append(records, r)
-		}
-		if err == nil {
-			err = validateDNSNames(zoneName, records)
-		}
-		if err != nil {
-			problems = append(problems, Problem{key(wc), ReasonInvalidDNS, fmt.Sprintf("the %s-side DNS names cannot be built: %v", side.side, err)})
-			continue
-		}
-		if err := cfg.Guard.Check(zoneName); err != nil {
-			problems = append(problems, Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf("the %s-side zone is refused: %v", side.side, err)})
+		zoneName, records, problem := sideNames(mc, wc, side.namesOf, side.side, side.zoneTmpl, side.records, cfg, prefix)
+		if problem != nil {
+			problems = append(problems, *problem)
 			continue
 		}
 		set := DNSSet{
@@ -190,6 +163,43 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 		out = append(out, set)
 	}
 	return out, problems
+}
+
+// sideNames derives one side's zone and record names, or the problem that
+// keeps them from being written. namesOf is the cluster whose base domain
+// the names take: its <prefix>/base-domain annotation overrides the
+// configured one, a workload cluster's only within the allow-list (its
+// MC-side zone sits in the management cluster's network). Every zone name
+// passes the guard.
+func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string, recordTmpls []string, cfg DNSConfig, prefix func(string) string) (string, []string, *Problem) {
+	names := DNSNames{Cluster: wc.Name, Namespace: wc.Namespace, ManagementCluster: mc.Name, BaseDomain: cfg.BaseDomain}
+	if bd := namesOf.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
+		if namesOf == wc && !dnsguard.Under(bd, cfg.AllowedBaseDomains) {
+			return "", nil, &Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf(
+				"the annotation %s=%q names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no %s-side DNS is written for it",
+				prefix(BaseDomainAnnotation), bd, side)}
+		}
+		names.BaseDomain = bd
+	}
+	zoneName, err := render(zoneTmpl, names)
+	var records []string
+	for _, t := range recordTmpls {
+		r, rerr := render(t, names)
+		if rerr != nil && err == nil {
+			err = rerr
+		}
+		records = append(records, r)
+	}
+	if err == nil {
+		err = validateDNSNames(zoneName, records)
+	}
+	if err != nil {
+		return "", nil, &Problem{key(wc), ReasonInvalidDNS, fmt.Sprintf("the %s-side DNS names cannot be built: %v", side, err)}
+	}
+	if err := cfg.Guard.Check(zoneName); err != nil {
+		return "", nil, &Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf("the %s-side zone is refused: %v", side, err)}
+	}
+	return zoneName, records, nil
 }
 
 // vnetOf is the ID of the network of a cluster's subnet, from the subnet ID
@@ -229,16 +239,18 @@ func ParseDNSTemplates(templates ...string) error {
 }
 
 // validateDNSNames checks what Azure would refuse: a zone of fewer than two
-// labels (or an empty label, say from an unset base domain), a record
-// name with an empty label.
+// labels (or an empty label, say from an unset base domain), a label that
+// is not letters, digits, hyphens and underscores (names come in part from
+// tenants: a cluster's name, namespace and annotations), a record name
+// with an empty or malformed label ("*" and "@" are names of their own).
 func validateDNSNames(zone string, records []string) error {
 	labels := strings.Split(zone, ".")
 	if len(labels) < 2 || len(zone) > 253 {
 		return fmt.Errorf("zone %q needs two labels or more (is --wiring-dns-base-domain set?)", zone)
 	}
 	for _, l := range labels {
-		if l == "" || len(l) > 63 {
-			return fmt.Errorf("zone %q has an empty or too long label (is --wiring-dns-base-domain set?)", zone)
+		if !dnsLabel.MatchString(l) {
+			return fmt.Errorf("zone %q has an empty, too long or malformed label %q (letters, digits, '-' and '_'; is --wiring-dns-base-domain set?)", zone, l)
 		}
 	}
 	for _, r := range records {
@@ -246,10 +258,14 @@ func validateDNSNames(zone string, records []string) error {
 			continue
 		}
 		for l := range strings.SplitSeq(r, ".") {
-			if l == "" || len(l) > 63 {
-				return fmt.Errorf("record %q has an empty or too long label", r)
+			if l != "*" && !dnsLabel.MatchString(l) {
+				return fmt.Errorf("record %q has an empty, too long or malformed label %q", r, l)
 			}
 		}
 	}
 	return nil
 }
+
+// dnsLabel is one label of a Private DNS name (names are lower-cased
+// before they are checked).
+var dnsLabel = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
