@@ -331,23 +331,26 @@ func (o *Observer) nicIP(ctx context.Context, api API, id string) (string, error
 }
 
 // Learn puts what another source (CAPZ's ASO object, whose status ASO
-// fills from Azure) says of one endpoint into the lists of its
-// subscription that are done, until they expire: a reconcile right after
-// the event sees it without reading Azure. The lists keep their age, so
-// the next drift check or recheck reads Azure as before. It returns
-// whether a list took it.
-func (o *Observer) Learn(subscription string, ob Observation) bool {
+// fills from Azure) says of one endpoint into the lists of scope
+// ("<credential>|<subscription>", as ResourceGroup takes it) that are done,
+// until they expire: a reconcile right after the event sees it without
+// reading Azure. Only the lists of that credential learn, and only an
+// endpoint whose ID is in scope's subscription: another credential's view
+// of Azure is never changed by what one cluster's objects say. The lists
+// keep their age, so the next drift check or recheck reads Azure as
+// before. It returns whether a list took it.
+func (o *Observer) Learn(scope string, ob Observation) bool {
 	rg, _, _ := splitID(ob.ID)
 	rg, name := strings.ToLower(rg), strings.ToLower(ob.Name)
-	if rg == "" || name == "" {
+	scope = strings.ToLower(scope)
+	if rg == "" || name == "" || subscriptionOfID(ob.ID) != subscriptionOf(scope+"|") {
 		return false
 	}
-	sub := strings.ToLower(subscription)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	learned := false
 	for k, l := range o.lists {
-		if subscriptionOf(k) != sub || !strings.HasSuffix(k, "|*") && !strings.HasSuffix(k, "|"+rg) {
+		if !strings.HasPrefix(k, scope+"|") || !strings.HasSuffix(k, "|*") && !strings.HasSuffix(k, "|"+rg) {
 			continue
 		}
 		select {
@@ -490,6 +493,15 @@ func (s SDK) InterfaceIP(ctx context.Context, nicID string) (string, error) {
 }
 
 // splitID returns the resource group and name of a resource ID.
+// subscriptionOfID is the lower-case subscription of a resource ID.
+func subscriptionOfID(id string) string {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) < 2 || !strings.EqualFold(segs[0], "subscriptions") {
+		return ""
+	}
+	return strings.ToLower(segs[1])
+}
+
 func splitID(id string) (string, string, bool) {
 	segs := strings.Split(strings.Trim(id, "/"), "/")
 	var rg string

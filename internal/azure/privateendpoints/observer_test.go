@@ -408,7 +408,7 @@ func TestObserverLearns(t *testing.T) {
 	}}}
 	obs := &privateendpoints.Observer{TTL: time.Hour}
 	ctx := context.Background()
-	if obs.Learn("s1", privateendpoints.Observation{ID: id("new"), Name: "new"}) {
+	if obs.Learn("cred|s1", privateendpoints.Observation{ID: id("new"), Name: "new"}) {
 		t.Error("learned without a list to learn into")
 	}
 	before, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg")
@@ -417,11 +417,19 @@ func TestObserverLearns(t *testing.T) {
 	}
 	learned := privateendpoints.Observation{ID: id("new"), Name: "New", ProvisioningState: "Succeeded", ConnectionState: "Approved",
 		NICIDs: []string{"nic1"}}
-	if !obs.Learn("S1", learned) {
-		t.Fatal("a finished list of the subscription did not learn")
+	if obs.Learn("other-cred|s1", learned) {
+		t.Error("a list of another credential learned: one cluster's objects must not change another credential's view")
 	}
-	if obs.Learn("s2", learned) {
+	if obs.Learn("cred|s2", learned) {
 		t.Error("a list of another subscription learned")
+	}
+	elsewhere := learned
+	elsewhere.ID = "/subscriptions/s2/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/new"
+	if obs.Learn("cred|s1", elsewhere) {
+		t.Error("an endpoint whose ID is in another subscription was learned into s1's list")
+	}
+	if !obs.Learn("CRED|S1", learned) {
+		t.Fatal("a finished list of the credential and subscription did not learn")
 	}
 	after, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "new")
 	if err != nil {

@@ -32,10 +32,14 @@ var (
 		Name: "azure_private_endpoint_operator_aso_events_total",
 		Help: "Changes of CAPZ's ASO PrivateEndpoint objects that made the operator look at a cluster's endpoints at once.",
 	})
+	asoEventsIgnored = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_aso_events_ignored_total",
+		Help: "Changes of ASO PrivateEndpoint objects controlled by an AzureCluster that are not provably CAPZ's for it (cluster-name label, an endpoint entry of its spec): not followed, not learned from.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(mcWrites, wcWrites, mcPaused, endpointStates, capzFlavor, asoEventsTotal)
+	metrics.Registry.MustRegister(mcWrites, wcWrites, mcPaused, endpointStates, capzFlavor, asoEventsTotal, asoEventsIgnored)
 }
 
 // setFlavorMetric exports what the detector found, and only that.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,7 +65,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), linkIDIndex, linkIDs); err != nil {
 			return err
 		}
-		wcb = wcb.Watches(newASOEndpoint(), asoEvents(mgr.GetClient(), opts.ManagementCluster, observer))
+		wcb = wcb.Watches(newASOEndpoint(), asoEvents(mgr.GetClient(), opts.ManagementCluster, observer, credentialScope(clients)))
 	}
 	if err := mcb.WithOptions(controller.Options{MaxConcurrentReconciles: 1}).Complete(mcr); err != nil {
 		return err
@@ -210,8 +209,14 @@ func linkIDs(o client.Object) []string {
 // read of the endpoint in Azure, so the reconcile needs no list. Creations
 // carry no news (a new object is not Ready yet; the informer's first list
 // is covered by the reconcile of every WC at start).
-func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoints.Observer) handler.EventHandler {
-	subs := &subscriptions{c: c}
+//
+// ASO objects are input anyone allowed to create them in a cluster's
+// namespace can write, status included: an object is followed only when
+// it is provably CAPZ's for the AzureCluster that controls it (ASOOfCluster),
+// and learned from only when its status describes that endpoint in that
+// cluster's subscription and resource group (ASOObservationOf), into the
+// lists of that cluster's credential only.
+func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoints.Observer, scopeOf func(context.Context, *capz.AzureCluster) (string, error)) handler.EventHandler {
 	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -222,12 +227,15 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 			return
 		}
 		owner := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Controller}
-		sub := subs.of(ctx, owner, obj.ControllerUID)
-		if sub == "" {
+		ac := controllingCluster(ctx, c, owner, obj.ControllerUID)
+		if ac == nil || !ASOOfCluster(obj, ac) {
+			asoEventsIgnored.Inc()
 			return
 		}
-		if obj.Ready {
-			observer.Learn(sub, asoObservation(u))
+		if ob, ok := ASOObservationOf(obj, asoObservation(u), ac); ok && obj.Ready {
+			if scope, err := scopeOf(ctx, ac); err == nil {
+				observer.Learn(scope, ob)
+			}
 		}
 		asoEventsTotal.Inc()
 		if owner != mc {
@@ -257,40 +265,29 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 	}
 }
 
-// subscriptions remembers the subscription of each AzureCluster (by UID,
-// so a cluster rebuilt under its name is read anew) that ASO objects
-// belong to: CAPZ does not let spec.subscriptionID change, and reading the
-// MC (hundreds of KiB at 1,000 WCs) on each of its endpoints' events would
-// cost more than the event saves.
-type subscriptions struct {
-	c  client.Reader
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (s *subscriptions) of(ctx context.Context, key types.NamespacedName, uid string) string {
-	s.mu.Lock()
-	sub, ok := s.m[uid]
-	s.mu.Unlock()
-	if ok {
-		return sub
-	}
+// controllingCluster reads, from the cache and without a copy (the MC is
+// large and read on each of its endpoints' events), the AzureCluster that
+// controls an ASO object, if it is the one with that UID.
+func controllingCluster(ctx context.Context, c client.Reader, key types.NamespacedName, uid string) *capz.AzureCluster {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
-	if err := s.c.Get(ctx, key, u); err != nil || string(u.GetUID()) != uid {
-		return ""
+	if err := c.Get(ctx, key, u, &client.GetOptions{UnsafeDisableDeepCopy: new(true)}); err != nil || string(u.GetUID()) != uid {
+		return nil
 	}
-	sub, _, _ = unstructured.NestedString(u.Object, "spec", "subscriptionID")
-	if sub == "" {
-		return ""
+	ac, _ := capz.FromUnstructured(u) // reads only; the cached object is not changed
+	return ac
+}
+
+// credentialScope returns the observer scope ("<credential>|<subscription>")
+// a cluster's endpoints are read in.
+func credentialScope(clients *azure.Clients) func(context.Context, *capz.AzureCluster) (string, error) {
+	return func(ctx context.Context, ac *capz.AzureCluster) (string, error) {
+		cred, err := clients.Credentials.For(ctx, ac)
+		if err != nil {
+			return "", err
+		}
+		return cred.Key + "|" + ac.SubscriptionID, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]string{}
-	}
-	s.m[uid] = sub
-	return sub
 }
 
 // readyOf is an ASO object's Ready condition, status and reason.
