@@ -141,6 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if _, paused := u.GetAnnotations()[capz.PausedAnnotation]; paused {
+		// CAPZ's AzureCluster controller returns on pause before it looks
+		// at deletion (clusterctl move pauses, then deletes the source
+		// objects without their finalizers).
+		return ctrl.Result{}, nil
+	}
 	spec, err := readSpec(u)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("capzsim: invalid AzureCluster", "error", err.Error())

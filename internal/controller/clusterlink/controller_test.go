@@ -217,10 +217,21 @@ func TestUpstreamCAPZ(t *testing.T) {
 		t.Errorf("upstream CAPZ WCs have no private links, yet the MC got endpoints %v", names)
 	}
 
-	// The MC disappears (as during clusterctl move): the WC keeps its
-	// endpoint and annotation; nothing is torn down.
-	mcObj, _ := w.Get(context.Background(), mcNS, "mc")
-	if err := w.Client.Delete(context.Background(), mcObj); err != nil {
+	// The MC disappears as during clusterctl move: paused first (CAPZ
+	// stands still), then deleted without its finalizers, so nothing is
+	// torn down in Azure. The WC keeps its endpoint and annotation. (A
+	// deletion with CAPZ running deletes the MC's resource group and its
+	// ingress service: then the annotation rightly goes.)
+	ctx := context.Background()
+	mcObj, _ := w.Get(ctx, mcNS, "mc")
+	if err := w.Client.Patch(ctx, mcObj, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":"true"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Client.Patch(ctx, mcObj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Client.Delete(ctx, mcObj); err != nil {
 		t.Fatal(err)
 	}
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,6 +272,10 @@ func TestHealsDisconnected(t *testing.T) {
 	create(t, w, ape("healme", svc.Status.ResourceID))
 	old := ready(t, w, "healme").Status
 	resolves(t, w, cVNet, "api.healme.hcp.internal", azuresim.ResolveOK, old.IPAddresses[0])
+	// From here to the end, the name may only ever resolve to the address
+	// of an endpoint of healme that exists in Azure: a freed address goes
+	// back to the subnet and to whoever asks next.
+	violations := watchRecords(t, w, "api.healme.hcp.internal", "healme")
 
 	if err := w.Sim.ActOnConnection(azuresim.ConnectionAction{PrivateLinkServiceID: svc.Status.ResourceID, PrivateEndpointID: peResource + "healme", Remove: true}); err != nil {
 		t.Fatal(err)
@@ -298,6 +303,50 @@ func TestHealsDisconnected(t *testing.T) {
 	if e := endpoint(w, "healme"); e == nil || e.IP != now.IPAddresses[0] {
 		t.Errorf("azuresim holds %+v", e)
 	}
+	if v := violations(); len(v) > 0 {
+		t.Errorf("the record pointed at an address no endpoint of healme held (%d times), first: %s", len(v), v[0])
+	}
+}
+
+// watchRecords looks at name from the consumer network every 20 ms until
+// the returned function is called, and records each time it resolves to an
+// address that no existing endpoint of the object holds.
+func watchRecords(t *testing.T, w *testworld.World, name, object string) func() []string {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			r := w.Sim.Resolve(cVNet, name)
+			if r.Status != azuresim.ResolveOK {
+				continue
+			}
+			e := endpoint(w, object)
+			if e == nil || len(r.Addresses) != 1 || r.Addresses[0] != e.IP {
+				mu.Lock()
+				seen = append(seen, fmt.Sprintf("%v while the endpoint is %+v", r.Addresses, e))
+				mu.Unlock()
+			}
+		}
+	}()
+	var once sync.Once
+	finish := func() []string {
+		once.Do(func() { close(stop); <-done })
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	t.Cleanup(func() { finish() })
+	return finish
 }
 
 // TestDeletion: Delete removes the records, then the link, then the zone,

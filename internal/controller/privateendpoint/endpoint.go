@@ -27,7 +27,8 @@ func desired(obj *v1alpha1.AzurePrivateEndpoint, target string) pe.Desired {
 // endpoint observes the private endpoint with one GET and writes it only
 // when it is missing or differs on what the operator sets. It reports
 // whether the endpoint is provisioned with an address.
-func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, target string) (ctrl.Result, bool, error) {
+func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, apis azureAPI, target string) (ctrl.Result, bool, error) {
+	api := apis.endpoints
 	cond := v1alpha1.ConditionPrivateEndpointReady
 	rg, want := obj.Spec.ResourceGroup, desired(obj, target)
 	if r.recentlyApproved(obj) {
@@ -43,7 +44,7 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return res, false, err
 	}
 	if observed == nil {
-		res, err := r.create(ctx, obj, api, want)
+		res, err := r.create(ctx, obj, apis, want)
 		return res, false, err
 	}
 	if o := pe.Owner(observed); o != want.Owner && (o != "" || !obj.Spec.Adopt) {
@@ -125,9 +126,17 @@ func (r *Reconciler) address(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 
 // create starts creating the endpoint; one that was there before (its ID is
 // in status) was deleted behind the operator's back, or healed.
-func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, want pe.Desired) (ctrl.Result, error) {
+func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, want pe.Desired) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionPrivateEndpointReady
-	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pe.Body(want, nil)); err != nil {
+	if len(obj.Status.FQDNs) > 0 {
+		// The endpoint the records pointed at is gone and its address back
+		// in the subnet, for whoever asks next: the records go before a new
+		// endpoint is made, and come back with its address once Approved.
+		if res, err := r.removeRecords(ctx, obj, api.dns); err != nil {
+			return res, err
+		}
+	}
+	if err := api.endpoints.Put(ctx, obj.Spec.ResourceGroup, want.Name, pe.Body(want, nil)); err != nil {
 		return r.fail(ctx, obj, cond, err)
 	}
 	if obj.Status.PrivateEndpointID != "" {
@@ -142,11 +151,11 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 }
 
 // connection follows the endpoint's connection state. Approved lets the DNS
-// phase run; Pending waits for the provider; Rejected removes the records
-// (the names must not lead to an endpoint that carries nothing); a
-// Disconnected endpoint is healed after the grace period by deleting it, so
-// that the next pass creates it again and the records follow its new
-// address.
+// phase run; Pending waits for the provider; Rejected and Disconnected
+// remove the records (the names must not lead to an endpoint that carries
+// nothing, nor to an address a heal frees); a Disconnected endpoint is
+// healed after the grace period by deleting it, so that the next pass
+// creates it again and the records follow its new address.
 func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, dnsOK bool) (ctrl.Result, bool, error) {
 	cond := v1alpha1.ConditionConnectionApproved
 	st := obj.Status.ConnectionState
@@ -177,10 +186,11 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		reason = ReasonRejected
 	}
 	setCondition(obj, cond, metav1.ConditionFalse, reason, msg)
-	if st == pe.StateRejected {
-		if res, err := r.removeRecords(ctx, obj, api.dns); err != nil {
-			return res, false, err
-		}
+	// Records exist only while an Approved endpoint of the object holds
+	// their address: they go while Rejected or Disconnected, and before a
+	// heal deletes the endpoint (its address is freed then).
+	if res, err := r.removeRecords(ctx, obj, api.dns); err != nil {
+		return res, false, err
 	}
 	if st != pe.StateDisconnected && (st != pe.StateRejected || !r.Opts.HealRejected) {
 		return ctrl.Result{RequeueAfter: r.Opts.ConnectionCheck}, false, nil

@@ -130,7 +130,7 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 	if err != nil {
 		return zres, err
 	}
-	res, ready, err := r.endpoint(ctx, obj, api.endpoints, target)
+	res, ready, err := r.endpoint(ctx, obj, api, target)
 	if !ready || err != nil {
 		return lowest(res, zres), err
 	}
