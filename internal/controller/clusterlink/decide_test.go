@@ -293,7 +293,8 @@ func TestOlderShapes(t *testing.T) {
 	}{
 		{"0.2-0.4 ingress entry", capz.PrivateEndpoint{Name: "wc1-to-mc-privatelink-privateendpoint", Connections: conn("wc1-to-mc-connection", PrivateLinkServiceID(mcSub, "mc", "mc-ingress-privatelink"), "")}, true},
 		{"0.4-0.7 gateway entry", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"), "")}, true},
-		{"in the MC's real resource group: the older operator never wrote it", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc-rg", "mc-gateway-privatelink"), "")}, false},
+		{"in the MC's real resource group (where it differs from the MC's name, the only entry that worked)", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc-rg", "mc-gateway-privatelink"), "")}, true},
+		{"in another resource group", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "elsewhere", "mc-gateway-privatelink"), "")}, false},
 		{"another link", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "other"), "")}, false},
 		{"manual approval", capz.PrivateEndpoint{Name: "wc1-to-mc-gateway-privateendpoint", ManualApproval: true, Connections: conn("wc1-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"), "")}, false},
 		{"another cluster's name", capz.PrivateEndpoint{Name: "wc2-to-mc-gateway-privateendpoint", Connections: conn("wc2-to-mc-gateway-connection", PrivateLinkServiceID(mcSub, "mc", "mc-gateway-privatelink"), "")}, false},

@@ -24,8 +24,9 @@ import (
 //     connection <wc>-to-<mc>-connection to <mc>-ingress-privatelink;
 //     (0.4-0.7): <wc>-to-<mc>-gateway-privateendpoint with one connection
 //     <wc>-to-<mc>-gateway-connection to <mc>-gateway-privatelink; both in
-//     the MC's subscription and the resource group named after the MC, never
-//     manual, no request message.
+//     the MC's subscription and the resource group named after the MC (or
+//     the MC's real group, the only one that worked where they differ),
+//     never manual, no request message.
 const olderRequestMessagePrefix = "Giant Swarm azure-private-endpoint-operator that is running in management cluster "
 
 // Older tells the older operator's endpoint entries in one AzureCluster.
@@ -83,7 +84,11 @@ func OlderWCEntry(wc string, mc *capz.AzureCluster) func(capz.PrivateEndpoint) b
 			return false
 		}
 		c := pe.Connections[0]
-		return c.Name == want[0] && c.RequestMessage == "" && strings.EqualFold(c.PrivateLinkServiceID, PrivateLinkServiceID(mc.SubscriptionID, mc.Name, want[1]))
+		// The older operator named the group after the MC; where the MC's
+		// group has another name, only an entry to the real group worked.
+		return c.Name == want[0] && c.RequestMessage == "" &&
+			(strings.EqualFold(c.PrivateLinkServiceID, PrivateLinkServiceID(mc.SubscriptionID, mc.Name, want[1])) ||
+				strings.EqualFold(c.PrivateLinkServiceID, PrivateLinkServiceID(mc.SubscriptionID, mc.ResourceGroup, want[1])))
 	}
 }
 
