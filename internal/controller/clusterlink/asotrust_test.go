@@ -26,7 +26,9 @@ func TestASOTrust(t *testing.T) {
 		{"no cluster-name label (a tenant's object with an owner reference)", with(func(o *capz.ASOObject) { o.ClusterName = "" }), false},
 		{"another cluster's label", with(func(o *capz.ASOObject) { o.ClusterName = "wc2" }), false},
 		{"a name no entry of the cluster has", with(func(o *capz.ASOObject) { o.AzureName = "wc1-to-mc-evil-privateendpoint" }), false},
-		{"the entry's name but another target", with(func(o *capz.ASOObject) { o.PrivateLinkServiceIDs = []string{PrivateLinkServiceID(mcSub, "mc-rg", "evil")} }), false},
+		{"the entry's name but another target", with(func(o *capz.ASOObject) {
+			o.PrivateLinkServiceIDs = []string{PrivateLinkServiceID(mcSub, "mc-rg", "evil")}
+		}), false},
 		{"controlled by another AzureCluster", with(func(o *capz.ASOObject) { o.Controller = "wc2" }), false},
 	} {
 		if got := ASOOfCluster(tc.obj, w); got != tc.want {
@@ -52,7 +54,9 @@ func TestASOTrust(t *testing.T) {
 		{"status.id of another endpoint", withOb(func(o *privateendpoints.Observation) {
 			o.ID = "/subscriptions/" + wcSub + "/resourceGroups/wc1-resources/providers/Microsoft.Network/privateEndpoints/other"
 		}), false},
-		{"a connection to another service", withOb(func(o *privateendpoints.Observation) { o.PrivateLinkServiceID = PrivateLinkServiceID(mcSub, "mc-rg", "evil") }), false},
+		{"a connection to another service", withOb(func(o *privateendpoints.Observation) {
+			o.PrivateLinkServiceID = PrivateLinkServiceID(mcSub, "mc-rg", "evil")
+		}), false},
 		{"no status yet", privateendpoints.Observation{}, false},
 	} {
 		if _, got := ASOObservationOf(capzs, tc.ob, w); got != tc.want {
