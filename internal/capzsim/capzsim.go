@@ -131,6 +131,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.Concurrency}).Complete(r)
 }
 
+// isPaused: CAPZ's AzureCluster controller returns on pause before it
+// looks at deletion (clusterctl move pauses, then deletes the source
+// objects without their finalizers).
+func isPaused(u *unstructured.Unstructured) bool {
+	_, paused := u.GetAnnotations()[capz.PausedAnnotation]
+	return paused
+}
+
 // errWait says Azure is still working; look again after Resync.
 var errWait = errors.New("waiting for Azure")
 
@@ -141,10 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if _, paused := u.GetAnnotations()[capz.PausedAnnotation]; paused {
-		// CAPZ's AzureCluster controller returns on pause before it looks
-		// at deletion (clusterctl move pauses, then deletes the source
-		// objects without their finalizers).
+	if isPaused(u) {
 		return ctrl.Result{}, nil
 	}
 	spec, err := readSpec(u)
@@ -161,12 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if u.GetDeletionTimestamp() != nil {
-		if r.Opts.Mode.usesASO() {
-			if left, err := r.deleteASO(ctx, u); err != nil || left {
-				return ctrl.Result{RequeueAfter: r.Opts.Resync}, err
-			}
-		}
-		return r.delete(ctx, u, az, spec)
+		return r.reconcileDelete(ctx, u, az, spec)
 	}
 	if controllerutil.AddFinalizer(u, capzFinalizer) {
 		if err := r.Client.Update(ctx, u); err != nil {
@@ -572,6 +572,17 @@ func samePE(got *armnetwork.PrivateEndpoint, want armnetwork.PrivateEndpoint) bo
 		}
 	}
 	return true
+}
+
+// reconcileDelete deletes the cluster's ASO objects first (where CAPZ makes
+// them), then its resource group.
+func (r *Reconciler) reconcileDelete(ctx context.Context, u *unstructured.Unstructured, az *azureClients, spec *clusterSpec) (ctrl.Result, error) {
+	if r.Opts.Mode.usesASO() {
+		if left, err := r.deleteASO(ctx, u); err != nil || left {
+			return ctrl.Result{RequeueAfter: r.Opts.Resync}, err
+		}
+	}
+	return r.delete(ctx, u, az, spec)
 }
 
 // delete removes the cluster's resource group, as CAPZ does, then releases

@@ -242,15 +242,8 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 			q.Add(reconcile.Request{NamespacedName: owner})
 			return
 		}
-		for _, id := range obj.PrivateLinkServiceIDs {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-			if err := c.List(ctx, list, client.MatchingFields{linkIDIndex: strings.ToLower(id)}, client.UnsafeDisableDeepCopy); err != nil {
-				continue
-			}
-			for i := range list.Items {
-				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}})
-			}
+		for _, req := range clustersOfLinks(ctx, c, obj.PrivateLinkServiceIDs) {
+			q.Add(req)
 		}
 	}
 	return handler.Funcs{
@@ -263,6 +256,23 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 			add(ctx, e.Object, q)
 		},
 	}
+}
+
+// clustersOfLinks are the WCs whose private link services ids name (the
+// MC's endpoints to them).
+func clustersOfLinks(ctx context.Context, c client.Reader, ids []string) []reconcile.Request {
+	var out []reconcile.Request
+	for _, id := range ids {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
+		if err := c.List(ctx, list, client.MatchingFields{linkIDIndex: strings.ToLower(id)}, client.UnsafeDisableDeepCopy); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}})
+		}
+	}
+	return out
 }
 
 // controllingCluster reads, from the cache and without a copy (the MC is

@@ -181,6 +181,29 @@ func TestSharedZone(t *testing.T) {
 			t.Errorf("%s: zone %s was created: %v", name, zone, zones)
 		}
 	}
+	// An object that uses another object's zone (Owned mode, the zone made
+	// for the first) relies on the first one's link to the same network:
+	// deleting the first keeps that link while the second needs it.
+	owned := func(name string) *v1alpha1.AzurePrivateEndpoint {
+		o := ape(name, svc.Status.ResourceID)
+		o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: "owned.internal", Records: []string{name}}
+		return o
+	}
+	create(t, w, owned("own-a"))
+	ready(t, w, "own-a")
+	create(t, w, owned("own-b"))
+	ipOwnB := ready(t, w, "own-b").Status.IPAddresses[0]
+	resolves(t, w, cVNet, "own-b.owned.internal", azuresim.ResolveOK, ipOwnB)
+	if err := w.Client.Delete(ctx, &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, w, "own-a")
+	resolves(t, w, cVNet, "own-a.owned.internal", azuresim.ResolveNXDomain, "")
+	resolves(t, w, cVNet, "own-b.owned.internal", azuresim.ResolveOK, ipOwnB)
+	if links := resources(w, "Microsoft.Network/privateDnsZones/virtualNetworkLinks", "owned.internal"); len(links) != 1 {
+		t.Errorf("the link own-b needs was deleted with own-a: %v", links)
+	}
+
 	create(t, w, shared("hc-a"))
 	create(t, w, shared("hc-b"))
 	ipA, ipB := ready(t, w, "hc-a").Status.IPAddresses[0], ready(t, w, "hc-b").Status.IPAddresses[0]

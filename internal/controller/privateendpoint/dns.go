@@ -244,19 +244,19 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 	return ready, nil
 }
 
-// dropLink deletes a link the object used, if the operator made it and no
-// other object still needs it. It reports whether the link is going (its
-// delete started now or before), so that a release waits for it.
+// dropLink deletes a link the object used, if the operator made it (for
+// this object, or shared) and no other object still needs it: another
+// object on the zone uses any link to its network, whoever made it, so a
+// link made for this object may serve others too. It reports whether the
+// link is going (its delete started now or before), so that a release
+// waits for it.
 func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink) (bool, error) {
 	o, v := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
 	if o != owner(obj) && o != dns.SharedOwner {
 		return false, nil // not the operator's: it stays
 	}
-	if o == dns.SharedOwner {
-		needed, err := r.neededElsewhere(ctx, obj, zone, v)
-		if err != nil || needed {
-			return false, err
-		}
+	if needed, err := r.neededElsewhere(ctx, obj, zone, v); err != nil || needed {
+		return false, err
 	}
 	if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
 		return true, nil
