@@ -44,18 +44,8 @@ const (
 // infrastructure and a public WC are never touched; the older operator's
 // unmarked pause is released.
 func TestGates(t *testing.T) {
-	env := testenv.StartT(t, testenv.Options{})
-	ctx := context.Background()
+	env, _ := gateEnv(t)
 	c := env.Client
-	for _, n := range []string{mcNS, ns} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: "s", Private: true, CIDR16: 10}.Object(env.Schema)
-	if err := c.Create(ctx, mc); err != nil {
-		t.Fatal(err)
-	}
 
 	// Created before the operator starts, so that their first reconcile
 	// comes before the one of "held" (one worker, in order).
@@ -132,18 +122,9 @@ func TestGates(t *testing.T) {
 // that is gone all lift the operator's pause too. Another instance's
 // control planes (another filter value) are never touched.
 func TestGateLiftsItsOwnPause(t *testing.T) {
-	env := testenv.StartT(t, testenv.Options{})
+	env, mc := gateEnv(t)
 	ctx := context.Background()
 	c := env.Client
-	for _, n := range []string{mcNS, ns} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: "s", Private: true, CIDR16: 10}.Object(env.Schema)
-	if err := c.Create(ctx, mc); err != nil {
-		t.Fatal(err)
-	}
 	w := gateWorld{t: t, c: c}
 	pausedByOperator := func(u *unstructured.Unstructured) bool {
 		return u.GetAnnotations()[cpgate.PausedAnnotation] == "true" && u.GetAnnotations()[cpgate.PausedByAnnotation] != ""
@@ -205,6 +186,23 @@ func TestGateLiftsItsOwnPause(t *testing.T) {
 	if _, paused := w.kcp("other-instance").GetAnnotations()[cpgate.PausedAnnotation]; paused {
 		t.Error("other-instance: paused by an instance whose filter does not select it")
 	}
+}
+
+// gateEnv starts an API server with the two namespaces and a private
+// management cluster's AzureCluster.
+func gateEnv(t *testing.T) (*testenv.Env, *unstructured.Unstructured) {
+	env := testenv.StartT(t, testenv.Options{})
+	ctx := context.Background()
+	for _, n := range []string{mcNS, ns} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: "s", Private: true, CIDR16: 10}.Object(env.Schema)
+	if err := env.Client.Create(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	return env, mc
 }
 
 // start runs the gate as the binary sets it up, until the returned stop
