@@ -72,7 +72,7 @@ type Options struct {
 	ManagementCluster types.NamespacedName
 	// AdoptFieldManagers are the older operator's field managers: a pause
 	// only they hold is the older operator's when the rest of its traces
-	// are there too (OlderOperatorPause).
+	// are there too (olderOperatorPause).
 	AdoptFieldManagers []string
 	// WatchFilter, when set, limits the gate to control planes labelled
 	// cluster.x-k8s.io/watch-filter=<value>.

@@ -72,7 +72,7 @@ type Observed struct {
 	// Paused: the control plane carries the pause annotation.
 	Paused bool
 	// PausedByOperator: that pause is the operator's (its mark), or
-	// provably the older operator's (OlderOperatorPause).
+	// provably the older operator's (olderOperatorPause in the controller).
 	PausedByOperator bool
 }
 
