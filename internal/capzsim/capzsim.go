@@ -132,8 +132,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // isPaused: CAPZ's AzureCluster controller returns on pause before it
-// looks at deletion (clusterctl move pauses, then deletes the source
-// objects without their finalizers).
+// looks at deletion (controllers/azurecluster_controller.go: the
+// annotations.IsPaused check comes before reconcileDelete; newer releases
+// run reconcilePause there instead). clusterctl move pauses, then deletes
+// the source objects without their finalizers.
 func isPaused(u *unstructured.Unstructured) bool {
 	_, paused := u.GetAnnotations()[capz.PausedAnnotation]
 	return paused
