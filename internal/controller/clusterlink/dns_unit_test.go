@@ -31,6 +31,15 @@ func TestDesiredDNS(t *testing.T) {
 		VNet: "/subscriptions/" + wcSub + "/resourceGroups/wc1-resources/providers/Microsoft.Network/virtualNetworks/wc1-vnet",
 		Zone: dns.Zone{Subscription: wcSub, ResourceGroup: "wc1-resources", Name: "mc.example.com", Shared: true}}
 	without := func(s DNSSet) DNSSet { s.IP, s.VNet = "", ""; return s }
+	// withBase gives a WC the base-domain annotation; refusedBase is the
+	// problem when that annotation is outside the allow-list.
+	withBase := func(name, base string) *capz.AzureCluster {
+		return wc(name, withIDs, func(a *capz.AzureCluster) { a.Annotations = map[string]string{prefix(BaseDomainAnnotation): base} })
+	}
+	refusedBase := func(name, base string) Problem {
+		return Problem{"org-a/" + name, ReasonDNSNameRefused, `the annotation ` + prefix(BaseDomainAnnotation) + `="` + base +
+			`" names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no mc-side DNS is written for it`}
+	}
 	cases := []struct {
 		reason       string
 		cfg          func(*DNSConfig)
@@ -64,30 +73,22 @@ func TestDesiredDNS(t *testing.T) {
 		},
 		{
 			reason: "a tenant's base domain outside the allow-list (none by default) is refused: it names a zone in the MC's network",
-			wc: wc("management", withIDs, func(a *capz.AzureCluster) {
-				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "azure.com"}
-			}),
-			toWC: toWC, ann: ann,
-			wantProblems: []Problem{{"org-a/management", ReasonDNSNameRefused, `the annotation ` + prefix(BaseDomainAnnotation) +
-				`="azure.com" names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no mc-side DNS is written for it`}},
+			wc:     withBase("management", "azure.com"),
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{refusedBase("management", "azure.com")},
 		},
 		{
 			reason: "a base domain that merely ends like an allowed one is refused",
 			cfg:    func(c *DNSConfig) { c.AllowedBaseDomains = []string{"example.org"} },
-			wc: wc("wc1", withIDs, func(a *capz.AzureCluster) {
-				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "evilexample.org"}
-			}),
-			toWC: toWC, ann: ann,
-			wantProblems: []Problem{{"org-a/wc1", ReasonDNSNameRefused, `the annotation ` + prefix(BaseDomainAnnotation) +
-				`="evilexample.org" names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no mc-side DNS is written for it`}},
+			wc:     withBase("wc1", "evilexample.org"),
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{refusedBase("wc1", "evilexample.org")},
 		},
 		{
 			reason: "an allow-list that admits Azure's domain still never makes management.azure.com: the guard refuses it",
 			cfg:    func(c *DNSConfig) { c.AllowedBaseDomains = []string{"com"} },
-			wc: wc("management", withIDs, func(a *capz.AzureCluster) {
-				a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "azure.com"}
-			}),
-			toWC: toWC, ann: ann,
+			wc:     withBase("management", "azure.com"),
+			toWC:   toWC, ann: ann,
 			wantProblems: []Problem{{"org-a/management", ReasonDNSNameRefused,
 				"the mc-side zone is refused: zone management.azure.com would shadow azure.com, a protected domain (Azure's own, or --dns-denied-zones)"}},
 		},

@@ -65,7 +65,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), linkIDIndex, linkIDs); err != nil {
 			return err
 		}
-		wcb = wcb.Watches(newASOEndpoint(), asoEvents(mgr.GetClient(), opts.ManagementCluster, observer, credentialScope(clients)))
+		wcb = wcb.Watches(newASOEndpoint(), asoEvents(mgr.GetClient(), opts.ManagementCluster, &wcr.mc, observer, credentialScope(clients)))
 	}
 	if err := mcb.WithOptions(controller.Options{MaxConcurrentReconciles: 1}).Complete(mcr); err != nil {
 		return err
@@ -216,7 +216,11 @@ func linkIDs(o client.Object) []string {
 // and learned from only when its status describes that endpoint in that
 // cluster's subscription and resource group (ASOObservationOf), into the
 // lists of that cluster's credential only.
-func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoints.Observer, scopeOf func(context.Context, *capz.AzureCluster) (string, error)) handler.EventHandler {
+//
+// The MC is read through the WC reconciler's snapshot (parsed once per
+// resourceVersion): at 1,000 WCs it is about 450 KiB, and each of its
+// endpoints' events needs its entries.
+func asoEvents(c client.Client, mc types.NamespacedName, snap *mcSnapshot, observer *privateendpoints.Observer, scopeOf func(context.Context, *capz.AzureCluster) (string, error)) handler.EventHandler {
 	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -227,7 +231,7 @@ func asoEvents(c client.Client, mc types.NamespacedName, observer *privateendpoi
 			return
 		}
 		owner := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Controller}
-		ac := controllingCluster(ctx, c, owner, obj.ControllerUID)
+		ac := controllingCluster(ctx, c, snap, mc, owner, obj.ControllerUID)
 		if ac == nil || !ASOOfCluster(obj, ac) {
 			asoEventsIgnored.Inc()
 			return
@@ -275,10 +279,17 @@ func clustersOfLinks(ctx context.Context, c client.Reader, ids []string) []recon
 	return out
 }
 
-// controllingCluster reads, from the cache and without a copy (the MC is
-// large and read on each of its endpoints' events), the AzureCluster that
-// controls an ASO object, if it is the one with that UID.
-func controllingCluster(ctx context.Context, c client.Reader, key types.NamespacedName, uid string) *capz.AzureCluster {
+// controllingCluster reads, from the cache and without a copy, the
+// AzureCluster that controls an ASO object, if it is the one with that UID;
+// the MC through its snapshot.
+func controllingCluster(ctx context.Context, c client.Reader, snap *mcSnapshot, mc, key types.NamespacedName, uid string) *capz.AzureCluster {
+	if key == mc {
+		st, err := snap.read(ctx, c, mc)
+		if err != nil || st.u == nil || string(st.u.GetUID()) != uid {
+			return nil
+		}
+		return st.view
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
 	if err := c.Get(ctx, key, u, &client.GetOptions{UnsafeDisableDeepCopy: new(true)}); err != nil || string(u.GetUID()) != uid {

@@ -172,7 +172,7 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	}
 	r.reportTransitions(u, current.Annotations, o.annotations)
 	if len(retiring) > 0 && switched {
-		if err := r.retire(ctx, u, wc, wcOwners, toMC, retiring, want.Equal(current)); err != nil {
+		if err := r.retire(ctx, u, wc, mc, wcOwners, toMC, retiring, want.Equal(current)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -242,7 +242,7 @@ func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation
 // layout have left with the apply; what an older operator wrote is shared,
 // so server-side apply cannot remove it, and a guarded patch does once the
 // apply has nothing left to change (applied).
-func (r *WCReconciler) retire(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, owners map[capz.EndpointKey][]string, toMC, retiring []Endpoint, applied bool) error {
+func (r *WCReconciler) retire(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, owners map[capz.EndpointKey][]string, toMC, retiring []Endpoint, applied bool) error {
 	retired := make([]string, 0, len(retiring))
 	for _, ep := range retiring {
 		retired = append(retired, ep.Name)
@@ -255,10 +255,7 @@ func (r *WCReconciler) retire(ctx context.Context, u *unstructured.Unstructured,
 	if !applied {
 		return nil // u is stale after the apply: the next reconcile goes on
 	}
-	// retiring holds only the operator's entries and ones Retiring found
-	// provably the older operator's: the shape was checked there.
-	retiredShape := Older{Managers: r.Opts.AdoptFieldManagers, Shape: func(pe capz.PrivateEndpoint) bool { return slices.Contains(retired, pe.Name) }}
-	stale := StaleEntries(wc, owners, retiredShape, map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
+	stale := StaleEntries(wc, owners, OlderInWC(r.Opts.AdoptFieldManagers, wc, mc), map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
 		return slices.Contains(retired, pe.Name)
 	})
 	wrote, err := removeStale(ctx, r.Client, u, stale)

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 )
 
 // +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes,verbs=get;list;watch;patch
@@ -45,9 +46,9 @@ const (
 	// that instance when the control plane loses the label.
 	PausedFilterAnnotation = "azure-private-endpoint-operator.giantswarm.io/paused-by-watch-filter"
 	// olderFinalizer is the finalizer the older operator (0.1 to 0.7) put
-	// on every workload cluster's AzureCluster it reconciled; the operator
-	// uses the same name.
-	olderFinalizer = "azure-private-endpoint-operator.giantswarm.io/azurecluster"
+	// on every workload cluster's AzureCluster it reconciled
+	// (controllers/azurecluster_controller.go); the operator kept its name.
+	olderFinalizer = clusterlink.Finalizer
 	// olderPauseValue is the value the older operator's gate wrote
 	// (controllers/kubeadmcontrolplane_controller.go, 0.5 to 0.7).
 	olderPauseValue = "true"
