@@ -47,6 +47,14 @@ func (m *Memo) Known(key string) bool {
 	return ok
 }
 
+// Value is the fingerprint key was last set with, and whether it has one.
+func (m *Memo) Value(key string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	return e.fingerprint, ok
+}
+
 // ForgetPrefix drops the keys that start with prefix.
 func (m *Memo) ForgetPrefix(prefix string) {
 	m.ForgetFunc(func(k string) bool { return strings.HasPrefix(k, prefix) })

@@ -27,6 +27,12 @@ func TestMemo(t *testing.T) {
 			t.Errorf("Fresh(%s, %s, +%s) = %v", c.key, c.fp, c.at.Sub(t0), got)
 		}
 	}
+	if v, ok := m.Value("b"); !ok || v != "2" {
+		t.Errorf("Value(b) = %q, %v", v, ok)
+	}
+	if _, ok := m.Value("c"); ok {
+		t.Error("Value(c) of a key never set")
+	}
 	m.ForgetPrefix("a|")
 	if m.Known("a|x") || m.Known("a|y") || !m.Known("b") {
 		t.Error("ForgetPrefix dropped the wrong keys")

@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -76,14 +81,17 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 	summary := dnsSummary(sets)
 	r.seedDNSMemo(u, sets, summary)
 	result := ctrl.Result{}
+	r.noteNoDNS(key(wc), sets)
 	for _, set := range sets {
 		if set.IP == "" && !hadDNS && !wroteRecord(&r.dnsSeen, set) {
 			// Not approved yet, and no record was ever written: nothing to
 			// remove, and no read to spend on finding that out.
+			r.noteHeld(key(wc), set.Side, "", true)
 			ready = false
 			continue
 		}
 		state, err := r.ensureDNS(ctx, u, set)
+		r.noteHeld(key(wc), set.Side, set.IP, err == nil && state != dnsWaiting)
 		if err != nil {
 			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
 			if err != nil {
@@ -107,6 +115,71 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 		}
 	}
 	return result, nil
+}
+
+// What the records of one side of a WC hold, as the last DNS pass left
+// them: the rule "a record holds only the address of an Approved endpoint
+// of its cluster" asks that a heal delete an endpoint, and a layout switch
+// retire one, only once the records no longer hold its address
+// (dnsAllowsHeal, dnsHolds). Unknown (never passed, or a pass that did not
+// finish) holds everything back.
+const (
+	heldPrefix = "held|"
+	// heldNothing is what a side holds whose records the operator does not
+	// write (no endpoints, or names it cannot build).
+	heldNothing = "-"
+)
+
+// noteHeld records what one side's records hold after a pass; a pass that
+// did not finish (known false) makes it unknown.
+func (r *WCReconciler) noteHeld(wc string, side DNSSide, ip string, known bool) {
+	k := heldPrefix + wc + "|" + string(side)
+	if !known {
+		r.dnsSeen.ForgetPrefix(k)
+		return
+	}
+	r.dnsSeen.Set(k, ip, r.Clock.Now())
+}
+
+// noteNoDNS records heldNothing for the sides of a WC that have no set.
+func (r *WCReconciler) noteNoDNS(wc string, sets []DNSSet) {
+	for _, side := range []DNSSide{DNSSideMC, DNSSideWC} {
+		if !slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Side == side }) {
+			r.noteHeld(wc, side, heldNothing, true)
+		}
+	}
+}
+
+// dnsSide is the side whose records take the IP of a direction's
+// endpoints: the MC's network resolves the WC's API (MC→WC endpoints), the
+// WC's network the MC's ingress (WC→MC endpoints).
+func dnsSide(d Direction) DNSSide {
+	if d == DirectionMCToWC {
+		return DNSSideMC
+	}
+	return DNSSideWC
+}
+
+// dnsAllowsHeal says whether an endpoint whose address is ip may be
+// deleted: the DNS mode is off, or the side's records are known not to
+// hold ip (an address Azure gives to the next endpoint in the subnet).
+func (r *WCReconciler) dnsAllowsHeal(wc string, d Direction, ip string) bool {
+	if !r.Opts.DNS.Enabled {
+		return true
+	}
+	held, ok := r.dnsSeen.Value(heldPrefix + wc + "|" + string(dnsSide(d)))
+	return ok && (held == heldNothing || held == "" || ip != "" && held != ip)
+}
+
+// dnsHolds says whether the records of a direction's side hold ip (or the
+// operator writes none there), so that the endpoint they held before may
+// go.
+func (r *WCReconciler) dnsHolds(wc string, d Direction, ip string) bool {
+	if !r.Opts.DNS.Enabled {
+		return true
+	}
+	held, ok := r.dnsSeen.Value(heldPrefix + wc + "|" + string(dnsSide(d)))
+	return ok && (held == heldNothing || held == ip)
 }
 
 // dnsSummary is GSDNSZoneReady's message: every name, its address and the
@@ -223,7 +296,7 @@ func (r *WCReconciler) ensureZone(ctx context.Context, u *unstructured.Unstructu
 		return false, err
 	}
 	if z == nil {
-		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.Owner))); err != nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.owner().Value()))); err != nil {
 			return false, err
 		}
 		// A zone this process creates holds no link and no record set:
@@ -292,9 +365,9 @@ func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet, 
 // side of a shared zone (every WC needs the MC's link).
 func linkOwner(set DNSSet) string {
 	if set.Side == DNSSideWC {
-		return set.Owner
+		return set.owner().Value()
 	}
-	return set.Zone.Owner(set.Owner)
+	return set.Zone.Owner(set.owner().Value())
 }
 
 // writeRecord makes one record set hold the set's IP, unless someone else
@@ -311,13 +384,17 @@ func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstruct
 		}
 	}
 	owner, ttl := dns.RecordOwner(rs), r.Opts.DNS.TTL
+	mine, err := r.claims(ctx, set, owner)
+	if err != nil {
+		return dnsWaiting, err
+	}
 	switch {
-	case rs != nil && owner != set.Owner && (owner != "" || !r.Opts.DNS.Adopt):
+	case rs != nil && !mine && (owner != "" || !r.Opts.DNS.Adopt):
 		r.warnOnce(u, ReasonDNSRecordNotOwned, fmt.Sprintf(
 			"record set %s exists and was not written for this cluster (metadata %s=%q): the operator leaves it alone; remove it, or start the operator with --wiring-dns-adopt to take over record sets without owner",
 			dns.FQDN(rel, set.Zone.Name), dns.OwnerMetadata, owner))
 		return dnsBlocked, nil
-	case dns.RecordMatches(rs, []string{set.IP}, ttl, set.Owner):
+	case dns.RecordMatches(rs, []string{set.IP}, ttl, set.owner().Value()):
 		return dnsDone, nil
 	}
 	etag := ""
@@ -325,7 +402,7 @@ func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstruct
 		etag = ptr.Deref(rs.Etag, "")
 	}
 	r.dnsSeen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", r.Clock.Now())
-	if err := api.PutRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, etag, dns.RecordBody(rs, []string{set.IP}, ttl, set.Owner)); err != nil {
+	if err := api.PutRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, etag, dns.RecordBody(rs, []string{set.IP}, ttl, set.owner().Value())); err != nil {
 		if fresh && azure.IsPreconditionFailed(err) {
 			r.dnsSeen.ForgetPrefix("created|" + set.Zone.Key()) // someone wrote it meanwhile: read it next time
 			return dnsWaiting, nil
@@ -339,7 +416,10 @@ func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstruct
 // deleteRecord deletes a record set the operator wrote for the set's WC.
 func (r *WCReconciler) deleteRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string) error {
 	rs, err := api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel)
-	if err != nil || rs == nil || dns.RecordOwner(rs) != set.Owner {
+	if err != nil || rs == nil {
+		return err
+	}
+	if mine, err := r.claims(ctx, set, dns.RecordOwner(rs)); err != nil || !mine {
 		return err
 	}
 	if err := api.DeleteRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
@@ -383,6 +463,7 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 		r.dnsSeen.ForgetPrefix("wait|" + key(wc) + "|")
 		r.dnsSeen.ForgetPrefix("release|" + key(wc) + "|")
 		r.dnsSeen.ForgetPrefix("wrote|" + key(wc) + "|")
+		r.dnsSeen.ForgetPrefix(heldPrefix + key(wc) + "|")
 		for _, set := range sets {
 			r.dnsSeen.ForgetPrefix("record|" + set.Zone.Key() + "|")
 			if !set.Zone.Shared {
@@ -425,15 +506,19 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return false, err
 	}
-	pending, err := dropLinks(ctx, api, set, links)
+	pending, err := r.dropLinks(ctx, api, set, links)
 	if err != nil {
 		return false, err
 	}
 	zo := dns.TagOwner(z.Tags)
+	mine, err := r.claims(ctx, set, zo)
+	if err != nil {
+		return false, err
+	}
 	switch {
 	case pending:
 		return false, nil
-	case zo != set.Owner && zo != dns.SharedOwner:
+	case !mine && zo != dns.SharedOwner:
 		return true, nil // not made for this cluster: it stays
 	case len(links) > 0 || (z.Properties != nil && ptr.Deref(z.Properties.NumberOfRecordSets, 0) > 1):
 		return true, nil // other links or records are in it: it stays
@@ -449,10 +534,13 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 
 // dropLinks deletes the links made for the set's WC; it reports whether
 // any is still there (deleting).
-func dropLinks(ctx context.Context, api dns.API, set DNSSet, links []*armprivatedns.VirtualNetworkLink) (bool, error) {
+func (r *WCReconciler) dropLinks(ctx context.Context, api dns.API, set DNSSet, links []*armprivatedns.VirtualNetworkLink) (bool, error) {
 	pending := false
 	for _, l := range links {
-		if dns.TagOwner(l.Tags) != set.Owner {
+		if mine, err := r.claims(ctx, set, dns.TagOwner(l.Tags)); err != nil || !mine {
+			if err != nil {
+				return false, err
+			}
 			continue
 		}
 		pending = true
@@ -493,4 +581,27 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 		}
 	}
 	return false
+}
+
+// claims says whether an owner value marks what was made for the set's
+// WC: its kind-qualified value, or the "namespace/name" of earlier versions
+// when no AzurePrivateEndpoint has the WC's namespace and name (it wrote
+// that same value for itself; docs/security.md, *Shared DNS objects*).
+func (r *WCReconciler) claims(ctx context.Context, set DNSSet, value string) (bool, error) {
+	o := set.owner()
+	if !o.IsLegacy(value) {
+		return o.Claim(value, false), nil
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &v1alpha1.AzurePrivateEndpoint{})
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return o.Claim(value, false), nil
+	}
+	return false, err
 }

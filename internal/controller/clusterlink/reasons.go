@@ -34,6 +34,11 @@ const (
 // is now.
 const ReasonEndpointHealed = "PrivateEndpointHealed"
 
+// ReasonHealWaitsForDNS is the Event reason for a heal held back in DNS
+// mode until the records no longer hold the broken endpoint's address
+// (deleting the endpoint frees that address for whoever asks next).
+const ReasonHealWaitsForDNS = "PrivateEndpointHealWaitsForDNS"
+
 // ReasonLayoutSwitched is the Event reason for the end of a layout switch
 // (--wc-to-mc-layout): the new endpoint serves the ingress annotation and
 // the earlier layout's endpoints are removed.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,6 +170,24 @@ func TestHealsDisconnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// From here on, the MC's names may only ever resolve, from wc1's
+	// network, to an address that an endpoint of wc1 holds: a deleted
+	// endpoint's address goes back to the subnet, to whoever asks next. The
+	// record's removal fails for a while, so that a heal that does not wait
+	// for it deletes the endpoint under a live record.
+	violations := watchName(t, w, wcVNet, "grafana.mc."+baseDomain, wcSub, "wc1-to-mc-privatelink-privateendpoint")
+	fault, err := w.Sim.AddFault(azuresim.Fault{Method: "DELETE", PathRegex: `(?i)/privateDnsZones/mc\.` + strings.ReplaceAll(baseDomain, ".", `\.`) + `/A/`,
+		Status: 500, Code: "InternalServerError", Message: "Injected: the record set cannot be deleted now."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// And CAPZ cannot make the endpoint again until the heal is over, so
+	// that a freed address stays freed for a while.
+	recreate, err := w.Sim.AddFault(azuresim.Fault{Method: "PUT", PathRegex: `(?i)/privateEndpoints/wc1-to-mc-privatelink-privateendpoint$`,
+		Principal: testworld.CAPZClientID, Status: 500, Code: "InternalServerError", Message: "Injected: the endpoint cannot be made now."})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var conn string
 	for _, c := range pls.Properties.PrivateEndpointConnections {
 		if strings.HasSuffix(strings.ToLower(ptr.Deref(c.Properties.PrivateEndpoint.ID, "")), "/wc1-to-mc-privatelink-privateendpoint") {
@@ -187,7 +206,16 @@ func TestHealsDisconnected(t *testing.T) {
 	}
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 	waitEvent(t, w, key, clusterlink.ReasonEndpointDisconnected)
+	// The heal waits for the records (or, without that rule, goes ahead
+	// under them once the grace period is over).
+	testworld.Eventually(t, testworld.Timeout, "the heal waits for DNS, or heals", func(ctx context.Context) (bool, string) {
+		waits, _ := w.HasEvent(ctx, key, clusterlink.ReasonHealWaitsForDNS)
+		healed, reasons := w.HasEvent(ctx, key, clusterlink.ReasonEndpointHealed)
+		return (waits || healed) && faultCount(w, "InternalServerError") >= 3, strings.Join(reasons, ",")
+	})
+	w.Sim.RemoveFault(fault)
 	waitEvent(t, w, key, clusterlink.ReasonEndpointHealed)
+	w.Sim.RemoveFault(recreate)
 	testworld.Eventually(t, testworld.Timeout, "wc1's endpoint recreated, approved and annotated", func(ctx context.Context) (bool, string) {
 		pe, err := w.Network(t, wcSub).NewPrivateEndpointsClient().Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil)
 		if err != nil {
@@ -205,6 +233,67 @@ func TestHealsDisconnected(t *testing.T) {
 	// In DNS mode the MC's names follow the healed endpoint (the DNS check
 	// interval is an hour: the changed IP alone brings the write).
 	resolves(t, w, wcVNet, "grafana.mc."+baseDomain, azuresim.ResolveOK, azureIP(t, w, wcSub, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint"))
+	if v := violations(); len(v) > 0 {
+		t.Errorf("the record pointed at an address no endpoint of wc1 held (%d times), first: %s", len(v), v[0])
+	}
+}
+
+// faultCount is how often injected faults answered code.
+func faultCount(w *testworld.World, code string) int {
+	n := 0
+	for _, f := range w.Sim.Counters().Faults {
+		if f.Kind == code {
+			n += f.Count
+		}
+	}
+	return n
+}
+
+// watchName looks at name from vnet every 20 ms until the returned
+// function is called, and records each time it resolves to an address
+// that the endpoint sub/…/name does not hold in Azure (it is gone, or has
+// another address).
+func watchName(t *testing.T, w *testworld.World, vnet, name, sub, endpoint string) func() []string {
+	t.Helper()
+	stop, done := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			r := w.Sim.Resolve(vnet, name)
+			if r.Status != azuresim.ResolveOK {
+				continue
+			}
+			var holder *azuresim.EndpointInfo
+			for _, e := range w.Sim.Endpoints() {
+				if strings.HasPrefix(strings.ToLower(e.ID), "/subscriptions/"+sub+"/") && strings.EqualFold(e.Name, endpoint) {
+					holder = &e
+				}
+			}
+			if holder == nil || len(r.Addresses) != 1 || r.Addresses[0] != holder.IP {
+				mu.Lock()
+				seen = append(seen, fmt.Sprintf("%v while the endpoint is %+v", r.Addresses, holder))
+				mu.Unlock()
+			}
+		}
+	}()
+	var once sync.Once
+	finish := func() []string {
+		once.Do(func() { close(stop); <-done })
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	t.Cleanup(func() { finish() })
+	return finish
 }
 
 func endpointID(t *testing.T, w *testworld.World, sub, rg, name string) string {

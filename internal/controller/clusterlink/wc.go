@@ -226,7 +226,10 @@ func uniqueNames(eps []Endpoint) []string {
 // is ready and the annotation already holds its IP).
 func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation, toMC, retiring []Endpoint, current capz.Owned) ([]Endpoint, bool) {
 	ingress := r.Opts.annotation(AnnotationMCIngressIP)
-	switched := len(toMC) > 0 && o.sourceReady && u.GetAnnotations()[ingress] == o.annotations[ingress]
+	// The records follow the annotation (DNS mode): the earlier layout's
+	// endpoints go only once they hold the new address.
+	switched := len(toMC) > 0 && o.sourceReady && u.GetAnnotations()[ingress] == o.annotations[ingress] &&
+		r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionWCToMC, o.annotations[ingress])
 	if len(retiring) == 0 || switched {
 		return toMC, switched
 	}
@@ -406,7 +409,7 @@ func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unst
 	o.ready = false
 	r.noteState(u, ep, state, note)
 	results := []ctrl.Result{{RequeueAfter: r.Opts.pendingRecheck()}}
-	if wait := r.maybeHeal(ctx, u, owner, ep, state, healKey); wait > 0 {
+	if wait := r.maybeHeal(ctx, u, owner, ep, state, ob.IP, healKey); wait > 0 {
 		results = append(results, ctrl.Result{RequeueAfter: wait})
 	}
 	return results
@@ -446,9 +449,17 @@ func tail(eps []Endpoint) []Endpoint {
 }
 
 // maybeHeal heals a broken endpoint when its time has come, and otherwise
-// says how long until it may be healed (0: not broken, or healed now).
-func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, key string) time.Duration {
+// says how long until it may be healed (0: not broken, or healed now). In
+// DNS mode the grace period starts only once the records no longer hold
+// the endpoint's address ip: deleting it frees that address for the next
+// endpoint made in the subnet, anybody's.
+func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, ip, key string) time.Duration {
 	broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
+	if broken && r.heal.Grace > 0 && !r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) {
+		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
+			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
+		return r.Opts.pendingRecheck() // the DNS pass of this reconcile removes the records first
+	}
 	heal, wait := r.heal.Observe(key, broken)
 	if heal {
 		r.healEndpoint(ctx, u, owner, ep, state)
