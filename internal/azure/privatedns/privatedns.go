@@ -19,12 +19,48 @@ import (
 )
 
 // OwnerTag marks zones and virtual network links the operator created: the
-// owning object's namespace/name, or SharedOwner.
+// owning object's Owner.Value, or SharedOwner.
 const OwnerTag = "azure-private-endpoint-operator.giantswarm.io_owner"
 
 // OwnerMetadata marks record sets the operator wrote (record sets carry
-// metadata, not tags); its value is the owning object's namespace/name.
+// metadata, not tags); its value is the owning object's Owner.Value.
 const OwnerMetadata = "azure_private_endpoint_operator_owner"
+
+// Kinds of objects that own DNS: an AzurePrivateEndpoint, and a workload
+// cluster's AzureCluster (the wiring's DNS mode).
+const (
+	KindAzurePrivateEndpoint = "AzurePrivateEndpoint"
+	KindAzureCluster         = "AzureCluster"
+)
+
+// Owner is the object a zone, link or record set was made for.
+type Owner struct {
+	Kind, Namespace, Name string
+}
+
+// Value is the owner value the operator writes: kind-qualified
+// ("AzurePrivateEndpoint:org-x/wc1"), so that an AzurePrivateEndpoint and
+// a workload cluster with the same namespace and name never take each
+// other's DNS. A Kubernetes name holds no ':' or '/': values cannot clash,
+// nor with SharedOwner.
+func (o Owner) Value() string { return o.Kind + ":" + o.Namespace + "/" + o.Name }
+
+// Legacy is the value earlier versions wrote: "namespace/name",
+// without the kind. Both writers wrote it, so it does not say which kind
+// it belongs to (see ClaimsLegacy).
+func (o Owner) Legacy() string { return o.Namespace + "/" + o.Name }
+
+// Claim says whether value marks what was made for o: its Value, or its
+// Legacy value when otherKind is false — no object of the other DNS-owning
+// kind has o's namespace and name, so the old value can only be o's. On
+// the next write the operator puts o's Value in its place.
+func (o Owner) Claim(value string, otherKind bool) bool {
+	return value == o.Value() || value == o.Legacy() && !otherKind
+}
+
+// IsLegacy says whether value is o's Legacy value (whose claim needs to
+// know whether an object of the other kind has o's name).
+func (o Owner) IsLegacy(value string) bool { return value == o.Legacy() }
 
 // SharedOwner is the owner value of a zone or link that several objects
 // use (zone mode Shared): it is deleted when the last of them no longer

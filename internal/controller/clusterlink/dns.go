@@ -111,9 +111,17 @@ type DNSSet struct {
 	// IP is the address the records hold; "" removes the operator's
 	// records (not approved, healing, or no endpoint any more).
 	IP string
-	// Owner is the WC ("namespace/name") on the records, and on the zone
-	// and link unless the zone is shared.
+	// Owner is the WC ("namespace/name"); its kind-qualified value
+	// (owner) marks the records, and the zone and link unless the zone is
+	// shared.
 	Owner string
+}
+
+// owner is whom the set's zone, link and records are marked for: the
+// workload cluster's AzureCluster, kind-qualified.
+func (s DNSSet) owner() dns.Owner {
+	ns, name, _ := strings.Cut(s.Owner, "/")
+	return dns.Owner{Kind: dns.KindAzureCluster, Namespace: ns, Name: name}
 }
 
 // Fingerprint is what the set's DNS depends on: an unchanged fingerprint

@@ -8,8 +8,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
@@ -133,14 +136,14 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 // the spec adopts an untagged one). It reports whether the zone is
 // provisioned; while it is not, DNSReady says what Azure is doing.
 func (r *Reconciler) ensureZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) (bool, error) {
-	cond, key := v1alpha1.ConditionDNSReady, owner(obj)
+	cond, key := v1alpha1.ConditionDNSReady, dnsOwner(obj)
 	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
 	if err != nil {
 		return false, err
 	}
 	obj.Status.DNSZoneID = zone.ID()
 	if z == nil {
-		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key))); err != nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(key.Value()))); err != nil {
 			return false, err
 		}
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneCreated, "Create", "creating private DNS zone %s", zone.Name)
@@ -152,10 +155,14 @@ func (r *Reconciler) ensureZone(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		return false, nil
 	}
 	zo := dns.TagOwner(z.Tags)
+	mine, err := r.claims(ctx, obj, zo)
+	if err != nil {
+		return false, err
+	}
 	switch {
-	case zo == zone.Owner(key):
+	case mine || zone.Shared && zo == dns.SharedOwner:
 	case zo == "" && obj.Spec.Adopt:
-		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key))); err != nil {
+		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(z, zone.Owner(key.Value()))); err != nil {
 			return false, err
 		}
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneAdopted, "Adopt", "adopting private DNS zone %s (spec.adopt)", zone.Name)
@@ -204,7 +211,7 @@ func zoneState(z *armprivatedns.PrivateZone) armprivatedns.ProvisioningState {
 // the links it used before and no longer needs. It reports whether every
 // needed link is provisioned.
 func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) (bool, error) {
-	key := owner(obj)
+	key := dnsOwner(obj).Value()
 	existing, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
 	if err != nil {
 		return false, err
@@ -252,8 +259,8 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 // waits for it.
 func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink) (bool, error) {
 	o, v := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
-	if o != owner(obj) && o != dns.SharedOwner {
-		return false, nil // not the operator's: it stays
+	if mine, err := r.claims(ctx, obj, o); err != nil || !mine && o != dns.SharedOwner {
+		return false, err // not made for this object or shared: it stays
 	}
 	if needed, err := r.neededElsewhere(ctx, obj, zone, v); err != nil || needed {
 		return false, err
@@ -266,6 +273,19 @@ func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventLinkDeleted, "Delete", "unlinking private DNS zone %s from virtual network %s", zone.Name, v)
 	return true, nil
+}
+
+// claims says whether an owner value marks what was made for obj: its
+// kind-qualified value, or the "namespace/name" of earlier versions when no
+// workload cluster has obj's namespace and name (the wiring wrote that same
+// value for its clusters; docs/security.md, *Shared DNS objects*).
+func (r *Reconciler) claims(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, value string) (bool, error) {
+	o := dnsOwner(obj)
+	if !o.IsLegacy(value) {
+		return o.Claim(value, false), nil
+	}
+	other, err := clusterExists(ctx, r.reader(), obj.Namespace, obj.Name)
+	return o.Claim(value, other), err
 }
 
 // neededElsewhere says whether another live object uses the shared zone —
@@ -329,8 +349,8 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 // it (then it returns who). A record verified in a pass that stopped later
 // (held back by the pacer, say) is not read again.
 func (r *Reconciler) writeRecord(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, rel string, ips []string, ttl int64) (*string, error) {
-	key, now, fp := owner(obj), r.clock().Now(), fingerprint(obj)
-	memo := "record|" + key + "|" + rel
+	key, now, fp := dnsOwner(obj).Value(), r.clock().Now(), fingerprint(obj)
+	memo := "record|" + owner(obj) + "|" + rel
 	if r.dnsSeen.Fresh(memo, fp, now, r.Opts.DNSCheck) {
 		return nil, nil
 	}
@@ -339,8 +359,12 @@ func (r *Reconciler) writeRecord(ctx context.Context, obj *v1alpha1.AzurePrivate
 		return nil, err
 	}
 	o := dns.RecordOwner(rs)
+	mine, err := r.claims(ctx, obj, o)
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case rs != nil && o != key && (o != "" || !obj.Spec.Adopt):
+	case rs != nil && !mine && (o != "" || !obj.Spec.Adopt):
 		return &o, nil
 	case dns.RecordMatches(rs, ips, ttl, key):
 	default:
@@ -360,7 +384,10 @@ func (r *Reconciler) writeRecord(ctx context.Context, obj *v1alpha1.AzurePrivate
 // deleteRecord deletes a record set if the object wrote it.
 func (r *Reconciler) deleteRecord(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, rel string) error {
 	rs, err := api.Record(ctx, zone.ResourceGroup, zone.Name, rel)
-	if err != nil || rs == nil || dns.RecordOwner(rs) != owner(obj) {
+	if err != nil || rs == nil {
+		return err
+	}
+	if mine, err := r.claims(ctx, obj, dns.RecordOwner(rs)); err != nil || !mine {
 		return err
 	}
 	if err := api.DeleteRecord(ctx, zone.ResourceGroup, zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
@@ -445,8 +472,8 @@ func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return z == nil, err
 	}
 	o := dns.TagOwner(z.Tags)
-	if o != owner(obj) && o != dns.SharedOwner {
-		return true, nil
+	if mine, err := r.claims(ctx, obj, o); err != nil || !mine && o != dns.SharedOwner {
+		return err == nil, err
 	}
 	if o == dns.SharedOwner {
 		if used, err := r.neededElsewhere(ctx, obj, zone, ""); err != nil || used {
@@ -470,4 +497,26 @@ func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 
 func containsFold(list []string, s string) bool {
 	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
+}
+
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// clusterExists says whether a workload cluster (a CAPZ AzureCluster) has
+// the namespace and name; without CAPZ's CRDs, none has.
+func clusterExists(ctx context.Context, c client.Reader, namespace, name string) (bool, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, err
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
@@ -66,8 +67,12 @@ const (
 // follow its connection (heal it when Disconnected), then write the private
 // DNS while the connection is Approved; record status.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads what the cache does not hold (a workload cluster
+	// with an object's name, when DNS carries an owner value of earlier
+	// versions); Client is used when it is nil.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	Opts     Options
 	Azure    func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error)
 	Clock    clock.PassiveClock
@@ -214,6 +219,13 @@ func (r *Reconciler) requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter
 
 // owner is the owner value written on what the object creates.
 func owner(obj *v1alpha1.AzurePrivateEndpoint) string { return obj.Namespace + "/" + obj.Name }
+
+// dnsOwner is whom the object's zones, links and record sets are marked
+// for (kind-qualified: a workload cluster of the same name is another
+// owner).
+func dnsOwner(obj *v1alpha1.AzurePrivateEndpoint) dns.Owner {
+	return dns.Owner{Kind: dns.KindAzurePrivateEndpoint, Namespace: obj.Namespace, Name: obj.Name}
+}
 
 var (
 	waitFor  = azureobject.WaitFor

@@ -128,7 +128,7 @@ func SubjectOf(obj *v1alpha1.AzurePrivateEndpoint) azure.Subject {
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.Clients) error {
 	opts.setDefaults()
 	r := &Reconciler{
-		Client: mgr.GetClient(), Opts: opts,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
 		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
 		Azure:    sdkFor(clients),
 	}
