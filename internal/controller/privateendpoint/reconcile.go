@@ -73,9 +73,9 @@ type Reconciler struct {
 	// versions); Client is used when it is nil.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Opts     Options
-	Azure    func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error)
-	Clock    clock.PassiveClock
+	Opts      Options
+	Azure     func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error)
+	Clock     clock.PassiveClock
 
 	heal    heal.Tracker
 	dnsSeen memo.Memo
