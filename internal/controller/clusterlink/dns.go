@@ -111,6 +111,9 @@ type DNSSet struct {
 	// IP is the address the records hold; "" removes the operator's
 	// records (not approved, healing, or no endpoint any more).
 	IP string
+	// Refused: the names are another cluster's (WCSideConflict); the
+	// records this cluster wrote there are removed, nothing is written.
+	Refused bool
 	// Owner is the WC ("namespace/name"); its kind-qualified value
 	// (owner) marks the records, and the zone and link unless the zone is
 	// shared.

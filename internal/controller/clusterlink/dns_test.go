@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,4 +128,35 @@ func zoneExists(t *testing.T, w *testworld.World, sub, rg, zone string) bool {
 	t.Helper()
 	_, err := w.DNS(t, sub).NewPrivateZonesClient().Get(context.Background(), rg, zone, nil)
 	return err == nil
+}
+
+// TestWiringDNSSharedResourceGroup: two WCs in one resource group have one
+// WC-side zone, and one record cannot hold both endpoints' addresses. The
+// first keeps the names; the second is refused up front with an Event
+// naming the first and writes nothing (which cluster comes first is
+// TestWCSideConflict's).
+func TestWiringDNSSharedResourceGroup(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	shared := func(c testworld.Cluster) testworld.Cluster {
+		c.ResourceGroup = "shared-rg"
+		return c
+	}
+	create(t, w, testenv.SchemaFork, mcCluster(true), shared(wcCluster("wc1", 20)))
+	create(t, w, testenv.SchemaFork, shared(wcCluster("wc2", 21)))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6}
+		o.TerminalRecheck = time.Second
+	})
+	ip1 := wired(t, w, "wc1", true, true).GetAnnotations()[ingAnn]
+	dnsReady(t, w, "wc1")
+	wired(t, w, "wc2", true, true)
+	key2 := types.NamespacedName{Namespace: wcNS, Name: "wc2"}
+	waitEvent(t, w, key2, clusterlink.ReasonDNSRecordConflict)
+	vnet1, vnet2 := vnetID(wcSub, "shared-rg", "wc1-vnet"), vnetID(wcSub, "shared-rg", "wc2-vnet")
+	resolves(t, w, vnet1, "grafana.mc."+baseDomain, azuresim.ResolveOK, ip1)
+	resolves(t, w, vnet2, "grafana.mc."+baseDomain, azuresim.ResolveNotPrivate, "")
+	if ok, _ := w.HasEvent(ctx, key2, clusterlink.ReasonDNSRecordNotOwned); ok {
+		t.Error("wc2 tried to write wc1's record set")
+	}
 }

@@ -74,6 +74,20 @@ const (
 func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
 	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
 	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hadDNS)
+	if slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Side == DNSSideWC }) {
+		peers, err := r.dnsPeers(ctx, wc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if p := WCSideConflict(mc, wc, u.GetCreationTimestamp().Time, peers, r.Opts.DNS, r.Opts.annotation); p != nil {
+			problems = append(problems, *p)
+			for i := range sets {
+				if sets[i].Side == DNSSideWC {
+					sets[i].IP, sets[i].Refused = "", true // what this cluster wrote there goes
+				}
+			}
+		}
+	}
 	for _, p := range problems {
 		r.warnOnce(u, p.Reason, p.Message)
 	}
@@ -81,9 +95,13 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 	summary := dnsSummary(sets)
 	r.seedDNSMemo(u, sets, summary)
 	result := ctrl.Result{}
+	if slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Refused }) {
+		// Looked at again when the cluster that holds the names may be gone.
+		result = ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}
+	}
 	r.noteNoDNS(key(wc), sets)
 	for _, set := range sets {
-		if set.IP == "" && !hadDNS && !wroteRecord(&r.dnsSeen, set) {
+		if set.IP == "" && !hadDNS && !set.Refused && !wroteRecord(&r.dnsSeen, set) {
 			// Not approved yet, and no record was ever written: nothing to
 			// remove, and no read to spend on finding that out.
 			r.noteHeld(key(wc), set.Side, "", true)

@@ -59,6 +59,13 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, managed))
 		wcb = wcb.Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(wcOfManagedLink))
 	}
+	if opts.DNS.Enabled {
+		// Workload clusters of one resource group share their WC-side zone
+		// (WCSideConflict).
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), groupIndex, resourceGroupOf); err != nil {
+			return err
+		}
+	}
 	if installed.ASO {
 		// CAPZ makes endpoints through ASO: an ASO PrivateEndpoint turning
 		// Ready is the event Azure never sends.
