@@ -45,6 +45,10 @@ const (
 	// a private link under the name of the service the operator made for
 	// it, which CAPZ cannot take over; the operator keeps serving it.
 	ReasonPrivateLinkServiceNotHandedOver = "PrivateLinkServiceNotHandedOver"
+	// ReasonPrivateLinkServiceHandedOver: a link the WC declares under
+	// another name serves the API server; the service the operator made
+	// for it, and the MC's endpoint to it, go.
+	ReasonPrivateLinkServiceHandedOver = "PrivateLinkServiceHandedOver"
 	// ReasonPrivateLinkServiceNameTaken: an object of the managed name
 	// exists that the operator did not create for the WC.
 	ReasonPrivateLinkServiceNameTaken = "PrivateLinkServiceNameTaken"

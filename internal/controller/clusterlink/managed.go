@@ -3,6 +3,7 @@ package clusterlink
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -194,6 +195,10 @@ func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Un
 		return wc, nil
 	}
 	if !ManagesLink(wc, r.Opts) {
+		if HandingOver(wc, existing) {
+			// Deleted once the declared link serves (finishHandOver).
+			return WithHandOver(wc, existing), nil
+		}
 		return wc, r.leaveManagedLink(ctx, u, wc, existing)
 	}
 	want := DesiredManagedLink(mc, wc, u.GetUID(), r.Opts.AnnotationPrefix)
@@ -238,8 +243,8 @@ func (r *WCReconciler) deleteManagedLink(ctx context.Context, u *unstructured.Un
 // leaveManagedLink decides what becomes of the managed service of a WC the
 // loop no longer serves: none, nothing; a link the WC declares (CAPZ v1.27
 // and later) under the same name, kept, as CAPZ cannot take it over; under
-// another name, deleted once CAPZ's links are ready; otherwise (an opt-out)
-// deleted at once.
+// another name, handed over (HandingOver); otherwise (an opt-out) deleted
+// at once.
 func (r *WCReconciler) leaveManagedLink(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, existing *v1alpha1.AzurePrivateLinkService) error {
 	if existing == nil {
 		return nil
@@ -253,9 +258,65 @@ func (r *WCReconciler) leaveManagedLink(ctx context.Context, u *unstructured.Uns
 				existing.AzurePrivateLinkServiceName(), existing.Namespace, existing.Name))
 			return nil
 		}
-		if !wc.PrivateLinksReady {
-			return nil
-		}
 	}
 	return r.deleteManagedLink(ctx, u, existing)
+}
+
+// A WC wired through its managed service whose owner then declares
+// privateLinks under another name (CAPZ upgraded to v1.27) hands over: the
+// MC keeps its endpoint to the managed service, and the API server
+// annotation its address, until the first declared link's endpoint is
+// Approved and annotated (and, in DNS mode, the MC-side records hold its
+// address); only then does the managed service go, and with it that
+// endpoint. With manual approval that may take days: the MC is never cut
+// off meanwhile.
+
+// HandingOver says whether a WC hands its managed service over to links it
+// declares under other names.
+func HandingOver(wc *capz.AzureCluster, pls *v1alpha1.AzurePrivateLinkService) bool {
+	if pls == nil || pls.DeletionTimestamp != nil || pls.Labels[ManagedForLabel] != wc.Name || len(wc.PrivateLinks) == 0 {
+		return false
+	}
+	_, declared := findLink(wc, pls.AzurePrivateLinkServiceName())
+	return !declared
+}
+
+// WithHandOver is a handing-over WC as the wiring sees it: its declared
+// links first (the annotation takes the first one's endpoint once it is
+// ready), then the managed service, whose endpoint the MC keeps meanwhile.
+// Readiness stays CAPZ's: the managed endpoint exists and is kept anyway.
+func WithHandOver(wc *capz.AzureCluster, pls *v1alpha1.AzurePrivateLinkService) *capz.AzureCluster {
+	out := *wc
+	out.PrivateLinks = append(slices.Clone(wc.PrivateLinks), capz.PrivateLink{
+		Name: pls.AzurePrivateLinkServiceName(), AllowedSubscriptions: pls.Spec.Visibility, AutoApprovedSubscriptions: pls.Spec.AutoApproval,
+	})
+	return &out
+}
+
+// finishHandOver deletes a handing-over WC's managed service (wc as its
+// spec declares its links) once the
+// first declared link's endpoint serves the API server annotation: it is
+// ready, the WC already carries its address, and the MC-side records
+// (DNS mode) hold it. The MC's endpoint to the managed service goes with
+// the service (the next MC reconcile no longer keeps it).
+func (r *WCReconciler) finishHandOver(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, toWC []Endpoint, o observation) error {
+	if !r.Opts.PrivateLinkServices || len(toWC) == 0 {
+		return nil
+	}
+	pls, _, err := managedLink(ctx, r.Client, wc)
+	if err != nil || !HandingOver(wc, pls) {
+		return err
+	}
+	api := r.Opts.annotation(AnnotationAPIServerIP)
+	ip := o.annotations[api]
+	if strings.EqualFold(toWC[0].Link, pls.AzurePrivateLinkServiceName()) || !o.apiSourceReady || ip == "" || u.GetAnnotations()[api] != ip ||
+		!r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionMCToWC, ip) {
+		return nil
+	}
+	if err := r.deleteManagedLink(ctx, u, pls); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceHandedOver, "ManagePrivateLink",
+		"private link %s serves the API server (endpoint %s, %s): the private link service the operator made for this cluster goes, and the management cluster's endpoint to it", toWC[0].Link, toWC[0].Name, ip)
+	return nil
 }

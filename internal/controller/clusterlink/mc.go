@@ -153,8 +153,12 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 			continue
 		}
 		view, errs := capz.FromUnstructured(u)
-		if ManagesLink(view, r.Opts) {
-			view = WithManagedLink(view, links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}])
+		pls := links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}]
+		switch {
+		case ManagesLink(view, r.Opts):
+			view = WithManagedLink(view, pls)
+		case r.Opts.PrivateLinkServices && HandingOver(view, pls):
+			view = WithHandOver(view, pls)
 		}
 		isPaused, err := paused(ctx, r.Client, u, view)
 		if err != nil {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
@@ -138,4 +141,145 @@ func recordAnnotations(t *testing.T, w *testworld.World, key types.NamespacedNam
 		}
 		return out
 	}
+}
+
+// TestMigrationNewLinkName: a WC wired on CAPZ v1.23 through the operator's
+// managed private link service; after the upgrade to v1.27 its owner
+// declares the link under another name, with manual approval. The MC keeps
+// its endpoint to the managed service and the API server annotation its
+// address while CAPZ makes the new service and the MC's endpoint to it
+// waits for approval; once approved, the annotation moves to the new
+// endpoint and only then does the managed service go, with the MC's
+// endpoint to it. The annotation is never empty, and never holds an
+// address that no Approved endpoint of the MC holds.
+func TestMigrationNewLinkName(t *testing.T) {
+	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
+	ctx := context.Background()
+	wc := wcCluster("wc1", 20)
+	wc.PrivateLinks = nil
+	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc)
+	managed := func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true }
+	stop := operator(t, w, managed)
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	wired(t, w, "wc1", true, true)
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+
+	stop()
+	if err := w.UpgradeCAPZ(ctx, testenv.SchemaV127); err != nil {
+		t.Fatal(err)
+	}
+	operator(t, w, managed)
+	// Watched from here on (replacing the CRD ends the watches that were
+	// open).
+	seen := recordAnnotations(t, w, key)
+	wrong := watchAPIAnnotation(t, w, key)
+	link := `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[{"name":"wc1-apiserver",` +
+		`"allowedSubscriptions":["` + mcSub + `"],` +
+		`"lbFrontendIPConfigNames":["wc1-api-lb-frontend"],"natIPConfigurations":[{"allocationMethod":"Dynamic","subnet":"wc1-cp"}]}]}}}}`
+	testworld.Eventually(t, testworld.Timeout, "wc1 declaring wc1-apiserver", func(ctx context.Context) (bool, string) {
+		mergePatch(t, w, key, link)
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		view, _ := capz.FromUnstructured(u)
+		return len(view.PrivateLinks) == 1, testworld.Describe(u)
+	})
+	newPLS := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-apiserver")
+	newPE := "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateEndpoints/wc1-apiserver-privateendpoint"
+	testworld.Eventually(t, testworld.Timeout, "the MC's endpoint to wc1-apiserver awaiting approval", func(context.Context) (bool, string) {
+		for _, e := range w.Sim.Endpoints() {
+			if strings.EqualFold(e.ID, newPE) {
+				return e.ConnectionState == "Pending", fmt.Sprintf("%+v", e)
+			}
+		}
+		return false, "no endpoint yet"
+	})
+	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: wcNS, Name: "wc1-api-privatelink"}, &v1alpha1.AzurePrivateLinkService{}); err != nil {
+		t.Fatalf("the managed service went before the new link served: %v", err)
+	}
+
+	if err := w.Sim.ActOnConnection(azuresim.ConnectionAction{PrivateLinkServiceID: newPLS, PrivateEndpointID: newPE, Status: "Approved"}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, w, key, clusterlink.ReasonPrivateLinkServiceHandedOver)
+	testworld.Eventually(t, testworld.Timeout, "the annotation on the new endpoint, the managed service and its endpoint gone", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		err = w.Client.Get(ctx, types.NamespacedName{Namespace: wcNS, Name: "wc1-api-privatelink"}, &v1alpha1.AzurePrivateLinkService{})
+		old := false
+		for _, e := range w.Sim.Endpoints() {
+			old = old || strings.HasSuffix(e.ID, "/wc1-api-privatelink-privateendpoint")
+		}
+		ip := u.GetAnnotations()[apiAnn]
+		return ip != "" && ip == azureIP(t, w, mcSub, "mc-rg", "wc1-apiserver-privateendpoint") && apierrors.IsNotFound(err) && !old,
+			fmt.Sprintf("annotation %q, managed service: %v, old endpoint: %v", ip, err, old)
+	})
+	for _, v := range seen() {
+		if strings.HasPrefix(v, "[ ") {
+			t.Errorf("the API server annotation was empty during the migration: %v", seen())
+			break
+		}
+	}
+	if v := wrong(); len(v) > 0 {
+		t.Errorf("the API server annotation held an address of no Approved endpoint (%d times), first: %s", len(v), v[0])
+	}
+}
+
+// watchAPIAnnotation follows a WC's API server annotation through a watch
+// and, every 20 ms until the returned function is called, records each
+// time it holds an address that no Approved endpoint of the MC holds in
+// Azure (the watch, not polling the API server: its client's rate limit
+// is the test's).
+func watchAPIAnnotation(t *testing.T, w *testworld.World, key types.NamespacedName) func() []string {
+	t.Helper()
+	l := watchWC(t, w, key)
+	stop, done := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			l.mu.Lock()
+			n, ip := len(l.states), ""
+			if n > 0 {
+				ip = l.states[n-1].api
+			}
+			l.mu.Unlock()
+			if n == 0 {
+				continue
+			}
+			ok := false
+			var mcEndpoints []string
+			for _, e := range w.Sim.Endpoints() {
+				if strings.Contains(e.ID, "/resourceGroups/mc-rg/") {
+					ok = ok || e.IP == ip && e.ConnectionState == "Approved"
+					mcEndpoints = append(mcEndpoints, e.Name+" "+e.IP+" "+e.ConnectionState)
+				}
+			}
+			if !ok {
+				mu.Lock()
+				seen = append(seen, fmt.Sprintf("%q while the MC holds %v", ip, mcEndpoints))
+				mu.Unlock()
+			}
+		}
+	}()
+	var once sync.Once
+	finish := func() []string {
+		once.Do(func() { close(stop); <-done })
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	t.Cleanup(func() { finish() })
+	return finish
 }

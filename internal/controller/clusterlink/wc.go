@@ -137,6 +137,7 @@ func (r *WCReconciler) wireWithoutMC(ctx context.Context, u *unstructured.Unstru
 
 func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState) (ctrl.Result, error) {
 	mc := mcs.view
+	declared := wc // the links the WC declares, before the managed one is added
 	wc, err := r.ensureManagedLink(ctx, u, wc, mc)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -175,6 +176,9 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 		if err := r.retire(ctx, u, wc, mc, wcOwners, toMC, retiring, want.Equal(current)); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if err := r.finishHandOver(ctx, u, declared, toWC, o); err != nil {
+		return ctrl.Result{}, err
 	}
 	endpointStates.set(u.GetNamespace()+"/"+u.GetName(), o.states)
 	if o.ready && len(toWC)+len(toMC) > 0 {
@@ -308,8 +312,9 @@ type observation struct {
 	states      map[Direction]string
 	ready       bool
 	// sourceReady: the endpoint the ingress annotation takes its IP from
-	// in the configured layout is ready (a layout switch may finish).
-	sourceReady bool
+	// in the configured layout is ready (a layout switch may finish);
+	// apiSourceReady: the first MC→WC endpoint is (a hand-over may finish).
+	sourceReady, apiSourceReady bool
 	result      ctrl.Result
 	err         error
 }
@@ -335,7 +340,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 		owner         *capz.AzureCluster // whose identity and resource group
 		annName       string
 	}{
-		{toWC, nil, mc, r.Opts.annotation(AnnotationAPIServerIP)},
+		{toWC, tail(toWC), mc, r.Opts.annotation(AnnotationAPIServerIP)},
 		{toMC, slices.Concat(tail(toMC), retiring), wc, r.Opts.annotation(AnnotationMCIngressIP)},
 	} {
 		if len(d.eps)+len(d.fallback) == 0 {
@@ -400,6 +405,7 @@ func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unst
 		if first {
 			o.annotations[annName] = ob.IP
 			o.sourceReady = o.sourceReady || dir == DirectionWCToMC
+			o.apiSourceReady = o.apiSourceReady || dir == DirectionMCToWC
 		}
 		return nil
 	}
