@@ -315,8 +315,8 @@ type observation struct {
 	// in the configured layout is ready (a layout switch may finish);
 	// apiSourceReady: the first MC→WC endpoint is (a hand-over may finish).
 	sourceReady, apiSourceReady bool
-	result      ctrl.Result
-	err         error
+	result                      ctrl.Result
+	err                         error
 }
 
 // observe reads both directions' endpoints and computes the annotations.
