@@ -51,6 +51,9 @@ type WCReconciler struct {
 	mc      mcSnapshot
 	heal    heal.Tracker
 	once    sync.Once
+	// asoHeals are the ASO objects (namespace/name → owner) deleted to
+	// heal an endpoint, until CAPZ has been asked again (healaso.go).
+	asoHeals sync.Map
 }
 
 // Reconcile wires one workload cluster, in phases (docs/design.md,
@@ -461,6 +464,9 @@ func tail(eps []Endpoint) []Endpoint {
 // endpoint made in the subnet, anybody's.
 func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, ip, key string) time.Duration {
 	broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
+	if err := r.followASOHeal(ctx, owner, ep); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "asking CAPZ to make a healed endpoint's ASO object again", "endpoint", ep.Name)
+	}
 	if broken && r.heal.Grace > 0 && !r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) {
 		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
 			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
@@ -473,10 +479,20 @@ func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructur
 	return wait
 }
 
-// healEndpoint deletes a broken endpoint in Azure; CAPZ, which made it from
-// the AzureCluster's spec, makes it again, connected to the private link
-// service as it is now, and the new IP is published when it is approved.
+// healEndpoint deletes a broken endpoint — through its ASO object where
+// CAPZ makes endpoints through ASO (healaso.go), else in Azure; CAPZ, which
+// made it from the AzureCluster's spec, makes it again, connected to the
+// private link service as it is now, and the new IP is published when it
+// is approved.
 func (r *WCReconciler) healEndpoint(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state string) {
+	if done, err := r.healThroughASO(ctx, u, owner, ep, state); done || err != nil {
+		if err != nil {
+			c := azure.Classify(err)
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, c.Reason, "Heal",
+				"cannot delete the ASO PrivateEndpoint of %s private endpoint %s to heal it: %s", state, ep.Name, c.Message)
+		}
+		return
+	}
 	if err := r.Endpoints.Delete(ctx, owner, ep.Name); err != nil {
 		c := azure.Classify(err)
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, c.Reason, "Heal",
