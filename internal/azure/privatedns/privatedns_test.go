@@ -82,3 +82,32 @@ func TestRecords(t *testing.T) {
 		t.Errorf("link body: %+v", lb)
 	}
 }
+
+func TestOwnerClaim(t *testing.T) {
+	ape := Owner{Kind: KindAzurePrivateEndpoint, Namespace: "org-x", Name: "wc1"}
+	wc := Owner{Kind: KindAzureCluster, Namespace: "org-x", Name: "wc1"}
+	if ape.Value() != "AzurePrivateEndpoint:org-x/wc1" || wc.Value() != "AzureCluster:org-x/wc1" || ape.Legacy() != "org-x/wc1" {
+		t.Fatalf("values %q %q %q", ape.Value(), wc.Value(), ape.Legacy())
+	}
+	for _, c := range []struct {
+		reason    string
+		o         Owner
+		value     string
+		otherKind bool
+		want      bool
+	}{
+		{"its own value", ape, "AzurePrivateEndpoint:org-x/wc1", true, true},
+		{"the other kind's value", ape, "AzureCluster:org-x/wc1", false, false},
+		{"the other kind's value, from its side", wc, "AzurePrivateEndpoint:org-x/wc1", false, false},
+		{"earlier versions' value, nobody else of that name", ape, "org-x/wc1", false, true},
+		{"earlier versions' value, a cluster of that name", ape, "org-x/wc1", true, false},
+		{"earlier versions' value, an endpoint object of that name", wc, "org-x/wc1", true, false},
+		{"another object's earlier value", ape, "org-x/wc2", false, false},
+		{"shared", ape, SharedOwner, false, false},
+		{"none", ape, "", false, false},
+	} {
+		if got := c.o.Claim(c.value, c.otherKind); got != c.want {
+			t.Errorf("%s: Claim(%q, %v) = %v", c.reason, c.value, c.otherKind, got)
+		}
+	}
+}

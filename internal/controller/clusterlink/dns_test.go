@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
@@ -33,7 +35,7 @@ func TestWiringDNS(t *testing.T) {
 	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
 	ctx := context.Background()
 	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
-	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21), wcCluster("wc3", 22))
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21), wcCluster("wc3", 22), wcCluster("wc4", 23))
 
 	// Someone else's record in wc2's zone, before the operator starts (once
 	// CAPZ has made the MC's resource group).
@@ -51,8 +53,38 @@ func TestWiringDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Owner values of earlier versions ("<ns>/<name>", no kind): wc1's is
+	// taken over; wc4's is not, since an AzurePrivateEndpoint org-a/wc4
+	// exists and could have written it.
+	legacy := func(zone, owner, ip string) {
+		t.Helper()
+		testworld.Eventually(t, testworld.Timeout, "zone "+zone, func(ctx context.Context) (bool, string) {
+			poller, err := zones.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, "mc-rg", zone, armprivatedns.PrivateZone{Location: new("global")}, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			_, err = poller.PollUntilDone(ctx, nil)
+			return err == nil, fmt.Sprint(err)
+		})
+		if _, err := zones.NewRecordSetsClient().CreateOrUpdate(ctx, "mc-rg", zone, armprivatedns.RecordTypeA, "api", armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{
+			TTL: new(int64(60)), ARecords: []*armprivatedns.ARecord{{IPv4Address: new(ip)}}, Metadata: map[string]*string{dns.OwnerMetadata: new(owner)}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacy("wc1."+baseDomain, wcNS+"/wc1", "192.0.2.9")
+	legacy("wc4."+baseDomain, wcNS+"/wc4", "192.0.2.4")
+	if err := w.Client.Create(ctx, &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: wcNS, Name: "wc4"}, Spec: v1alpha1.AzurePrivateEndpointSpec{
+		SubscriptionID: wcSub, ResourceGroup: "wc4-rg", Location: "westeurope", SubnetID: vnetID(wcSub, "wc4-rg", "wc4-vnet") + "/subnets/wc4-nodes",
+		IdentityRef:          &v1alpha1.IdentityReference{Name: testworld.IdentityName, Namespace: testworld.IdentityNS},
+		PrivateLinkServiceID: clusterlink.PrivateLinkServiceID(mcSub, "mc-rg", "mc-ingress-privatelink"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
 	stop := operator(t, w, func(o *clusterlink.Options) {
-		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6}
+		// A check every 500 ms for five clusters is far beyond the default
+		// Private DNS budget, which would only slow the test down.
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1}
 	})
 	for _, name := range []string{"wc1", "wc3"} {
 		u := wired(t, w, name, true, true)
@@ -62,6 +94,15 @@ func TestWiringDNS(t *testing.T) {
 		resolves(t, w, wcVNet, "grafana.mc."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[ingAnn])
 		resolves(t, w, wcVNet, "api."+name+"."+baseDomain, azuresim.ResolveNotPrivate, "")
 		resolves(t, w, mcVNet, "grafana.mc."+baseDomain, azuresim.ResolveNotPrivate, "")
+	}
+	if got := recordOwnerOf(t, zones, "wc1."+baseDomain); got != dns.KindAzureCluster+":"+wcNS+"/wc1" {
+		t.Errorf("wc1's record carries owner %q after the take-over", got)
+	}
+	wired(t, w, "wc4", true, true)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc4"}, clusterlink.ReasonDNSRecordNotOwned)
+	resolves(t, w, mcVNet, "api.wc4."+baseDomain, azuresim.ResolveOK, "192.0.2.4")
+	if got := recordOwnerOf(t, zones, "wc4."+baseDomain); got != wcNS+"/wc4" {
+		t.Errorf("the record an AzurePrivateEndpoint of wc4's name may have written carries owner %q", got)
 	}
 	wired(t, w, "wc2", true, true)
 	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, clusterlink.ReasonDNSRecordNotOwned)
@@ -159,4 +200,13 @@ func TestWiringDNSSharedResourceGroup(t *testing.T) {
 	if ok, _ := w.HasEvent(ctx, key2, clusterlink.ReasonDNSRecordNotOwned); ok {
 		t.Error("wc2 tried to write wc1's record set")
 	}
+}
+
+func recordOwnerOf(t *testing.T, zones *armprivatedns.ClientFactory, zone string) string {
+	t.Helper()
+	rs, err := zones.NewRecordSetsClient().Get(context.Background(), "mc-rg", zone, armprivatedns.RecordTypeA, "api", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dns.RecordOwner(&rs.RecordSet)
 }
