@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -236,50 +234,27 @@ func TestMigrationNewLinkName(t *testing.T) {
 func watchAPIAnnotation(t *testing.T, w *testworld.World, key types.NamespacedName) func() []string {
 	t.Helper()
 	l := watchWC(t, w, key)
-	stop, done := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var seen []string
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			l.mu.Lock()
-			n, ip := len(l.states), ""
-			if n > 0 {
-				ip = l.states[n-1].api
-			}
-			l.mu.Unlock()
-			if n == 0 {
+	return testworld.Watch(t, func() string {
+		l.mu.Lock()
+		n := len(l.states)
+		ip := ""
+		if n > 0 {
+			ip = l.states[n-1].api
+		}
+		l.mu.Unlock()
+		if n == 0 {
+			return ""
+		}
+		var mcEndpoints []string
+		for _, e := range w.Sim.Endpoints() {
+			if !strings.Contains(e.ID, "/resourceGroups/mc-rg/") {
 				continue
 			}
-			ok := false
-			var mcEndpoints []string
-			for _, e := range w.Sim.Endpoints() {
-				if strings.Contains(e.ID, "/resourceGroups/mc-rg/") {
-					ok = ok || e.IP == ip && e.ConnectionState == "Approved"
-					mcEndpoints = append(mcEndpoints, e.Name+" "+e.IP+" "+e.ConnectionState)
-				}
+			if e.IP == ip && e.ConnectionState == "Approved" {
+				return ""
 			}
-			if !ok {
-				mu.Lock()
-				seen = append(seen, fmt.Sprintf("%q while the MC holds %v", ip, mcEndpoints))
-				mu.Unlock()
-			}
+			mcEndpoints = append(mcEndpoints, e.Name+" "+e.IP+" "+e.ConnectionState)
 		}
-	}()
-	var once sync.Once
-	finish := func() []string {
-		once.Do(func() { close(stop); <-done })
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
-	t.Cleanup(func() { finish() })
-	return finish
+		return fmt.Sprintf("%q while the MC holds %v", ip, mcEndpoints)
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -255,45 +254,22 @@ func faultCount(w *testworld.World, code string) int {
 // another address).
 func watchName(t *testing.T, w *testworld.World, vnet, name, sub, endpoint string) func() []string {
 	t.Helper()
-	stop, done := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var seen []string
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			r := w.Sim.Resolve(vnet, name)
-			if r.Status != azuresim.ResolveOK {
-				continue
-			}
-			var holder *azuresim.EndpointInfo
-			for _, e := range w.Sim.Endpoints() {
-				if strings.HasPrefix(strings.ToLower(e.ID), "/subscriptions/"+sub+"/") && strings.EqualFold(e.Name, endpoint) {
-					holder = &e
-				}
-			}
-			if holder == nil || len(r.Addresses) != 1 || r.Addresses[0] != holder.IP {
-				mu.Lock()
-				seen = append(seen, fmt.Sprintf("%v while the endpoint is %+v", r.Addresses, holder))
-				mu.Unlock()
+	return testworld.Watch(t, func() string {
+		r := w.Sim.Resolve(vnet, name)
+		if r.Status != azuresim.ResolveOK {
+			return ""
+		}
+		var holder *azuresim.EndpointInfo
+		for _, e := range w.Sim.Endpoints() {
+			if strings.HasPrefix(strings.ToLower(e.ID), "/subscriptions/"+sub+"/") && strings.EqualFold(e.Name, endpoint) {
+				holder = &e
 			}
 		}
-	}()
-	var once sync.Once
-	finish := func() []string {
-		once.Do(func() { close(stop); <-done })
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
-	t.Cleanup(func() { finish() })
-	return finish
+		if holder == nil || len(r.Addresses) != 1 || r.Addresses[0] != holder.IP {
+			return fmt.Sprintf("%v while the endpoint is %+v", r.Addresses, holder)
+		}
+		return ""
+	})
 }
 
 func endpointID(t *testing.T, w *testworld.World, sub, rg, name string) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -335,41 +334,16 @@ func TestHealsDisconnected(t *testing.T) {
 // the returned function is called, and records each time it resolves to an
 // address that no existing endpoint of the object holds.
 func watchRecords(t *testing.T, w *testworld.World, name, object string) func() []string {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	var mu sync.Mutex
-	var seen []string
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			r := w.Sim.Resolve(cVNet, name)
-			if r.Status != azuresim.ResolveOK {
-				continue
-			}
-			e := endpoint(w, object)
-			if e == nil || len(r.Addresses) != 1 || r.Addresses[0] != e.IP {
-				mu.Lock()
-				seen = append(seen, fmt.Sprintf("%v while the endpoint is %+v", r.Addresses, e))
-				mu.Unlock()
-			}
+	return testworld.Watch(t, func() string {
+		r := w.Sim.Resolve(cVNet, name)
+		if r.Status != azuresim.ResolveOK {
+			return ""
 		}
-	}()
-	var once sync.Once
-	finish := func() []string {
-		once.Do(func() { close(stop); <-done })
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
-	t.Cleanup(func() { finish() })
-	return finish
+		if e := endpoint(w, object); e == nil || len(r.Addresses) != 1 || r.Addresses[0] != e.IP {
+			return fmt.Sprintf("%v while the endpoint is %+v", r.Addresses, e)
+		}
+		return ""
+	})
 }
 
 // TestDeletion: Delete removes the records, then the link, then the zone,
