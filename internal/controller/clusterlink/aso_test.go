@@ -15,9 +15,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -78,13 +76,7 @@ const asoPE = "wc1-api-privatelink-privateendpoint"
 // removes the MC's endpoint entry.
 func optedOut(t *testing.T, schema testenv.Schema) *testworld.World {
 	t.Helper()
-	w := world(t, schema, capzsim.Upstream, false)
-	wc := wcCluster("wc1", 20)
-	wc.PrivateLinks = nil
-	create(t, w, schema, mcCluster(true), wc)
-	operator(t, w, func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true })
-	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
-	wired(t, w, "wc1", true, true)
+	w, _, _ := managedWorld(t, schema)
 	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"},
 		`{"metadata":{"annotations":{"`+clusterlink.DefaultAnnotationPrefix+"/"+clusterlink.ManageAnnotation+`":"false"}}}`)
 	return w
@@ -138,16 +130,7 @@ func reconciles(t *testing.T, controller string) float64 {
 // min), which are the bound when the endpoint is deleted behind a live
 // object. The operator itself never deletes an endpoint in Azure.
 func TestHealsThroughASO(t *testing.T) {
-	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
-	wc := wcCluster("wc1", 20)
-	wc.PrivateLinks = nil
-	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc)
-	operator(t, w, func(o *clusterlink.Options) {
-		o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true
-		o.HealDisconnectedAfter = time.Second
-	})
-	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
-	wired(t, w, "wc1", true, true)
+	w, _, _ := managedWorld(t, testenv.SchemaUpstream, func(o *clusterlink.Options) { o.HealDisconnectedAfter = time.Second })
 	const name = "wc1-to-mc-privatelink-privateendpoint"
 	before := endpointInstance(t, w, wcSub, "wc1-rg", name)
 

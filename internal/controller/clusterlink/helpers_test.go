@@ -13,6 +13,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -138,4 +139,24 @@ func mergePatch(t *testing.T, w *testworld.World, key types.NamespacedName, patc
 	if err := w.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(userMgr)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// managedWorld wires wc1 on upstream CAPZ (no privateLinks) through the
+// operator's managed private link service, in a world of the given
+// schema; mutate adjusts the operator's options beyond the managed loop.
+// It returns the world, the wired WC and the operator's stop.
+func managedWorld(t *testing.T, schema testenv.Schema, mutate ...func(*clusterlink.Options)) (*testworld.World, *unstructured.Unstructured, func()) {
+	t.Helper()
+	w := world(t, schema, capzsim.Upstream, false)
+	wc := wcCluster("wc1", 20)
+	wc.PrivateLinks = nil
+	create(t, w, schema, mcCluster(true), wc)
+	stop := operator(t, w, append([]func(*clusterlink.Options){managedLoop}, mutate...)...)
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	return w, wired(t, w, "wc1", true, true), stop
+}
+
+// managedLoop turns on the managed private link services for every WC.
+func managedLoop(o *clusterlink.Options) {
+	o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true
 }

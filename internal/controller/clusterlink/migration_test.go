@@ -13,9 +13,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -30,15 +28,8 @@ import (
 // serving it and says so, and still nothing changes. A WC created after the
 // upgrade with its links declared is wired through CAPZ's service.
 func TestMigrationV123ToV127(t *testing.T) {
-	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
+	w, u, stop := managedWorld(t, testenv.SchemaUpstream)
 	ctx := context.Background()
-	wc := wcCluster("wc1", 20)
-	wc.PrivateLinks = nil
-	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc)
-	managed := func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true }
-	stop := operator(t, w, managed)
-	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
-	u := wired(t, w, "wc1", true, true)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 	want := fmt.Sprint([]string{u.GetAnnotations()[apiAnn], u.GetAnnotations()[ingAnn]})
 	seen := recordAnnotations(t, w, key)
@@ -50,7 +41,7 @@ func TestMigrationV123ToV127(t *testing.T) {
 	if err := w.UpgradeCAPZ(ctx, testenv.SchemaV127); err != nil {
 		t.Fatal(err)
 	}
-	operator(t, w, managed)
+	operator(t, w, managedLoop)
 	testworld.Eventually(t, testworld.Timeout, "CAPZ v1.27 managing the ASO endpoints v1.23 wrote", func(ctx context.Context) (bool, string) {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(capz.ASOPrivateEndpointGVK)
@@ -151,22 +142,15 @@ func recordAnnotations(t *testing.T, w *testworld.World, key types.NamespacedNam
 // endpoint to it. The annotation is never empty, and never holds an
 // address that no Approved endpoint of the MC holds.
 func TestMigrationNewLinkName(t *testing.T) {
-	w := world(t, testenv.SchemaUpstream, capzsim.Upstream, false)
+	w, _, stop := managedWorld(t, testenv.SchemaUpstream)
 	ctx := context.Background()
-	wc := wcCluster("wc1", 20)
-	wc.PrivateLinks = nil
-	create(t, w, testenv.SchemaUpstream, mcCluster(true), wc)
-	managed := func(o *clusterlink.Options) { o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true }
-	stop := operator(t, w, managed)
-	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
-	wired(t, w, "wc1", true, true)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 
 	stop()
 	if err := w.UpgradeCAPZ(ctx, testenv.SchemaV127); err != nil {
 		t.Fatal(err)
 	}
-	operator(t, w, managed)
+	operator(t, w, managedLoop)
 	// Watched from here on (replacing the CRD ends the watches that were
 	// open).
 	seen := recordAnnotations(t, w, key)
