@@ -50,18 +50,7 @@ func TestMigrationV123ToV127(t *testing.T) {
 	})
 
 	// The owner declares the link under the managed service's name.
-	link := `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[{"name":"wc1-api-privatelink",` +
-		`"allowedSubscriptions":["` + mcSub + `"],"autoApprovedSubscriptions":["` + mcSub + `"],` +
-		`"lbFrontendIPConfigNames":["wc1-api-lb-frontend"],"natIPConfigurations":[{"allocationMethod":"Dynamic","subnet":"wc1-cp"}]}]}}}}`
-	testworld.Eventually(t, testworld.Timeout, "the v1.27 schema keeping privateLinks", func(ctx context.Context) (bool, string) {
-		mergePatch(t, w, key, link)
-		u, err := w.Get(ctx, wcNS, "wc1")
-		if err != nil {
-			return false, err.Error()
-		}
-		view, _ := capz.FromUnstructured(u)
-		return len(view.PrivateLinks) == 1, testworld.Describe(u)
-	})
+	declareLink(t, w, key, "wc1-api-privatelink", true)
 	waitEvent(t, w, key, clusterlink.ReasonPrivateLinkServiceNotHandedOver)
 	testworld.Eventually(t, testworld.Timeout, "CAPZ's ASO service refused by Azure", func(ctx context.Context) (bool, string) {
 		pls := &unstructured.Unstructured{}
@@ -155,18 +144,7 @@ func TestMigrationNewLinkName(t *testing.T) {
 	// open).
 	seen := recordAnnotations(t, w, key)
 	wrong := watchAPIAnnotation(t, w, key)
-	link := `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[{"name":"wc1-apiserver",` +
-		`"allowedSubscriptions":["` + mcSub + `"],` +
-		`"lbFrontendIPConfigNames":["wc1-api-lb-frontend"],"natIPConfigurations":[{"allocationMethod":"Dynamic","subnet":"wc1-cp"}]}]}}}}`
-	testworld.Eventually(t, testworld.Timeout, "wc1 declaring wc1-apiserver", func(ctx context.Context) (bool, string) {
-		mergePatch(t, w, key, link)
-		u, err := w.Get(ctx, wcNS, "wc1")
-		if err != nil {
-			return false, err.Error()
-		}
-		view, _ := capz.FromUnstructured(u)
-		return len(view.PrivateLinks) == 1, testworld.Describe(u)
-	})
+	declareLink(t, w, key, "wc1-apiserver", false)
 	newPLS := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-apiserver")
 	newPE := "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateEndpoints/wc1-apiserver-privateendpoint"
 	testworld.Eventually(t, testworld.Timeout, "the MC's endpoint to wc1-apiserver awaiting approval", func(context.Context) (bool, string) {
@@ -240,5 +218,28 @@ func watchAPIAnnotation(t *testing.T, w *testworld.World, key types.NamespacedNa
 			mcEndpoints = append(mcEndpoints, e.Name+" "+e.IP+" "+e.ConnectionState)
 		}
 		return fmt.Sprintf("%q while the MC holds %v", ip, mcEndpoints)
+	})
+}
+
+// declareLink has the WC declare one private link on its API server load
+// balancer (the v1.27 schema), auto-approving the MC's subscription or not,
+// and waits until the schema keeps it.
+func declareLink(t *testing.T, w *testworld.World, key types.NamespacedName, name string, autoApprove bool) {
+	t.Helper()
+	approve := ""
+	if autoApprove {
+		approve = `"autoApprovedSubscriptions":["` + mcSub + `"],`
+	}
+	link := `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[{"name":"` + name + `",` +
+		`"allowedSubscriptions":["` + mcSub + `"],` + approve +
+		`"lbFrontendIPConfigNames":["wc1-api-lb-frontend"],"natIPConfigurations":[{"allocationMethod":"Dynamic","subnet":"wc1-cp"}]}]}}}}`
+	testworld.Eventually(t, testworld.Timeout, key.Name+" declaring "+name, func(ctx context.Context) (bool, string) {
+		mergePatch(t, w, key, link)
+		u, err := w.Get(ctx, key.Namespace, key.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		view, _ := capz.FromUnstructured(u)
+		return len(view.PrivateLinks) == 1, testworld.Describe(u)
 	})
 }
