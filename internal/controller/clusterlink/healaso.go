@@ -56,7 +56,7 @@ func (r *WCReconciler) healThroughASO(ctx context.Context, u *unstructured.Unstr
 		return false, nil
 	}
 	k := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	r.asoHeals.Store(k, owner)
+	r.asoHeals.Store(k, obj.GetUID())
 	if obj.GetDeletionTimestamp() != nil {
 		return true, nil
 	}
@@ -73,12 +73,19 @@ func (r *WCReconciler) healThroughASO(ctx context.Context, u *unstructured.Unstr
 // of an endpoint it healed is gone, and forgets the heal.
 func (r *WCReconciler) followASOHeal(ctx context.Context, owner *capz.AzureCluster, ep Endpoint) error {
 	k := types.NamespacedName{Namespace: owner.Namespace, Name: capz.ASOName(ep.Name)}
-	if _, ok := r.asoHeals.Load(k); !ok {
+	deleted, ok := r.asoHeals.Load(k)
+	if !ok {
 		return nil
 	}
 	obj, err := r.asoEndpoint(ctx, owner, ep.Name)
-	if err != nil || obj != nil {
-		return err // still there (deleting, or made again)
+	switch {
+	case err != nil:
+		return err
+	case obj != nil && obj.GetUID() == deleted:
+		return nil // still being deleted
+	case obj != nil:
+		r.asoHeals.Delete(k) // CAPZ made it again
+		return nil
 	}
 	if err := r.requestCAPZReconcile(ctx, owner, ep.Name); err != nil {
 		return err

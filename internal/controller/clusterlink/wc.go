@@ -51,8 +51,8 @@ type WCReconciler struct {
 	mc      mcSnapshot
 	heal    heal.Tracker
 	once    sync.Once
-	// asoHeals are the ASO objects (namespace/name → owner) deleted to
-	// heal an endpoint, until CAPZ has been asked again (healaso.go).
+	// asoHeals are the ASO objects (namespace/name → UID) deleted to heal
+	// an endpoint, until CAPZ has been asked again (healaso.go).
 	asoHeals sync.Map
 }
 
