@@ -74,19 +74,9 @@ const (
 func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
 	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
 	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hadDNS)
-	if slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Side == DNSSideWC }) {
-		peers, err := r.dnsPeers(ctx, wc)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if p := WCSideConflict(mc, wc, u.GetCreationTimestamp().Time, peers, r.Opts.DNS, r.Opts.annotation); p != nil {
-			problems = append(problems, *p)
-			for i := range sets {
-				if sets[i].Side == DNSSideWC {
-					sets[i].IP, sets[i].Refused = "", true // what this cluster wrote there goes
-				}
-			}
-		}
+	problems, err := r.refuseConflict(ctx, u, wc, mc, sets, problems)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	for _, p := range problems {
 		r.warnOnce(u, p.Reason, p.Message)
@@ -133,6 +123,25 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 		}
 	}
 	return result, nil
+}
+
+// refuseConflict refuses the WC-side set when another WC of the resource
+// group holds those names (WCSideConflict): the set is marked Refused, and
+// its records go. It returns problems with the conflict added.
+func (r *WCReconciler) refuseConflict(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, sets []DNSSet, problems []Problem) ([]Problem, error) {
+	i := slices.IndexFunc(sets, func(s DNSSet) bool { return s.Side == DNSSideWC })
+	if i < 0 {
+		return problems, nil
+	}
+	peers, err := r.dnsPeers(ctx, wc)
+	if err != nil {
+		return nil, err
+	}
+	if p := WCSideConflict(mc, wc, u.GetCreationTimestamp().Time, peers, r.Opts.DNS, r.Opts.annotation); p != nil {
+		problems = append(problems, *p)
+		sets[i].IP, sets[i].Refused = "", true // what this cluster wrote there goes
+	}
+	return problems, nil
 }
 
 // What the records of one side of a WC hold, as the last DNS pass left

@@ -31,7 +31,7 @@ import (
 // object is gone (CAPZ requeues itself every 20 s while an object it wants
 // is not Ready, but not while one is merely being deleted and still Ready).
 
-// HealRequestedAnnotation, under the annotation prefix, is written on an
+// HealRequestedAnnotation is written, under the annotation prefix, on an
 // AzureCluster whose ASO-backed endpoint the operator healed: "<endpoint>
 // <RFC 3339 time>". Its only purpose is the update event that makes CAPZ
 // reconcile the cluster now rather than at its sync period.
