@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,25 +150,48 @@ func watchWC(t *testing.T, w *testworld.World, key types.NamespacedName) *wcLog 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range wi.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || ev.Type == watch.Deleted {
-				continue
+		for {
+			for ev := range wi.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok || ev.Type == watch.Deleted {
+					continue
+				}
+				l.record(u)
 			}
-			view, _ := capz.FromUnstructured(u)
-			var entries []string
-			for _, s := range view.Subnets {
-				for _, pe := range s.PrivateEndpoints {
-					entries = append(entries, pe.Name)
+			// The API server ends a watch now and then, and always when the
+			// CRD is replaced (a CAPZ upgrade): open it again, which shows
+			// the current state first.
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				if wi, err = dc.Resource(gvr).Namespace(key.Namespace).Watch(ctx, metav1ListOptionsFor(key.Name)); err == nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(50 * time.Millisecond):
 				}
 			}
-			l.mu.Lock()
-			l.states = append(l.states, wcState{u.GetAnnotations()[ingAnn], u.GetAnnotations()[apiAnn], entries})
-			l.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() { cancel(); wi.Stop(); <-done })
+	t.Cleanup(func() { cancel(); <-done })
 	return l
+}
+
+// record appends a WC's state as a watch shows it.
+func (l *wcLog) record(u *unstructured.Unstructured) {
+	view, _ := capz.FromUnstructured(u)
+	var entries []string
+	for _, s := range view.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			entries = append(entries, pe.Name)
+		}
+	}
+	l.mu.Lock()
+	l.states = append(l.states, wcState{u.GetAnnotations()[ingAnn], u.GetAnnotations()[apiAnn], entries})
+	l.mu.Unlock()
 }
 
 func (l *wcLog) annotations() []string {

@@ -134,16 +134,14 @@ func TestMigrationNewLinkName(t *testing.T) {
 	w, _, stop := managedWorld(t, testenv.SchemaUpstream)
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	seen := recordAnnotations(t, w, key)
+	wrong := watchAPIAnnotation(t, w, key)
 
 	stop()
 	if err := w.UpgradeCAPZ(ctx, testenv.SchemaV127); err != nil {
 		t.Fatal(err)
 	}
 	operator(t, w, managedLoop)
-	// Watched from here on (replacing the CRD ends the watches that were
-	// open).
-	seen := recordAnnotations(t, w, key)
-	wrong := watchAPIAnnotation(t, w, key)
 	declareLink(t, w, key, "wc1-apiserver", false)
 	newPLS := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-apiserver")
 	newPE := "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateEndpoints/wc1-apiserver-privateendpoint"

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
@@ -268,7 +269,8 @@ func TestObserveHealsDisconnected(t *testing.T) {
 		opts.setDefaults()
 		az := &recordingEndpoints{fakeEndpoints: broken(c.state)}
 		rec := events.NewFakeRecorder(100)
-		r := &WCReconciler{Opts: opts, Endpoints: az, Recorder: rec}
+		// An API server without ASO: the heal goes to Azure, as on the fork.
+		r := &WCReconciler{Client: fake.NewClientBuilder().Build(), Opts: opts, Endpoints: az, Recorder: rec}
 		r.heal.Clock, r.heal.Grace = clk, opts.HealDisconnectedAfter
 		u := &unstructured.Unstructured{}
 		u.SetNamespace(wc.Namespace)
