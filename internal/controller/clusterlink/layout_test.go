@@ -141,7 +141,10 @@ func watchWC(t *testing.T, w *testworld.World, key types.NamespacedName) *wcLog 
 	}
 	gvr := schema.GroupVersionResource{Group: capz.AzureClusterGVK.Group, Version: capz.AzureClusterGVK.Version, Resource: "azureclusters"}
 	ctx, cancel := context.WithCancel(context.Background())
-	wi, err := dc.Resource(gvr).Namespace(key.Namespace).Watch(ctx, metav1ListOptionsFor(key.Name))
+	open := func() (watch.Interface, error) {
+		return dc.Resource(gvr).Namespace(key.Namespace).Watch(ctx, metav1ListOptionsFor(key.Name))
+	}
+	wi, err := open()
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -150,34 +153,39 @@ func watchWC(t *testing.T, w *testworld.World, key types.NamespacedName) *wcLog 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
-			for ev := range wi.ResultChan() {
-				u, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok || ev.Type == watch.Deleted {
-					continue
-				}
-				l.record(u)
-			}
+		for wi != nil {
+			l.drain(wi)
 			// The API server ends a watch now and then, and always when the
 			// CRD is replaced (a CAPZ upgrade): open it again, which shows
 			// the current state first.
-			for {
-				if ctx.Err() != nil {
-					return
-				}
-				if wi, err = dc.Resource(gvr).Namespace(key.Namespace).Watch(ctx, metav1ListOptionsFor(key.Name)); err == nil {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
+			wi = reopen(ctx, open)
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return l
+}
+
+// drain records every state wi shows until it ends.
+func (l *wcLog) drain(wi watch.Interface) {
+	for ev := range wi.ResultChan() {
+		if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Deleted {
+			l.record(u)
+		}
+	}
+}
+
+// reopen opens a watch again until it succeeds; nil once ctx is done.
+func reopen(ctx context.Context, open func() (watch.Interface, error)) watch.Interface {
+	for ctx.Err() == nil {
+		if wi, err := open(); err == nil {
+			return wi
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // record appends a WC's state as a watch shows it.
