@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/utils/ptr"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 )
@@ -272,4 +273,32 @@ func nicIP(t testing.TB, e *env, sub, nicID string) string {
 		t.Fatal(err)
 	}
 	return *nic.Properties.IPConfigurations[0].Properties.PrivateIPAddress
+}
+
+// natIPs reads a private link service's NAT addresses by configuration
+// name: as Azure does, the service shows a dynamic configuration without
+// its address, which is on the service's network interface.
+func natIPs(t testing.TB, e *env, sub string, pls *armnetwork.PrivateLinkService) map[string]string {
+	t.Helper()
+	if len(pls.Properties.NetworkInterfaces) != 1 {
+		t.Fatalf("private link service %s lists %d network interfaces, want 1", *pls.ID, len(pls.Properties.NetworkInterfaces))
+	}
+	out := map[string]string{}
+	for _, c := range pls.Properties.IPConfigurations {
+		if ptr.Deref(c.Properties.PrivateIPAllocationMethod, "") != armnetwork.IPAllocationMethodStatic && c.Properties.PrivateIPAddress != nil {
+			t.Errorf("dynamic NAT IP configuration %s shows address %s; Azure shows none", *c.Name, *c.Properties.PrivateIPAddress)
+		}
+	}
+	parts := strings.Split(*pls.Properties.NetworkInterfaces[0].ID, "/")
+	nic, err := e.network(t, sub).NewInterfacesClient().Get(context.Background(), parts[4], parts[8], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.EqualFold(*nic.Properties.PrivateLinkService.ID, *pls.ID) {
+		t.Errorf("the interface names %s as its service, want %s", *nic.Properties.PrivateLinkService.ID, *pls.ID)
+	}
+	for _, c := range nic.Properties.IPConfigurations {
+		out[*c.Name] = *c.Properties.PrivateIPAddress
+	}
+	return out
 }

@@ -25,7 +25,7 @@ func TestPrivateLinkLifecycle(t *testing.T) {
 	if !regexp.MustCompile(`^wc-api-privatelink\.[0-9a-f-]{36}\.westeurope\.azure\.privatelinkservice$`).MatchString(*pls.Properties.Alias) {
 		t.Errorf("alias %q does not have Azure's shape", *pls.Properties.Alias)
 	}
-	if got := *pls.Properties.IPConfigurations[0].Properties.PrivateIPAddress; got != "10.1.1.4" {
+	if got := natIPs(t, e, providerSub, &pls)[*pls.Properties.IPConfigurations[0].Name]; got != "10.1.1.4" {
 		t.Errorf("first NAT IP: want 10.1.1.4 (Azure reserves .0-.3), got %s", got)
 	}
 

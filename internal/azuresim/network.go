@@ -402,17 +402,21 @@ func releaseEverywhere(s *state, id string) {
 	}
 }
 
-// --- Network interfaces (created by private endpoints; read-only here) ---
+// --- Network interfaces (created by private endpoints and private link services; read-only here) ---
 
 var nicKind = &kind{
 	newObj: func() any { return &armnetwork.Interface{} },
 	put: func(_ *state, req *putRequest) *armError {
 		return newError(http.StatusMethodNotAllowed, "MethodNotAllowed",
-			"The emulator creates network interfaces only for private endpoints; %s cannot be written.", req.id)
+			"The emulator creates network interfaces only for private endpoints and private link services; %s cannot be written.", req.id)
 	},
 	checkDelete: func(_ *state, r *resource) *armError {
+		by := "a private endpoint"
+		if p := objOf[armnetwork.Interface](r).Properties; p != nil && p.PrivateLinkService != nil {
+			by = "a private link service"
+		}
 		return errBadRequest("InUseNetworkInterfaceCannotBeDeleted",
-			"Network interface %s is used by a private endpoint and cannot be deleted.", r.id)
+			"Network interface %s is used by %s and cannot be deleted.", r.id, by)
 	},
 	render: func(_ *state, r *resource) {
 		n := objOf[armnetwork.Interface](r)

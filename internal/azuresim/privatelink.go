@@ -53,6 +53,7 @@ var plsKind = &kind{
 	},
 	onDelete: func(s *state, r *resource) {
 		releaseEverywhere(s, r.id)
+		delete(s.res, key(r.nicID))
 		pls := objOf[armnetwork.PrivateLinkService](r)
 		delete(s.aliases, strings.ToLower(ptr.Deref(pls.Properties.Alias, "")))
 		for _, c := range s.list(typePLSConn, r.id) {
@@ -70,6 +71,77 @@ var plsKind = &kind{
 				objOf[armnetwork.PrivateEndpointConnection](c))
 		}
 	},
+	view: plsView,
+}
+
+// plsView is a private link service as Azure shows it: a dynamic NAT IP
+// configuration has no privateIPAddress, in the PUT response and in every
+// GET, and properties.networkInterfaces names the interface that holds the
+// addresses (ASO v2 recording Test_Networking_PrivateLinkService_CRUD.yaml,
+// api-version 2022-07-01; terraform-provider-azurerm issue 26371). The
+// emulator keeps the addresses on the configurations for its own
+// bookkeeping.
+func plsView(_ *state, r *resource) any {
+	in := objOf[armnetwork.PrivateLinkService](r)
+	out := *in
+	props := *in.Properties
+	out.Properties = &props
+	props.IPConfigurations = make([]*armnetwork.PrivateLinkServiceIPConfiguration, 0, len(in.Properties.IPConfigurations))
+	for _, c := range in.Properties.IPConfigurations {
+		cc, cp := *c, *c.Properties
+		cc.Properties = &cp
+		if ptr.Deref(cp.PrivateIPAllocationMethod, "") != armnetwork.IPAllocationMethodStatic {
+			cp.PrivateIPAddress = nil
+		}
+		props.IPConfigurations = append(props.IPConfigurations, &cc)
+	}
+	props.NetworkInterfaces = nil
+	if r.nicID != "" {
+		props.NetworkInterfaces = []*armnetwork.Interface{{ID: new(r.nicID)}}
+	}
+	return &out
+}
+
+// syncPLSNIC writes the service's network interface: one IP configuration
+// per NAT IP configuration, with its address. Azure names the interface
+// <service>.nic.<guid> in the service's resource group (the recording
+// above); the names of its IP configurations are not recorded, so the
+// emulator uses the NAT configurations' names and the operator does not
+// rely on them.
+func (s *state) syncPLSNIC(r *resource, pls *armnetwork.PrivateLinkService) {
+	if r.nicID == "" {
+		r.nicID = resourceID(r.sub, r.rg, typeNIC, r.name+".nic."+newGUID())
+	}
+	nic := s.lookup(r.nicID)
+	if nic == nil {
+		p := armPathOf(r.nicID)
+		nic = &resource{id: r.nicID, typeKey: typeNIC, sub: p.sub, rg: p.rg, name: p.names[0], state: stateSucceeded}
+		s.res[key(nic.id)] = nic
+	}
+	nic.etag = newETag()
+	cfgs := make([]*armnetwork.InterfaceIPConfiguration, 0, len(pls.Properties.IPConfigurations))
+	for _, c := range pls.Properties.IPConfigurations {
+		cfgs = append(cfgs, &armnetwork.InterfaceIPConfiguration{
+			ID:   new(r.nicID + "/ipConfigurations/" + ptr.Deref(c.Name, "")),
+			Name: c.Name,
+			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+				Primary:                   new(ptr.Deref(c.Properties.Primary, false)),
+				PrivateIPAddress:          c.Properties.PrivateIPAddress,
+				PrivateIPAddressVersion:   new(armnetwork.IPVersionIPv4),
+				PrivateIPAllocationMethod: c.Properties.PrivateIPAllocationMethod,
+				Subnet:                    &armnetwork.Subnet{ID: c.Properties.Subnet.ID},
+				ProvisioningState:         new(armnetwork.ProvisioningStateSucceeded),
+			},
+		})
+	}
+	nic.obj = &armnetwork.Interface{
+		Location: pls.Location,
+		Properties: &armnetwork.InterfacePropertiesFormat{
+			PrivateLinkService: &armnetwork.PrivateLinkService{ID: new(r.id)},
+			ProvisioningState:  new(armnetwork.ProvisioningStateSucceeded),
+			IPConfigurations:   cfgs,
+		},
+	}
 }
 
 // validName checks a Microsoft.Network resource name as Azure does: max
@@ -137,6 +209,7 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 		s.aliases[strings.ToLower(*p.Alias)] = key(req.id)
 	}
 	req.res.obj = pls
+	s.syncPLSNIC(req.res, pls)
 	return nil
 }
 

@@ -59,6 +59,9 @@ type resource struct {
 	location string
 	// link is a private endpoint's connection bookkeeping.
 	link *peLink
+	// nicID is the network interface Azure makes for a private link
+	// service (<name>.nic.<guid>).
+	nicID string
 }
 
 // operation is a long-running operation. It completes when the clock passes
@@ -91,6 +94,9 @@ type kind struct {
 	// render fills derived fields of r.obj (provisioning state, ETag,
 	// references) before it is marshalled.
 	render func(s *state, r *resource)
+	// view, if set, returns what a response shows of r.obj when that
+	// differs from what the emulator keeps (it must not change r.obj).
+	view func(s *state, r *resource) any
 	// lro says PUT and DELETE are long-running operations.
 	lro bool
 	// lroDelete says only DELETE is long-running.
@@ -233,7 +239,11 @@ func (s *state) marshal(k *kind, r *resource) json.RawMessage {
 	if k.render != nil {
 		k.render(s, r)
 	}
-	b, err := json.Marshal(r.obj)
+	obj := r.obj
+	if k.view != nil {
+		obj = k.view(s, r)
+	}
+	b, err := json.Marshal(obj)
 	if err != nil {
 		panic(fmt.Sprintf("azuresim: marshalling %s: %v", r.id, err))
 	}

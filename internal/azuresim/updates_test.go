@@ -3,6 +3,8 @@ package azuresim_test
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,10 +41,7 @@ func TestPrivateLinkServiceUpdates(t *testing.T) {
 	if *updated.Properties.Alias != *created.Properties.Alias {
 		t.Errorf("alias changed on update: %s -> %s", *created.Properties.Alias, *updated.Properties.Alias)
 	}
-	ips := map[string]string{}
-	for _, c := range updated.Properties.IPConfigurations {
-		ips[*c.Name] = *c.Properties.PrivateIPAddress
-	}
+	ips := natIPs(t, e, providerSub, &updated.PrivateLinkService)
 	if ips["nat-0"] != "10.1.1.4" || ips["nat-1"] != "10.1.1.50" {
 		t.Errorf("NAT IPs after update: want nat-0 kept at 10.1.1.4 and nat-1 at 10.1.1.50, got %v", ips)
 	}
@@ -137,8 +136,9 @@ func TestConditionalRequestsAndTokens(t *testing.T) {
 			nics = append(nics, *n.Name)
 		}
 	}
-	if len(nics) != 1 {
-		t.Errorf("NICs in the group: want the endpoint's one, got %v", nics)
+	slices.Sort(nics)
+	if len(nics) != 2 || !strings.HasPrefix(nics[0], "pe.nic.") || !strings.HasPrefix(nics[1], "svc.nic.") {
+		t.Errorf("NICs in the group: want the endpoint's and the service's, got %v", nics)
 	}
 
 	stale := policy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{`W/"stale"`}})

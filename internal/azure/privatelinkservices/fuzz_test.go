@@ -39,7 +39,7 @@ func FuzzObserved(f *testing.F) {
 		}
 		_ = Diff(d, &observed)
 		_ = PrimaryLocked(d, &observed)
-		_ = NATAddresses(&observed)
+		_ = NATAddresses(&observed, nil)
 		_, _ = OwnerOf(&observed, d.Owner)
 		_ = Connections(&observed)
 		body := Body(d, &observed)

@@ -42,6 +42,21 @@ func (s SDK) Get(ctx context.Context, rg, name string) (*armnetwork.PrivateLinkS
 	return orNil(&resp.PrivateLinkService, err)
 }
 
+// Interface returns a network interface of the service by ID, or nil when
+// it does not exist.
+func (s SDK) Interface(ctx context.Context, id string) (*armnetwork.Interface, error) {
+	p, err := parseAny(id, "networkInterfaces")
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.factory(ctx, p.sub)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.NewInterfacesClient().Get(ctx, p.rg, p.names[0], nil)
+	return orNil(&resp.Interface, err)
+}
+
 // Put starts creating or updating the private link service.
 func (s SDK) Put(ctx context.Context, rg, name string, body armnetwork.PrivateLinkService) error {
 	_, err := s.Primary.NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, rg, name, body, nil)
@@ -167,6 +182,15 @@ func parse(id string, depth int) (idParts, error) {
 		return idParts{}, errors.New("unexpected resource ID shape: " + id)
 	}
 	return p, nil
+}
+
+// parseAny reads /subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/<typ>/name.
+func parseAny(id, typ string) (idParts, error) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") || !strings.EqualFold(segs[6], typ) {
+		return idParts{}, fmt.Errorf("%q is not a %s resource ID", id, typ)
+	}
+	return idParts{sub: segs[1], rg: segs[3], names: []string{segs[7]}}, nil
 }
 
 // VNetOf is the virtual network ID of a subnet ID.

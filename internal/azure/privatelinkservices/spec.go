@@ -202,10 +202,21 @@ func sameNAT(want, got []*armnetwork.PrivateLinkServiceIPConfiguration) bool {
 	return true
 }
 
-// NATAddresses are the observed NAT addresses, primary first.
-func NATAddresses(pls *armnetwork.PrivateLinkService) []string {
+// NATAddresses are the observed NAT addresses, primary first. Azure gives
+// a dynamic NAT IP configuration no privateIPAddress, neither in the PUT
+// response nor in any GET: the address is on the service's network
+// interface, listed in properties.networkInterfaces (ASO v2's recording
+// Test_Networking_PrivateLinkService_CRUD.yaml, api-version 2022-07-01,
+// and terraform-provider-azurerm issue 26371). So when a configuration
+// has no address, the addresses are read from nics, the interfaces
+// NetworkInterfaces lists, primary first; when every configuration has
+// one (all static), from the configurations, as before.
+func NATAddresses(pls *armnetwork.PrivateLinkService, nics []*armnetwork.Interface) []string {
 	if pls == nil || pls.Properties == nil {
 		return nil
+	}
+	if NeedsInterfaces(pls) {
+		return interfaceAddresses(nics)
 	}
 	var out []string
 	cfgs := slices.Clone(pls.Properties.IPConfigurations)
@@ -225,6 +236,56 @@ func NATAddresses(pls *armnetwork.PrivateLinkService) []string {
 		}
 	}
 	return out
+}
+
+// NeedsInterfaces says the service's NAT addresses are only on its network
+// interfaces: a configuration has none of its own.
+func NeedsInterfaces(pls *armnetwork.PrivateLinkService) bool {
+	if pls == nil || pls.Properties == nil {
+		return false
+	}
+	for _, c := range pls.Properties.IPConfigurations {
+		if c != nil && c.Properties != nil && ptr.Deref(c.Properties.PrivateIPAddress, "") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// InterfaceIDs are the IDs of the service's network interfaces.
+func InterfaceIDs(pls *armnetwork.PrivateLinkService) []string {
+	if pls == nil || pls.Properties == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range pls.Properties.NetworkInterfaces {
+		if id := ptr.Deref(n.ID, ""); n != nil && id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// interfaceAddresses are the addresses of the interfaces' IP
+// configurations, the primary ones first, otherwise in Azure's order.
+func interfaceAddresses(nics []*armnetwork.Interface) []string {
+	var primaries, others []string
+	for _, n := range nics {
+		if n == nil || n.Properties == nil {
+			continue
+		}
+		for _, c := range n.Properties.IPConfigurations {
+			if c == nil || c.Properties == nil || ptr.Deref(c.Properties.PrivateIPAddress, "") == "" {
+				continue
+			}
+			if ptr.Deref(c.Properties.Primary, false) {
+				primaries = append(primaries, *c.Properties.PrivateIPAddress)
+			} else {
+				others = append(others, *c.Properties.PrivateIPAddress)
+			}
+		}
+	}
+	return append(primaries, others...)
 }
 
 func primary(cfgs []*armnetwork.PrivateLinkServiceIPConfiguration) *armnetwork.PrivateLinkServiceIPConfiguration {

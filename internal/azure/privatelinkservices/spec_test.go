@@ -141,8 +141,39 @@ func TestNATAddressesPrimaryFirst(t *testing.T) {
 		{Name: new("z"), Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{PrivateIPAddress: new("10.0.0.5"), Primary: new(true)}},
 		{Name: new("a"), Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{PrivateIPAddress: new("10.0.0.7")}},
 	}}}
-	if diff := cmp.Diff([]string{"10.0.0.5", "10.0.0.7", "10.0.0.6"}, NATAddresses(p)); diff != "" {
+	if diff := cmp.Diff([]string{"10.0.0.5", "10.0.0.7", "10.0.0.6"}, NATAddresses(p, nil)); diff != "" {
 		t.Error(diff)
+	}
+}
+
+// TestNATAddressesDynamic: as Azure answers for dynamic NAT IP
+// configurations (no privateIPAddress; the service's network interface
+// holds the addresses), the addresses come from the interface, primary
+// first; without the interface there are none rather than wrong ones.
+func TestNATAddressesDynamic(t *testing.T) {
+	p := &armnetwork.PrivateLinkService{Properties: &armnetwork.PrivateLinkServiceProperties{
+		IPConfigurations: []*armnetwork.PrivateLinkServiceIPConfiguration{
+			{Name: new("static"), Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{PrivateIPAddress: new("10.0.0.9"), PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodStatic)}},
+			{Name: new("config"), Properties: &armnetwork.PrivateLinkServiceIPConfigurationProperties{Primary: new(true), PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodDynamic)}},
+		},
+		NetworkInterfaces: []*armnetwork.Interface{{ID: new("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/pls.nic.1")}},
+	}}
+	if !NeedsInterfaces(p) {
+		t.Fatal("a dynamic configuration without an address needs the interfaces")
+	}
+	if diff := cmp.Diff([]string{"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/pls.nic.1"}, InterfaceIDs(p)); diff != "" {
+		t.Error(diff)
+	}
+	nic := &armnetwork.Interface{Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{
+		{Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{PrivateIPAddress: new("10.0.0.9")}},
+		{Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{PrivateIPAddress: new("10.0.0.5"), Primary: new(true)}},
+		{Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{}},
+	}}}
+	if diff := cmp.Diff([]string{"10.0.0.5", "10.0.0.9"}, NATAddresses(p, []*armnetwork.Interface{nic})); diff != "" {
+		t.Error(diff)
+	}
+	if got := NATAddresses(p, nil); len(got) != 0 {
+		t.Errorf("without the interface: %v, want none", got)
 	}
 }
 

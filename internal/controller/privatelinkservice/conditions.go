@@ -41,6 +41,9 @@ const (
 	EventNATSubnetCreated   = "NATSubnetCreated"
 	EventNATSubnetFixed     = "NATSubnetNetworkPoliciesDisabled"
 	EventNATSubnetDeleted   = "NATSubnetDeleted"
+	// EventNATAddressesUnread: the service's network interface, where
+	// Azure gives dynamic NAT addresses, could not be read.
+	EventNATAddressesUnread = "NATAddressesUnread"
 )
 
 var (

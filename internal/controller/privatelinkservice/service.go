@@ -52,7 +52,16 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	if err := r.checkOwner(obj, observed); err != nil {
 		return r.fail(ctx, obj, cond, err)
 	}
-	r.record(obj, observed)
+	nat, err := natAddresses(ctx, api, observed)
+	if err != nil {
+		// The service itself is fine: keep the addresses last read and
+		// say why they may be stale (typically a missing
+		// networkInterfaces/read).
+		nat = obj.Status.NATIPAddresses
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventNATAddressesUnread, "ReadNetworkInterface",
+			"Azure gives the dynamic NAT addresses of private link service %s only on its network interface, which could not be read (status.natIPAddresses keeps the last addresses read): %v", name, err)
+	}
+	r.record(obj, observed, nat)
 	switch st := ptr.Deref(observed.Properties.ProvisioningState, ""); st {
 	case armnetwork.ProvisioningStateSucceeded:
 		r.failures.reset(owner(obj))
@@ -135,9 +144,28 @@ func (r *Reconciler) checkOwner(obj *v1alpha1.AzurePrivateLinkService, observed 
 	return nil
 }
 
+// natAddresses are the service's NAT addresses, read from its network
+// interfaces when Azure does not give them on the configurations (dynamic
+// allocation: pls.NATAddresses).
+func natAddresses(ctx context.Context, api plsAPI, observed *armnetwork.PrivateLinkService) ([]string, error) {
+	var nics []*armnetwork.Interface
+	if pls.NeedsInterfaces(observed) {
+		for _, id := range pls.InterfaceIDs(observed) {
+			nic, err := api.Interface(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if nic != nil {
+				nics = append(nics, nic)
+			}
+		}
+	}
+	return pls.NATAddresses(observed, nics), nil
+}
+
 // record copies what Azure says into status; an alias that changed since
 // the last observation is announced.
-func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *armnetwork.PrivateLinkService) {
+func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *armnetwork.PrivateLinkService, nat []string) {
 	st := &obj.Status
 	alias := ptr.Deref(observed.Properties.Alias, "")
 	if st.Alias != "" && alias != "" && st.Alias != alias {
@@ -145,7 +173,7 @@ func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *arm
 	}
 	st.ResourceID, st.Alias = ptr.Deref(observed.ID, ""), alias
 	st.ProvisioningState = string(ptr.Deref(observed.Properties.ProvisioningState, ""))
-	st.NATIPAddresses = pls.NATAddresses(observed)
+	st.NATIPAddresses = nat
 	st.Connections, st.ApprovedConnections, st.PendingConnections = nil, 0, 0
 	for _, c := range pls.Connections(observed) {
 		st.Connections = append(st.Connections, v1alpha1.PrivateEndpointConnection{

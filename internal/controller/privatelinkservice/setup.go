@@ -81,6 +81,9 @@ type azureAPI interface {
 // plsAPI reads and writes private link services and their connections.
 type plsAPI interface {
 	Get(ctx context.Context, rg, name string) (*armnetwork.PrivateLinkService, error)
+	// Interface reads a network interface of the service by ID (nil when
+	// gone): Azure gives dynamic NAT addresses only there.
+	Interface(ctx context.Context, id string) (*armnetwork.Interface, error)
 	Put(ctx context.Context, rg, name string, body armnetwork.PrivateLinkService) error
 	Delete(ctx context.Context, rg, name string) error
 	SetConnection(ctx context.Context, rg, name string, d pls.Decision) error
