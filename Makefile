@@ -71,6 +71,10 @@ image: ## Build the operator's OCI image into bin/image.tar (and bin/oci/) witho
 test-image: ## Build the image from a clean context and check it (entrypoint, user, no shell, the binary starts).
 	cd hack/image && $(GO) test -count=1 ./...
 
+.PHONY: fidelity
+fidelity: ## Replay Azure's recorded traffic against azuresim and print every difference, allowed or not (runs in make test too).
+	$(GO) test -count=1 -run '^TestConformance$$' -v ./internal/azuresim/conformance/ -args -report
+
 .PHONY: test-go
 test-go: envtest-assets $(HELM) ## Run unit and envtest tests only (no lint).
 	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" HELM=$(HELM) $(GO) test $(GO_TEST_FLAGS) $(PKGS)

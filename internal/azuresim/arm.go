@@ -108,6 +108,11 @@ func parseARMPath(path string) (armPath, bool) {
 	if len(rest) == 0 {
 		return p, true
 	}
+	if len(rest) == 2 && p.rg == "" && strings.EqualFold(rest[0], "operationresults") && rest[1] != "" {
+		// A resource group deletion's Location: /subscriptions/s/operationresults/<token>.
+		p.types, p.names = []string{rest[0]}, []string{rest[1]}
+		return p, true
+	}
 	if len(rest) < 3 || !strings.EqualFold(rest[0], "providers") {
 		return p, false
 	}

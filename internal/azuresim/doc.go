@@ -31,15 +31,17 @@
 //   - Load balancers, Basic and Standard SKU, with internal frontends (dynamic
 //     or static address in a subnet). A load balancer that a private link
 //     service uses cannot be deleted.
-//   - Network interfaces of private endpoints: GET and list, with the
-//     endpoint reference and IP configuration. They are created and deleted
-//     with their endpoint only.
+//   - Network interfaces of private endpoints and private link services: GET
+//     and list, with the endpoint or service reference and IP
+//     configurations. They are created and deleted with their owner only.
 //   - Private link services: one internal frontend of a Standard load
 //     balancer, 1 to 8 NAT IP configurations with exactly one primary (which
 //     cannot change) in subnets of the load balancer's VNet whose
 //     private-link-service network policies are disabled, visibility
 //     (subscriptions or "*"), auto-approval, proxy protocol, FQDNs, the alias
-//     <name>.<guid>.<location>.azure.privatelinkservice (kept on update), and
+//     <name>.<guid>.<location>.azure.privatelinkservice (kept on update), the
+//     service's network interface <name>.nic.<guid> that holds the NAT
+//     addresses (a dynamic configuration shows none, as in Azure), and
 //     private endpoint connections: get, list, update (approve, reject), delete.
 //     A service that still has connections cannot be deleted.
 //   - Private endpoints: to a service by resource ID or alias; the caller's
@@ -68,15 +70,22 @@
 //     ExpiredAuthenticationToken). Principals may be limited to scopes
 //     (resource ID prefixes): outside them, AuthorizationFailed; referencing a
 //     subnet, frontend or service outside them, LinkedAuthorizationFailed.
-//   - Long-running operations: PUT answers 201 (200 on update) and DELETE 202,
-//     with Azure-AsyncOperation and Location headers and a non-terminal
-//     provisioningState (Updating, Deleting); the operation completes after
+//   - Long-running operations: PUT answers 201 (200 on update) with an
+//     Azure-AsyncOperation header, DELETE 202 with Azure-AsyncOperation and
+//     Location, and a non-terminal provisioningState (Updating, Deleting);
+//     the operation's status is {"status":…} (with the error once Failed);
+//     a resource group DELETE is 202 with a Location under the
+//     subscription, polled until 200. The operation completes after
 //     Options.Latency, lazily against the clock (no goroutine per operation),
 //     and its retry hints are capped by Options.MaxPollInterval. Resume tokens
 //     work. A second write to a resource busy with an operation is 409
 //     AnotherOperationInProgress. An operation fault makes the operation end
 //     Failed and the resource's provisioningState Failed.
-//   - Conditional requests: If-Match and If-None-Match: * (412).
+//   - Conditional requests: If-Match and If-None-Match: * (412). A GET
+//     carries the Etag header.
+//
+// The conformance package (./conformance, make fidelity) replays Azure's
+// recorded traffic against the emulator and lists what still differs.
 //   - Paging with nextLink and $skiptoken; Options.PageSize items per page.
 //   - Throttling: token buckets per subscription, principal and class (reads,
 //     writes, deletes), ARM's defaults in DefaultThrottling; 429

@@ -46,7 +46,11 @@ var vnetKind = &kind{
 			v.Properties = &armnetwork.VirtualNetworkPropertiesFormat{}
 		}
 		v.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
-		v.Properties.Subnets = nil
+		// What Azure always returns, set or not (the recording above).
+		v.Properties.ResourceGUID = new(r.guid)
+		v.Properties.VirtualNetworkPeerings = orEmpty(v.Properties.VirtualNetworkPeerings)
+		v.Properties.EnableDdosProtection = new(ptr.Deref(v.Properties.EnableDdosProtection, false))
+		v.Properties.Subnets = []*armnetwork.Subnet{}
 		for _, sn := range s.list(typeSubnet, r.id) {
 			subnetKind.render(s, sn)
 			v.Properties.Subnets = append(v.Properties.Subnets, objOf[armnetwork.Subnet](sn))
@@ -145,6 +149,7 @@ var subnetKind = &kind{
 		sn := objOf[armnetwork.Subnet](r)
 		setCommon(&sn.ID, &sn.Name, &sn.Type, &sn.Etag, r)
 		sn.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
+		sn.Properties.Delegations = orEmpty(sn.Properties.Delegations)
 		sn.Properties.PrivateEndpoints = nil
 		sn.Properties.IPConfigurations = nil
 		pool := s.pools[key(r.id)]
@@ -290,7 +295,31 @@ var lbKind = &kind{
 	render: func(_ *state, r *resource) {
 		lb := objOf[armnetwork.LoadBalancer](r)
 		setCommon(&lb.ID, &lb.Name, &lb.Type, &lb.Etag, r)
-		lb.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
+		p := lb.Properties
+		p.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
+		// What Azure always returns (ASO v2 recording
+		// Test_Networking_PrivateLinkService_CRUD.yaml, api-version
+		// 2020-11-01): the resource GUID, empty lists, the tier, and on
+		// each frontend its etag, type, IP version and the load balancer's
+		// provisioning state.
+		p.ResourceGUID = new(r.guid)
+		p.BackendAddressPools = orEmpty(p.BackendAddressPools)
+		p.LoadBalancingRules = orEmpty(p.LoadBalancingRules)
+		p.Probes = orEmpty(p.Probes)
+		p.InboundNatRules = orEmpty(p.InboundNatRules)
+		p.OutboundRules = orEmpty(p.OutboundRules)
+		if lb.SKU.Tier == nil {
+			lb.SKU.Tier = new(armnetwork.LoadBalancerSKUTierRegional)
+		}
+		for _, fe := range p.FrontendIPConfigurations {
+			fe.Etag, fe.Type = new(r.etag), new("Microsoft.Network/loadBalancers/frontendIPConfigurations")
+			if fe.Properties != nil {
+				fe.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
+				if fe.Properties.PrivateIPAddress != nil && fe.Properties.PrivateIPAddressVersion == nil {
+					fe.Properties.PrivateIPAddressVersion = new(armnetwork.IPVersionIPv4)
+				}
+			}
+		}
 	},
 }
 
@@ -425,6 +454,14 @@ var nicKind = &kind{
 }
 
 // --- helpers ---
+
+// orEmpty is a list Azure returns as [] when it has no items.
+func orEmpty[T any](in []T) []T {
+	if in == nil {
+		return []T{}
+	}
+	return in
+}
 
 // setCommon fills the envelope fields every resource renders.
 func setCommon(id, name, typ, etag **string, r *resource) {

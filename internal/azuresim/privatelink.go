@@ -63,8 +63,16 @@ var plsKind = &kind{
 	render: func(s *state, r *resource) {
 		pls := objOf[armnetwork.PrivateLinkService](r)
 		setCommon(&pls.ID, &pls.Name, &pls.Type, &pls.Etag, r)
-		pls.Properties.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
-		pls.Properties.PrivateEndpointConnections = nil
+		p := pls.Properties
+		p.ProvisioningState = new(armnetwork.ProvisioningState(r.state))
+		// What Azure always returns (the recording below), but
+		// resourceGuid, which armnetwork v11's model of the service lacks.
+		p.Fqdns = orEmpty(p.Fqdns)
+		p.EnableProxyProtocol = new(ptr.Deref(p.EnableProxyProtocol, false))
+		for _, c := range p.IPConfigurations {
+			c.Etag, c.Type = new(r.etag), new("Microsoft.Network/privateLinkServices/ipConfigurations")
+		}
+		p.PrivateEndpointConnections = []*armnetwork.PrivateEndpointConnection{}
 		for _, c := range s.list(typePLSConn, r.id) {
 			plsConnKind.render(s, c)
 			pls.Properties.PrivateEndpointConnections = append(pls.Properties.PrivateEndpointConnections,
@@ -259,6 +267,13 @@ func checkNATShape(req *putRequest, cfgs []*armnetwork.PrivateLinkServiceIPConfi
 	if n := len(cfgs); n < 1 || n > maxNATIPConfigurations {
 		return errBadRequest("PrivateLinkServiceIpConfigurationCountOutOfRange",
 			"Private link service %s must have between 1 and %d IP configurations; it has %d.", req.id, maxNATIPConfigurations, n)
+	}
+	if len(cfgs) == 1 && cfgs[0] != nil && cfgs[0].Properties != nil && cfgs[0].Properties.Primary == nil {
+		// Azure makes a single NAT IP configuration that does not say
+		// primary the primary one (ASO's recording
+		// Test_Networking_PrivateLinkService_CRUD.yaml). With more than
+		// one, which it picks is not recorded: the emulator refuses.
+		cfgs[0].Properties.Primary = new(true)
 	}
 	primaries := 0
 	for _, c := range cfgs {

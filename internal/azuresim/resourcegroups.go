@@ -2,6 +2,7 @@ package azuresim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -63,8 +64,16 @@ func (s *Server) serveResourceGroup(w http.ResponseWriter, r *http.Request, p ar
 			writeError(w, errResourceGroupNotFound(p.rg))
 			return
 		}
+		// ARM answers 202 with a Location under the subscription and
+		// Retry-After 15, polled until 200 (ASO v2 recording
+		// Test_Networking_PrivateLinkService_CRUD.yaml). The emulator
+		// removes the contents at once; the operation ends after Latency.
 		s.st.deleteResourceGroup(id)
-		w.WriteHeader(http.StatusOK)
+		op := &operation{id: newGUID(), sub: p.sub, method: http.MethodDelete, doneAt: s.st.now().Add(s.st.latency), status: opInProgress}
+		s.st.ops[op.id] = op
+		w.Header().Set("Location", fmt.Sprintf("%s/subscriptions/%s/operationresults/%s?api-version=%s", s.baseURL(r), p.sub, op.id, r.URL.Query().Get("api-version")))
+		s.setRetryAfter(w, op.doneAt)
+		w.WriteHeader(http.StatusAccepted)
 	default:
 		writeError(w, newError(http.StatusMethodNotAllowed, "MethodNotAllowed", "The method '%s' is not allowed on resource groups.", r.Method))
 	}
@@ -96,4 +105,21 @@ func (s *state) deleteResourceGroup(id string) {
 		delete(s.res, k)
 	}
 	delete(s.rgs, key(id))
+}
+
+// serveGroupOperation answers a resource group deletion's Location: 202
+// while it runs, 200 with no body once it is done.
+func (s *Server) serveGroupOperation(w http.ResponseWriter, r *http.Request, p armPath) {
+	op := s.st.ops[p.names[0]]
+	if !strings.EqualFold(p.types[0], "operationresults") || op == nil || !strings.EqualFold(op.sub, p.sub) || op.resource != "" {
+		writeError(w, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", p.names[0]))
+		return
+	}
+	if op.status == opInProgress {
+		s.setRetryAfter(w, op.doneAt)
+		w.Header().Set("Location", s.baseURL(r)+r.URL.RequestURI())
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }

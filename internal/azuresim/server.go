@@ -280,6 +280,8 @@ func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, p armPath, pr 
 	switch {
 	case p.provider == "" && p.rg != "":
 		s.serveResourceGroup(w, r, p)
+	case p.provider == "" && p.rg == "" && len(p.types) == 1:
+		s.serveGroupOperation(w, r, p)
 	case isOperationPath(p):
 		s.serveOperation(w, r, p)
 	case p.rg == "" && !p.isCollection():
@@ -334,6 +336,11 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, p armPath, k *
 	s.st.renderCtx = ctx
 	body := s.st.marshal(k, res)
 	s.st.renderCtx = renderContext{}
+	// A GET carries the resource's ETag as a header too; PUT responses do
+	// not (the recordings above).
+	if res.etag != "" {
+		w.Header().Set("Etag", res.etag)
+	}
 	writeJSON(w, http.StatusOK, body)
 }
 
@@ -402,7 +409,7 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 	}
 	res := existing
 	if res == nil {
-		res = &resource{id: id, typeKey: p.typeKey(), sub: p.sub, rg: p.rg, name: p.names[len(p.names)-1]}
+		res = &resource{id: id, typeKey: p.typeKey(), sub: p.sub, rg: p.rg, name: p.names[len(p.names)-1], guid: newGUID()}
 	}
 	req := &putRequest{path: p, id: id, body: body, existing: existing, res: res, principal: pr}
 	if k.location && loc == "" {
@@ -532,7 +539,12 @@ func (s *Server) writeOperationHeaders(w http.ResponseWriter, r *http.Request, o
 	base := fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s", s.baseURL(r), op.sub, loc)
 	v := r.URL.Query().Get("api-version")
 	w.Header().Set("Azure-AsyncOperation", fmt.Sprintf("%s/operations/%s?api-version=%s", base, op.id, v))
-	w.Header().Set("Location", fmt.Sprintf("%s/operationResults/%s?api-version=%s", base, op.id, v))
+	// Microsoft.Network answers a PUT with Azure-AsyncOperation only, a
+	// DELETE with both (ASO v2 recording
+	// Test_Networking_PrivateLinkService_CRUD.yaml).
+	if op.method == http.MethodDelete {
+		w.Header().Set("Location", fmt.Sprintf("%s/operationResults/%s?api-version=%s", base, op.id, v))
+	}
 	s.setRetryAfter(w, op.doneAt)
 }
 
@@ -551,9 +563,9 @@ func isOperationPath(p armPath) bool {
 		(strings.EqualFold(p.types[1], "operations") || strings.EqualFold(p.types[1], "operationResults"))
 }
 
+// operationStatus is Microsoft.Network's answer on an Azure-AsyncOperation
+// URL: the status, and the error once Failed (no id or name).
 type operationStatus struct {
-	ID        string       `json:"id,omitempty"`
-	Name      string       `json:"name"`
 	Status    string       `json:"status"`
 	StartTime string       `json:"startTime,omitempty"`
 	Error     *errorDetail `json:"error,omitempty"`
@@ -572,7 +584,7 @@ func (s *Server) serveOperation(w http.ResponseWriter, _ *http.Request, p armPat
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		writeJSON(w, http.StatusOK, operationStatus{Name: op.id, Status: op.status})
+		writeJSON(w, http.StatusOK, operationStatus{Status: op.status})
 		return
 	}
 	if op.err != nil {
@@ -580,7 +592,7 @@ func (s *Server) serveOperation(w http.ResponseWriter, _ *http.Request, p armPat
 			writeError(w, op.err)
 			return
 		}
-		writeJSON(w, http.StatusOK, operationStatus{Name: op.id, Status: op.status,
+		writeJSON(w, http.StatusOK, operationStatus{Status: op.status,
 			Error: &errorDetail{Code: op.err.Code, Message: op.err.Message}})
 		return
 	}
@@ -588,7 +600,7 @@ func (s *Server) serveOperation(w http.ResponseWriter, _ *http.Request, p armPat
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, operationStatus{Name: op.id, Status: op.status})
+	writeJSON(w, http.StatusOK, operationStatus{Status: op.status})
 }
 
 // statusRecorder remembers the status code for the counters.

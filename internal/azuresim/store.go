@@ -59,6 +59,9 @@ type resource struct {
 	location string
 	// link is a private endpoint's connection bookkeeping.
 	link *peLink
+	// guid is the resourceGuid Azure gives a virtual network, load
+	// balancer or private link service at creation and keeps.
+	guid string
 	// nicID is the network interface Azure makes for a private link
 	// service (<name>.nic.<guid>).
 	nicID string
@@ -185,10 +188,18 @@ func (s *state) advance() {
 
 // startOperation registers a long-running operation on r.
 func (s *state) startOperation(r *resource, method string, onDone, onFail func()) *operation {
+	loc := r.location
+	if loc == "" {
+		// A child (a subnet, a connection) has no location of its own: its
+		// operation runs in its parent's region.
+		if parent := s.lookup(armPathOf(r.id).parent().id()); parent != nil {
+			loc = parent.location
+		}
+	}
 	op := &operation{
 		id:       newGUID(),
 		sub:      r.sub,
-		location: r.location,
+		location: loc,
 		resource: key(r.id),
 		method:   method,
 		doneAt:   s.now().Add(s.latency),
