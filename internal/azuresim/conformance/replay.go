@@ -67,7 +67,7 @@ func Load(dir string) ([]Fixture, error) {
 	sort.Strings(files)
 	var out []Fixture
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
+		raw, err := os.ReadFile(filepath.Clean(f))
 		if err != nil {
 			return nil, err
 		}
@@ -92,15 +92,15 @@ func Replay(c *http.Client, base string, fx Fixture) ([]Difference, error) {
 	var out []Difference
 	for _, st := range fx.Steps {
 		where := fx.name + "#" + st.Name
-		resp, body, err := send(c, st.Method, base+st.Path, st.Body)
+		resp, err := send(c, st.Method, base+st.Path, st.Body)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		if resp.StatusCode != st.Status {
-			out = append(out, Difference{where + " status", fmt.Sprintf("Azure %d, azuresim %d (%s)", st.Status, resp.StatusCode, firstLine(body))})
+		if resp.status != st.Status {
+			out = append(out, Difference{where + " status", fmt.Sprintf("Azure %d, azuresim %d (%s)", st.Status, resp.status, firstLine(resp.body))})
 		}
-		out = append(out, compareHeaders(where, st.Headers, resp.Header)...)
-		out = append(out, compareBody(where+" body", st.Response, body)...)
+		out = append(out, compareHeaders(where, st.Headers, resp.header)...)
+		out = append(out, compareBody(where+" body", st.Response, resp.body)...)
 		if st.Final != nil {
 			final, err := follow(c, resp)
 			if err != nil {
@@ -113,14 +113,21 @@ func Replay(c *http.Client, base string, fx Fixture) ([]Difference, error) {
 	return out, nil
 }
 
-func send(c *http.Client, method, u string, body []byte) (*http.Response, []byte, error) {
+// answer is a response, read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func send(c *http.Client, method, u string, body []byte) (answer, error) {
 	var r io.Reader
 	if len(body) > 0 {
 		r = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, u, r)
 	if err != nil {
-		return nil, nil, err
+		return answer{}, err
 	}
 	if r != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -128,36 +135,36 @@ func send(c *http.Client, method, u string, body []byte) (*http.Response, []byte
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return answer{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
-	return resp, b, err
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}, err
 }
 
 // follow polls an operation as azcore does: Azure-AsyncOperation first,
 // until its status is terminal, waiting what retry-after-ms or
 // Retry-After says (at most 2 s between polls, 2 min in all).
-func follow(c *http.Client, resp *http.Response) ([]byte, error) {
-	u := resp.Header.Get("Azure-AsyncOperation")
+func follow(c *http.Client, resp answer) ([]byte, error) {
+	u := resp.header.Get("Azure-AsyncOperation")
 	if u == "" {
-		return nil, fmt.Errorf("no Azure-AsyncOperation header to follow (status %d)", resp.StatusCode)
+		return nil, fmt.Errorf("no Azure-AsyncOperation header to follow (status %d)", resp.status)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		r, body, err := send(c, http.MethodGet, u, nil)
+		r, err := send(c, http.MethodGet, u, nil)
 		if err != nil {
 			return nil, err
 		}
 		var s struct {
 			Status string `json:"status"`
 		}
-		_ = json.Unmarshal(body, &s)
+		_ = json.Unmarshal(r.body, &s)
 		switch s.Status {
 		case "Succeeded", "Failed", "Canceled":
-			return body, nil
+			return r.body, nil
 		}
-		time.Sleep(retryAfter(r.Header))
+		time.Sleep(retryAfter(r.header))
 	}
 	return nil, fmt.Errorf("the operation at %s did not end within 2 minutes", u)
 }
@@ -262,30 +269,7 @@ func compareValue(at string, w, g any) []Difference {
 		if !ok {
 			return []Difference{{at, fmt.Sprintf("Azure an object, azuresim %s", describe(g))}}
 		}
-		var out []Difference
-		keys := make([]string, 0, len(wv)+len(gv))
-		for k := range wv {
-			keys = append(keys, k)
-		}
-		for k := range gv {
-			if _, ok := wv[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			wk, inW := wv[k]
-			gk, inG := gv[k]
-			switch {
-			case !inG:
-				out = append(out, Difference{at + "." + k, "Azure sends " + describe(wk) + ", azuresim nothing"})
-			case !inW:
-				out = append(out, Difference{at + "." + k, "Azure sends nothing, azuresim " + describe(gk)})
-			default:
-				out = append(out, compareValue(at+"."+k, wk, gk)...)
-			}
-		}
-		return out
+		return compareObject(at, wv, gv)
 	case []any:
 		gv, ok := g.([]any)
 		if !ok {
@@ -311,6 +295,35 @@ func compareValue(at string, w, g any) []Difference {
 		}
 		return nil
 	}
+}
+
+// compareObject compares two objects key by key: missing, extra, and
+// differing values.
+func compareObject(at string, w, g map[string]any) []Difference {
+	keys := make([]string, 0, len(w)+len(g))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []Difference
+	for _, k := range keys {
+		wk, inW := w[k]
+		gk, inG := g[k]
+		switch {
+		case !inG:
+			out = append(out, Difference{at + "." + k, "Azure sends " + describe(wk) + ", azuresim nothing"})
+		case !inW:
+			out = append(out, Difference{at + "." + k, "Azure sends nothing, azuresim " + describe(gk)})
+		default:
+			out = append(out, compareValue(at+"."+k, wk, gk)...)
+		}
+	}
+	return out
 }
 
 func describe(v any) string {
@@ -355,7 +368,7 @@ type Allowed struct {
 // blank lines and lines starting with # are skipped, and every entry needs
 // a reason.
 func LoadAllowList(path string) ([]*Allowed, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}
