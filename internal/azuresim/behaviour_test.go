@@ -70,8 +70,13 @@ func TestLongRunningOperations(t *testing.T) {
 	if s := *got.Properties.ProvisioningState; s != armnetwork.ProvisioningStateUpdating {
 		t.Errorf("provisioningState in progress: want Updating, got %s", s)
 	}
-	if n := len(got.Properties.NetworkInterfaces); n != 0 {
-		t.Errorf("an endpoint being provisioned has no NIC (and so no IP) yet; got %d", n)
+	// As Azure answers: while Updating, the endpoint already names its NIC
+	// and an automatic connection it approves reads Approved.
+	if n := len(got.Properties.NetworkInterfaces); n != 1 {
+		t.Errorf("an endpoint being provisioned names its NIC already; got %d", n)
+	}
+	if c := got.Properties.PrivateLinkServiceConnections; len(c) != 1 || *c[0].Properties.PrivateLinkServiceConnectionState.Status != azuresim.ConnectionApproved {
+		t.Errorf("an auto-approved connection reads Approved while the endpoint is Updating; got %+v", c)
 	}
 	_, err = pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
 	if code, status := errorCode(err); code != "AnotherOperationInProgress" || status != http.StatusConflict {

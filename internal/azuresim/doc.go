@@ -46,14 +46,16 @@
 //     A service that still has connections cannot be deleted.
 //   - Private endpoints: to a service by resource ID or alias; the caller's
 //     subscription must be the service's or in its visibility. Automatic
-//     connections are approved when the subscription is auto-approved, or when
-//     the service is in the same subscription and the caller may act on it;
-//     otherwise Azure's LinkedAuthorizationFailed. Manual connections start
-//     Pending with the request message. The NIC (custom name or
-//     <endpoint>.nic.<guid>), its address (reserved at PUT) and the
-//     connection appear when the endpoint is provisioned, so an endpoint in
-//     progress has no IP. GET with $expand=networkInterfaces embeds the NIC.
-//     The endpoint's view of its connection always mirrors the service's side:
+//     connections are approved ("Auto Approved") when the subscription is
+//     auto-approved, or when the service is in the same subscription and the
+//     caller may act on it; otherwise Azure's LinkedAuthorizationFailed. Manual
+//     connections start Pending, with the request message on the service's
+//     side and "Awaiting approval" on the endpoint's. As in Azure, the NIC
+//     (custom name or <endpoint>.nic.<guid>), its address and the
+//     connection exist from the PUT on, while the endpoint is still
+//     Updating: an address is usable only once provisioningState is
+//     Succeeded. GET with $expand=networkInterfaces embeds the NIC. The
+//     endpoint's view of its connection mirrors the service's side:
 //     approved, rejected, and Disconnected once the owner removes it or the
 //     service is gone. The subnet of an endpoint cannot change.
 //   - Private DNS: zones (location global; one with VNet links cannot be

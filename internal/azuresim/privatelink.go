@@ -492,13 +492,15 @@ func putPE(s *state, req *putRequest) *armError {
 	pe.Properties.NetworkInterfaces, pe.Properties.CustomDNSConfigs = nil, nil
 	req.res.obj = pe
 
-	// The NIC and the connection appear when the endpoint is provisioned,
-	// as in Azure: until then the endpoint has no IP to read.
-	req.onDone = func() {
-		s.ensurePENIC(req.res, pe)
-		if !sameTarget {
-			s.connectPE(req.res, plsRes, conn, status)
-		}
+	// Azure's 201 while the endpoint is still Updating already names its
+	// network interface and, for an automatic connection it approves, says
+	// Approved (the measurement against ASO's recordings; the REST
+	// API's PrivateEndpointCreate example shows the same shape): the NIC,
+	// its address and the connection exist from the PUT on. Code that
+	// takes an address must look at provisioningState, not at the NIC.
+	s.ensurePENIC(req.res, pe)
+	if !sameTarget {
+		s.connectPE(req.res, plsRes, conn, status)
 	}
 	return nil
 }
@@ -556,6 +558,14 @@ func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLi
 	}
 	pe := objOf[armnetwork.PrivateEndpoint](r)
 	name := r.name + "." + newGUID()
+	// The provider sees the consumer's request message; an automatic
+	// connection Azure approves says so instead. Azure's wording varies
+	// between sources ("Auto Approved", "Auto-Approved", "Auto-approved"):
+	// nothing may depend on a description.
+	desc := conn.Properties.RequestMessage
+	if status == ConnectionApproved {
+		desc = new("Auto Approved")
+	}
 	c := &resource{
 		id:      pls.id + "/privateEndpointConnections/" + name,
 		typeKey: typePLSConn, sub: pls.sub, rg: pls.rg, name: name,
@@ -566,7 +576,7 @@ func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLi
 			LinkIdentifier:          new(fmt.Sprint(rand.Uint32())), //nolint:gosec // G404: an emulated identifier, not a secret
 			PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{
 				Status:          new(status),
-				Description:     conn.Properties.RequestMessage,
+				Description:     desc,
 				ActionsRequired: new("None"),
 			},
 		}},
@@ -652,7 +662,13 @@ func renderPE(s *state, r *resource) {
 func connectionState(s *state, l *peLink) *armnetwork.PrivateLinkServiceConnectionState {
 	if c := s.lookup(l.connID); c != nil {
 		cs := objOf[armnetwork.PrivateEndpointConnection](c).Properties.PrivateLinkServiceConnectionState
-		return &armnetwork.PrivateLinkServiceConnectionState{Status: cs.Status, Description: cs.Description, ActionsRequired: cs.ActionsRequired}
+		desc := cs.Description
+		if ptr.Deref(cs.Status, "") == ConnectionPending {
+			// The consumer's side of a connection waiting for the provider
+			// (REST API example PrivateEndpointGetForManualApproval).
+			desc = new("Awaiting approval")
+		}
+		return &armnetwork.PrivateLinkServiceConnectionState{Status: cs.Status, Description: desc, ActionsRequired: cs.ActionsRequired}
 	}
 	if l.connID != "" || s.lookup(l.plsID) == nil {
 		return &armnetwork.PrivateLinkServiceConnectionState{
