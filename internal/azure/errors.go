@@ -77,6 +77,13 @@ var waitCodes = map[string]bool{
 	"CannotDeleteLoadBalancerWithPrivateLinkService":                  true,
 	"InUseSubnetCannotBeDeleted":                                      true,
 	"InUseNetworkInterfaceCannotBeDeleted":                            true,
+	// ARM's 409 for a parent whose children exist: a private DNS zone with
+	// virtual network links, also while they are being deleted (ASO v2
+	// recording Test_Networking_PrivateDnsZone_CRUD.yaml answers it five
+	// times during one link's deletion), and for a while after a child
+	// reads 404 (terraform-provider-azurerm waits on it, tracked in
+	// azure-rest-api-specs issues 22691 and 26000).
+	"CannotDeleteResource": true,
 }
 
 // transientCodes are codes ARM uses for conditions that retrying fixes,

@@ -105,6 +105,11 @@ func TestClassify(t *testing.T) {
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonInvalidRequest, Code: "InvalidResourceReference", StatusCode: 400, Message: "InvalidResourceReference: Resource s referenced by resource p was not found."},
 		},
 		{
+			reason: "a private DNS zone whose links are still there or being deleted: wait, not a conflict for a person",
+			err:    armError(409, "CannotDeleteResource", "Can not delete resource before nested resources are deleted."),
+			want:   azure.Classification{Class: azure.ClassWait, Reason: azure.ReasonInUse, Code: "CannotDeleteResource", StatusCode: 409, Message: "CannotDeleteResource: Can not delete resource before nested resources are deleted."},
+		},
+		{
 			reason: "a service that still has connections: wait for them to go",
 			err:    armError(400, "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted", "has connections"),
 			want:   azure.Classification{Class: azure.ClassWait, Reason: azure.ReasonInUse, Code: "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted", StatusCode: 400, Message: "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted: has connections"},

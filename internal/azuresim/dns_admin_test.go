@@ -81,8 +81,8 @@ func TestPrivateDNS(t *testing.T) {
 	err = pollErr(func() (*poller[armprivatedns.PrivateZonesClientDeleteResponse], error) {
 		return zones.BeginDelete(ctx, "dns-rg", zone, nil)
 	})
-	if code, _ := errorCode(err); code != "Conflict" {
-		t.Errorf("deleting a linked zone: want Conflict, got %v", err)
+	if got := codeAndStatus(errorCode(err)); got != "CannotDeleteResource 409" {
+		t.Errorf("deleting a linked zone: want 409 CannotDeleteResource, got %v", err)
 	}
 
 	for _, name := range []string{"api", "*.apps"} {
@@ -319,3 +319,6 @@ func TestPrivateDNSResolution(t *testing.T) {
 		t.Errorf("a zone with one A record set counts it and the SOA: %v %v", err, z.Properties.NumberOfRecordSets)
 	}
 }
+
+// codeAndStatus is an ARM error's code and status, "<code> <status>".
+func codeAndStatus(code string, status int) string { return fmt.Sprintf("%s %d", code, status) }

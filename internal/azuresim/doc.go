@@ -58,10 +58,15 @@
 //     endpoint's view of its connection mirrors the service's side:
 //     approved, rejected, and Disconnected once the owner removes it or the
 //     service is gone. The subnet of an endpoint cannot change.
-//   - Private DNS: zones (location global; one with VNet links cannot be
-//     deleted; the SOA record set is counted, not served), A record sets
-//     (synchronous), virtual network links (long-running; a VNet linked
-//     twice to a zone is a 409 Conflict), and resolution from a virtual
+//   - Private DNS: zones (location global; one with VNet links, also while
+//     one is being deleted, cannot be deleted: 409 CannotDeleteResource;
+//     the SOA record set is counted, not served), A record sets
+//     (synchronous), virtual network links (a VNet linked twice to a zone
+//     is a 409 Conflict). Zone and link writes are long-running the
+//     Private DNS way: 202 with {} (PUT) or no body (DELETE), status URLs
+//     under the resource group (privateDnsOperationStatuses, polled with
+//     202 until done). Zone and record set ETags are bare, a link's
+//     quoted. And resolution from a virtual
 //     network (Resolve, GET /_sim/dns/resolve) through the zones linked to
 //     it: the most specific zone answers, an exact name before the closest
 //     wildcard, NXDOMAIN without fallback when that zone lacks the name.

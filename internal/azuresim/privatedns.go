@@ -17,9 +17,11 @@ const (
 )
 
 var zoneKind = &kind{
-	newObj:   func() any { return &armprivatedns.PrivateZone{} },
-	lro:      true,
-	location: true,
+	newObj:     func() any { return &armprivatedns.PrivateZone{} },
+	lro:        true,
+	privateDNS: true,
+	newETag:    bareETag,
+	location:   true,
 	put: func(_ *state, req *putRequest) *armError {
 		z := bodyOf[armprivatedns.PrivateZone](req)
 		if !strings.EqualFold(ptr.Deref(z.Location, ""), "global") {
@@ -33,9 +35,10 @@ var zoneKind = &kind{
 		return nil
 	},
 	checkDelete: func(s *state, r *resource) *armError {
+		// ARM's answer while a link exists, also while it is being
+		// deleted (ASO v2 recording Test_Networking_PrivateDnsZone_CRUD.yaml).
 		if links := s.list(typeVNetLink, r.id); len(links) > 0 {
-			return newError(http.StatusConflict, "Conflict",
-				"The private DNS zone %s cannot be deleted because it has %d virtual network link(s). Delete the links first.", r.name, len(links))
+			return newError(http.StatusConflict, "CannotDeleteResource", "Can not delete resource before nested resources are deleted.")
 		}
 		return nil
 	},
@@ -56,12 +59,22 @@ var zoneKind = &kind{
 		z.Properties.NumberOfVirtualNetworkLinks = new(int64(len(s.list(typeVNetLink, r.id))))
 		z.Properties.MaxNumberOfRecordSets = new(int64(25000))
 		z.Properties.MaxNumberOfVirtualNetworkLinks = new(int64(1000))
+		z.Properties.MaxNumberOfVirtualNetworkLinksWithRegistration = new(int64(100))
+		registered := 0
+		for _, l := range s.list(typeVNetLink, r.id) {
+			if p := objOf[armprivatedns.VirtualNetworkLink](l).Properties; p != nil && ptr.Deref(p.RegistrationEnabled, false) {
+				registered++
+			}
+		}
+		z.Properties.NumberOfVirtualNetworkLinksWithRegistration = new(int64(registered))
 	},
 }
 
 // Record sets are written synchronously, as in Azure.
 var aRecordKind = &kind{
-	newObj: func() any { return &armprivatedns.RecordSet{} },
+	newObj:     func() any { return &armprivatedns.RecordSet{} },
+	privateDNS: true,
+	newETag:    bareETag,
 	put: func(_ *state, req *putRequest) *armError {
 		rs := bodyOf[armprivatedns.RecordSet](req)
 		if rs.Properties == nil {
@@ -89,9 +102,11 @@ var aRecordKind = &kind{
 }
 
 var vnetLinkKind = &kind{
-	newObj:   func() any { return &armprivatedns.VirtualNetworkLink{} },
-	lro:      true,
-	location: true,
+	newObj:     func() any { return &armprivatedns.VirtualNetworkLink{} },
+	lro:        true,
+	privateDNS: true,
+	newETag:    quotedETag,
+	location:   true,
 	put: func(s *state, req *putRequest) *armError {
 		l := bodyOf[armprivatedns.VirtualNetworkLink](req)
 		if l.Properties == nil || l.Properties.VirtualNetwork == nil || l.Properties.VirtualNetwork.ID == nil {

@@ -197,7 +197,11 @@ func (s *Server) baseURL(r *http.Request) string {
 // subscription's timeline.
 func (s *Server) count(method string, p armPath, ok bool, status int, principalID string) {
 	s.counters.request(method, counterType(p, ok), status, principalID)
-	if ok && strings.EqualFold(p.provider, "Microsoft.Network") && len(p.types) > 0 && strings.EqualFold(p.types[0], "privateDnsZones") {
+	// Private DNS counts its operation polls against the same limits (the
+	// recordings show x-ms-ratelimit-remaining-subscription-resource-requests
+	// falling with each poll).
+	if ok && strings.EqualFold(p.provider, "Microsoft.Network") && len(p.types) > 0 &&
+		(strings.EqualFold(p.types[0], "privateDnsZones") || isPrivateDNSOperationPath(p)) {
 		s.dnsRate.add(p.sub, method, time.Now())
 	}
 }
@@ -284,6 +288,8 @@ func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, p armPath, pr 
 		s.serveGroupOperation(w, r, p)
 	case isOperationPath(p):
 		s.serveOperation(w, r, p)
+	case isPrivateDNSOperationPath(p):
+		s.servePrivateDNSOperation(w, r, p)
 	case p.rg == "" && !p.isCollection():
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' is not served by the emulator.", p.typeKey()))
 	default:
@@ -430,15 +436,29 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 		res.location = loc
 	}
 	res.etag = newETag()
+	if k.newETag != nil {
+		res.etag = k.newETag()
+	}
 	s.st.res[key(id)] = res
 	status := http.StatusCreated
 	if existing != nil {
 		status = http.StatusOK
 	}
+	s.answerPut(w, r, k, req, status)
+}
+
+// answerPut completes a stored PUT: at once, or by starting its operation,
+// and answers as the resource's provider does.
+func (s *Server) answerPut(w http.ResponseWriter, r *http.Request, k *kind, req *putRequest, status int) {
+	res := req.res
 	if !k.lro {
 		res.state = stateSucceeded
 		if req.onDone != nil {
 			req.onDone()
+		}
+		if k.privateDNS {
+			// A record set's PUT carries its ETag as a header.
+			w.Header().Set("Etag", res.etag)
 		}
 		writeJSON(w, status, s.st.marshal(k, res))
 		return
@@ -452,6 +472,13 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 			}
 		},
 		func() { res.state = stateFailed })
+	if k.privateDNS {
+		// Private DNS answers a zone's or a link's PUT with 202 and {}
+		// (the recording above): the resource is only in the next GET.
+		s.writePrivateDNSOperationHeaders(w, r, op, req.path.rg)
+		writeJSON(w, http.StatusAccepted, json.RawMessage("{}"))
+		return
+	}
 	s.writeOperationHeaders(w, r, op)
 	writeJSON(w, status, s.st.marshal(k, res))
 }
@@ -516,7 +543,11 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, p armPath, 
 	prev := res.state
 	res.state = stateDeleting
 	op := s.st.startOperation(res, http.MethodDelete, remove, func() { res.state = prev })
-	s.writeOperationHeaders(w, r, op)
+	if k.privateDNS {
+		s.writePrivateDNSOperationHeaders(w, r, op, p.rg)
+	} else {
+		s.writeOperationHeaders(w, r, op)
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -555,6 +586,49 @@ func (s *Server) setRetryAfter(w http.ResponseWriter, doneAt time.Time) {
 	d := min(max(doneAt.Sub(s.st.now()), 10*time.Millisecond), s.opts.MaxPollInterval)
 	w.Header().Set("retry-after-ms", fmt.Sprint(d.Milliseconds()))
 	w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(d.Seconds()))))
+}
+
+// writePrivateDNSOperationHeaders points the client at a Private DNS
+// operation: privateDnsOperationStatuses and privateDnsOperationResults
+// under the resource group, both for PUT and DELETE (ASO v2 recordings
+// Test_Networking_PrivateDnsZone_CRUD.yaml and
+// Test_Networking_PrivateEndpoint_CRUD.yaml). Azure's Retry-After there is
+// 30; the emulator's follows its latency, as for other operations.
+func (s *Server) writePrivateDNSOperationHeaders(w http.ResponseWriter, r *http.Request, op *operation, rg string) {
+	op.rg, op.dns = rg, true
+	base := fmt.Sprintf("%s/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network", s.baseURL(r), op.sub, rg)
+	v := r.URL.Query().Get("api-version")
+	w.Header().Set("Azure-AsyncOperation", fmt.Sprintf("%s/privateDnsOperationStatuses/%s?api-version=%s", base, op.id, v))
+	w.Header().Set("Location", fmt.Sprintf("%s/privateDnsOperationResults/%s?api-version=%s", base, op.id, v))
+	s.setRetryAfter(w, op.doneAt)
+}
+
+// isPrivateDNSOperationPath says p is a Private DNS operation's status or
+// result.
+func isPrivateDNSOperationPath(p armPath) bool {
+	return p.rg != "" && strings.EqualFold(p.provider, "Microsoft.Network") && len(p.types) == 1 && len(p.names) == 1 &&
+		(strings.EqualFold(p.types[0], "privateDnsOperationStatuses") || strings.EqualFold(p.types[0], "privateDnsOperationResults"))
+}
+
+// servePrivateDNSOperation answers a Private DNS operation's URLs: while it
+// runs, 202 with {"status":"InProgress"} and the same three headers; then
+// 200 with its status (the recordings above).
+func (s *Server) servePrivateDNSOperation(w http.ResponseWriter, r *http.Request, p armPath) {
+	op := s.st.ops[p.names[0]]
+	if op == nil || !op.dns || !strings.EqualFold(op.sub, p.sub) || !strings.EqualFold(op.rg, p.rg) {
+		writeError(w, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", p.names[0]))
+		return
+	}
+	if op.status == opInProgress {
+		s.writePrivateDNSOperationHeaders(w, r, op, op.rg)
+		writeJSON(w, http.StatusAccepted, operationStatus{Status: op.status})
+		return
+	}
+	if op.err != nil {
+		writeJSON(w, http.StatusOK, operationStatus{Status: op.status, Error: &errorDetail{Code: op.err.Code, Message: op.err.Message}})
+		return
+	}
+	writeJSON(w, http.StatusOK, operationStatus{Status: op.status})
 }
 
 func isOperationPath(p armPath) bool {
@@ -627,6 +701,8 @@ func counterType(p armPath, ok bool) string {
 		return "Microsoft.Resources/resourceGroups"
 	case isOperationPath(p):
 		return "Microsoft.Network/locations/operations"
+	case isPrivateDNSOperationPath(p):
+		return "Microsoft.Network/privateDnsOperationStatuses"
 	case p.provider == "":
 		return "subscription"
 	default:

@@ -72,6 +72,8 @@ type resource struct {
 type operation struct {
 	id       string
 	sub      string
+	rg       string // set for a Private DNS operation, whose URLs are under its group
+	dns      bool
 	location string
 	resource string // key of the resource
 	method   string
@@ -106,6 +108,12 @@ type kind struct {
 	lroDelete bool
 	// location says a PUT must name a location.
 	location bool
+	// privateDNS says the long-running operations are Private DNS's: PUT
+	// and DELETE answer 202 with an empty object (PUT) or no body
+	// (DELETE), and the status URLs are under the resource group.
+	privateDNS bool
+	// newETag makes the resource's ETag; default W/"<guid>".
+	newETag func() string
 }
 
 // putRequest is a PUT being applied.
@@ -299,3 +307,9 @@ func newGUID() string {
 }
 
 func newETag() string { return `W/"` + newGUID() + `"` }
+
+// Private DNS's ETags: a zone's and a record set's are a bare GUID, a
+// virtual network link's a quoted one (ASO v2 recording
+// Test_Networking_PrivateDnsZone_CRUD.yaml).
+func bareETag() string   { return newGUID() }
+func quotedETag() string { return `"` + newGUID() + `"` }
