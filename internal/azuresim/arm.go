@@ -52,9 +52,11 @@ func errInvalidReference(ref, by string) *armError {
 		ref, by)
 }
 
-func errAnotherOperation(id string) *armError {
+// errAnotherOperation names the running operation's status URL, as Azure's
+// message does.
+func errAnotherOperation(uri string) *armError {
 	return newError(http.StatusConflict, "AnotherOperationInProgress",
-		"Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: %s.", id)
+		"Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: %s.", uri)
 }
 
 type errorBody struct {

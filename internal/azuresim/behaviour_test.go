@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,9 +80,7 @@ func TestLongRunningOperations(t *testing.T) {
 		t.Errorf("an auto-approved connection reads Approved while the endpoint is Updating; got %+v", c)
 	}
 	_, err = pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
-	if code, status := errorCode(err); code != "AnotherOperationInProgress" || status != http.StatusConflict {
-		t.Errorf("second write while busy: want 409 AnotherOperationInProgress, got %d %s", status, code)
-	}
+	wantBusy(t, err)
 
 	clock.Advance(time.Minute)
 	resumed, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", armnetwork.PrivateEndpoint{},
@@ -484,5 +483,63 @@ func TestFaultsByPrincipal(t *testing.T) {
 		return f.Kind == "temporarily_unavailable" && f.Principal == "third"
 	}) {
 		t.Errorf("the token endpoint's fault was not counted: %+v", e.srv.Counters().Faults)
+	}
+}
+
+// TestChildOfDeletingParent: while a virtual network is being deleted, a
+// write to one of its subnets is refused with Azure's 400
+// ReferencedResourceNotProvisioned, which names the parent and its delete
+// operation; once the network is gone, its subnets are too.
+func TestChildOfDeletingParent(t *testing.T) {
+	clock := newFakeClock()
+	e := newEnv(t, azuresim.Options{Now: clock.Now, MaxPollInterval: 10 * time.Millisecond})
+	ctx := context.Background()
+	e.seedGroup(t, providerSub, "rg")
+	nf := e.network(t, providerSub)
+	vnet := mustPoll(t, func() (*poller[armnetwork.VirtualNetworksClientCreateOrUpdateResponse], error) {
+		return nf.NewVirtualNetworksClient().BeginCreateOrUpdate(ctx, "rg", "vnet", armnetwork.VirtualNetwork{
+			Location: new(location),
+			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new("10.9.0.0/16")}},
+				Subnets:      []*armnetwork.Subnet{{Name: new("a"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.9.0.0/24")}}},
+			},
+		}, nil)
+	})
+	e.srv.SetLatency(time.Minute)
+	if _, err := nf.NewVirtualNetworksClient().BeginDelete(ctx, "rg", "vnet", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := nf.NewSubnetsClient().BeginCreateOrUpdate(ctx, "rg", "vnet", "b", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.9.1.0/24")}}, nil)
+	if code, status := errorCode(err); code != "ReferencedResourceNotProvisioned" || status != http.StatusBadRequest {
+		t.Fatalf("a subnet written while its network is being deleted: want 400 ReferencedResourceNotProvisioned, got %v", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, *vnet.ID) || !strings.Contains(msg, "DeleteVirtualNetworkOperation") {
+		t.Errorf("the error names the network and its delete operation: %s", msg)
+	}
+	_, err = nf.NewSubnetsClient().BeginDelete(ctx, "rg", "vnet", "a", nil)
+	if code, _ := errorCode(err); code != "ReferencedResourceNotProvisioned" {
+		t.Errorf("a subnet deleted while its network is being deleted: want ReferencedResourceNotProvisioned, got %v", err)
+	}
+	clock.Advance(2 * time.Minute)
+	if _, err := nf.NewSubnetsClient().Get(ctx, "rg", "vnet", "a", nil); !notFound(err) {
+		t.Errorf("the subnet outlived its network: %v", err)
+	}
+}
+
+func notFound(err error) bool {
+	_, status := errorCode(err)
+	return status == http.StatusNotFound
+}
+
+// wantBusy checks Azure's answer to a write while an operation runs: 409
+// AnotherOperationInProgress, naming the running operation's status URL.
+func wantBusy(t *testing.T, err error) {
+	t.Helper()
+	if code, status := errorCode(err); code != "AnotherOperationInProgress" || status != http.StatusConflict {
+		t.Errorf("second write while busy: want 409 AnotherOperationInProgress, got %d %s", status, code)
+		return
+	}
+	if !strings.Contains(err.Error(), "/providers/Microsoft.Network/locations/"+location+"/operations/") {
+		t.Errorf("AnotherOperationInProgress names the running operation's status URL, as Azure's does: %v", err)
 	}
 }

@@ -86,8 +86,10 @@
 //     Options.Latency, lazily against the clock (no goroutine per operation),
 //     and its retry hints are capped by Options.MaxPollInterval. Resume tokens
 //     work. A second write to a resource busy with an operation is 409
-//     AnotherOperationInProgress. An operation fault makes the operation end
-//     Failed and the resource's provisioningState Failed.
+//     AnotherOperationInProgress; a write to a child of a resource being
+//     deleted is 400 ReferencedResourceNotProvisioned. An operation fault
+//     makes the operation end Failed and the resource's provisioningState
+//     Failed.
 //   - Conditional requests: If-Match and If-None-Match: * (412). A GET
 //     carries the Etag header.
 //
