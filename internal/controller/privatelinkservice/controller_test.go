@@ -352,6 +352,9 @@ func TestAzureErrors(t *testing.T) {
 			t.Errorf("NAT addresses: %v", got)
 		}
 	})
+	t.Run("the NAT addresses' interface cannot be read: the service stays Ready, the addresses last read stay, an Event says why", func(t *testing.T) {
+		natAddressesUnread(t, w)
+	})
 	t.Run("provisioningState Failed is not Ready and is retried", func(t *testing.T) {
 		fault(t, w, azuresim.Fault{Method: http.MethodPut, PathRegex: plsPath("flaky"), Operation: true, Status: http.StatusInternalServerError, Code: "InternalServerError", Message: "boom", Count: 1})
 		create(t, w, apls("flaky"))
@@ -452,4 +455,25 @@ func prefixOf(sn armnetwork.Subnet) string {
 		return *sn.Properties.AddressPrefixes[0]
 	}
 	return ""
+}
+
+// natAddressesUnread: when the service's network interface, where Azure
+// gives dynamic NAT addresses, cannot be read, the service stays Ready,
+// status keeps the addresses last read and Event NATAddressesUnread says
+// why.
+func natAddressesUnread(t *testing.T, w *testworld.World) {
+	create(t, w, apls("nicdenied"))
+	before := ready(t, w, "nicdenied").Status.NATIPAddresses
+	if len(before) != 1 {
+		t.Fatalf("NAT addresses before: %v", before)
+	}
+	id := fault(t, w, azuresim.Fault{Method: http.MethodGet, PathRegex: "networkInterfaces/nicdenied[^/]*\\.nic\\.", Status: 403, Code: "AuthorizationFailed",
+		Message: "The client 'c' with object id 'o' does not have authorization to perform action 'Microsoft.Network/networkInterfaces/read' over scope '/subscriptions/" + sub + "/resourceGroups/" + rg + "' or the scope is invalid."})
+	defer w.Sim.RemoveFault(id)
+	patch(t, w, "nicdenied", `{"metadata":{"annotations":{"test/poke":"1"}}}`)
+	waitEvent(t, w, "nicdenied", privatelinkservice.EventNATAddressesUnread)
+	o := ready(t, w, "nicdenied")
+	if diff := cmp.Diff(before, o.Status.NATIPAddresses); diff != "" {
+		t.Errorf("the addresses last read were lost (-want +got):\n%s", diff)
+	}
 }

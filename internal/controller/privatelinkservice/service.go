@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 )
 
@@ -59,7 +60,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 		// networkInterfaces/read).
 		nat = obj.Status.NATIPAddresses
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventNATAddressesUnread, "ReadNetworkInterface",
-			"Azure gives the dynamic NAT addresses of private link service %s only on its network interface, which could not be read (status.natIPAddresses keeps the last addresses read): %v", name, err)
+			"Azure gives the dynamic NAT addresses of private link service %s only on its network interface, which could not be read (status.natIPAddresses keeps the last addresses read): %s", name, azure.Classify(err).Message)
 	}
 	r.record(obj, observed, nat)
 	switch st := ptr.Deref(observed.Properties.ProvisioningState, ""); st {
