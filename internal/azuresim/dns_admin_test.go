@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 )
@@ -75,8 +76,14 @@ func TestPrivateDNS(t *testing.T) {
 	err := pollErr(func() (*poller[armprivatedns.VirtualNetworkLinksClientCreateOrUpdateResponse], error) {
 		return links.BeginCreateOrUpdate(ctx, "dns-rg", zone, "second-link", link, nil)
 	})
-	if code, status := errorCode(err); code != "Conflict" || status != http.StatusConflict {
-		t.Errorf("linking a VNet twice: want 409 Conflict, got %d %s", status, code)
+	// Azure accepts the second link and fails its operation with Conflict;
+	// the link stays, Failed.
+	if code, status := errorCode(err); code != "Conflict" || status != http.StatusOK {
+		t.Errorf("linking a VNet twice: want the operation to fail with Conflict, got %d %s", status, code)
+	}
+	second, err := links.Get(ctx, "dns-rg", zone, "second-link", nil)
+	if err != nil || ptr.Deref(second.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateFailed {
+		t.Errorf("the second link after its operation failed: want Failed, got %v (%v)", second.Properties, err)
 	}
 	err = pollErr(func() (*poller[armprivatedns.PrivateZonesClientDeleteResponse], error) {
 		return zones.BeginDelete(ctx, "dns-rg", zone, nil)
@@ -90,9 +97,11 @@ func TestPrivateDNS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustPoll(t, func() (*poller[armprivatedns.VirtualNetworkLinksClientDeleteResponse], error) {
-		return links.BeginDelete(ctx, "dns-rg", zone, "vnet-link", nil)
-	})
+	for _, name := range []string{"vnet-link", "second-link"} {
+		mustPoll(t, func() (*poller[armprivatedns.VirtualNetworkLinksClientDeleteResponse], error) {
+			return links.BeginDelete(ctx, "dns-rg", zone, name, nil)
+		})
+	}
 	mustPoll(t, func() (*poller[armprivatedns.PrivateZonesClientDeleteResponse], error) {
 		return zones.BeginDelete(ctx, "dns-rg", zone, nil)
 	})

@@ -61,8 +61,10 @@
 //   - Private DNS: zones (location global; one with VNet links, also while
 //     one is being deleted, cannot be deleted: 409 CannotDeleteResource;
 //     the SOA record set is counted, not served), A record sets
-//     (synchronous), virtual network links (a VNet linked twice to a zone
-//     is a 409 Conflict). Zone and link writes are long-running the
+//     (synchronous), virtual network links (a second link of a zone to the
+//     same VNet fails inside its operation with Conflict and stays Failed).
+//     Zone names follow Azure's rules (two to 34 labels, no reserved
+//     name such as core.windows.net). Zone and link writes are long-running the
 //     Private DNS way: 202 with {} (PUT) or no body (DELETE), status URLs
 //     under the resource group (privateDnsOperationStatuses, polled with
 //     202 until done). Zone and record set ETags are bare, a link's
@@ -99,7 +101,14 @@
 //   - Throttling: token buckets per subscription, principal and class (reads,
 //     writes, deletes), ARM's defaults in DefaultThrottling; 429
 //     SubscriptionRequestsThrottled with Retry-After, and
-//     x-ms-ratelimit-remaining-subscription-<class> headers.
+//     x-ms-ratelimit-remaining-subscription-<class> headers. Then the
+//     resource providers' windows per subscription (Private DNS reads 500,
+//     Network writes 1,000, Network reads 10,000 per 5 minutes): 429 with
+//     Retry-After (10 s for Private DNS).
+//   - Azure's resource-count limits (Limits, AzureLimits), enforced on
+//     create: zones per subscription, record sets per zone, records per
+//     set, links per zone, zones per VNet, endpoints per VNet, services
+//     per subscription, endpoints per service.
 //   - Fault injection by method and path pattern: a status and error code,
 //     a count or a probability, added latency, dropped connections, failed
 //     operations (see Fault).
@@ -114,9 +123,10 @@
 // Anything not listed above is not served: public IP addresses (a public
 // frontend is accepted but not checked), network security groups, route
 // tables, NAT gateways, PATCH of tags, record types other than A, public
-// DNS and DNS forwarding, private link service NICs, regions (locations are
-// stored, not validated, except that private DNS zones must be global),
-// quotas, resource locks, Azure Policy, moves, the
+// DNS and DNS forwarding, regions (locations are stored, not validated,
+// except that private DNS zones must be global; request windows are per
+// subscription, Azure's per subscription and region), quotas beyond
+// Limits, resource locks, Azure Policy, moves, the
 // checkPrivateLinkServiceVisibility and autoApprovedPrivateLinkServices
 // operations, and managed identity endpoints (IMDS). Rejected connections may
 // be approved again here; whether Azure allows that was not verified. An
@@ -150,7 +160,9 @@
 // PrivateLinkServicePrimaryIpConfigurationCannotBeChanged,
 // PrivateLinkServiceIpConfigurationSubnetMustBeInLoadBalancerVnet,
 // InUseSubnetCannotBeUpdated, InUseNetworkInterfaceCannotBeDeleted,
-// InvalidPrivateEndpointConnectionStatus. Classify errors by status first.
+// InvalidPrivateEndpointConnectionStatus, the <limit>LimitExceeded codes of
+// Limits, and TooManyRequests for a resource provider's window. Classify
+// errors by status first.
 //
 // # Performance
 //

@@ -22,11 +22,14 @@ var zoneKind = &kind{
 	privateDNS: true,
 	newETag:    bareETag,
 	location:   true,
-	put: func(_ *state, req *putRequest) *armError {
+	put: func(s *state, req *putRequest) *armError {
 		z := bodyOf[armprivatedns.PrivateZone](req)
 		if !strings.EqualFold(ptr.Deref(z.Location, ""), "global") {
 			return errBadRequest("InvalidResourceLocation",
 				"The resource location '%s' is invalid: private DNS zones must be in location 'global'.", ptr.Deref(z.Location, ""))
+		}
+		if e := s.checkZoneCreate(req); e != nil {
+			return e
 		}
 		if z.Properties == nil {
 			z.Properties = &armprivatedns.PrivateZoneProperties{}
@@ -75,7 +78,7 @@ var aRecordKind = &kind{
 	newObj:     func() any { return &armprivatedns.RecordSet{} },
 	privateDNS: true,
 	newETag:    bareETag,
-	put: func(_ *state, req *putRequest) *armError {
+	put: func(s *state, req *putRequest) *armError {
 		rs := bodyOf[armprivatedns.RecordSet](req)
 		if rs.Properties == nil {
 			rs.Properties = &armprivatedns.RecordSetProperties{}
@@ -84,6 +87,9 @@ var aRecordKind = &kind{
 			if a == nil || a.IPv4Address == nil || !isIPv4(*a.IPv4Address) {
 				return errBadRequest("BadRequest", "The A record set %s has an invalid IPv4 address.", req.name())
 			}
+		}
+		if e := s.checkRecordSet(req, rs); e != nil {
+			return e
 		}
 		req.res.obj = rs
 		return nil
@@ -123,9 +129,16 @@ var vnetLinkKind = &kind{
 			}
 			o := objOf[armprivatedns.VirtualNetworkLink](other)
 			if strings.EqualFold(ptr.Deref(o.Properties.VirtualNetwork.ID, ""), vnetID) {
-				return newError(http.StatusConflict, "Conflict",
+				// Azure accepts the PUT (202) and fails the operation with
+				// Conflict; the link stays, Failed (the measurement
+				// against ASO's recordings; the message is the emulator's).
+				req.opErr = newError(http.StatusConflict, "Conflict",
 					"Private zone '%s' is already linked to the virtual network '%s'.", req.path.names[0], vnetID)
+				break
 			}
+		}
+		if e := s.checkLinkCreate(req, vnetID); e != nil {
+			return e
 		}
 		if l.Properties.RegistrationEnabled == nil {
 			l.Properties.RegistrationEnabled = new(false)

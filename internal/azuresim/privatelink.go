@@ -171,6 +171,9 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 	if e := validName(req, 1, 80); e != nil {
 		return e
 	}
+	if e := s.checkServiceCreate(req); e != nil {
+		return e
+	}
 	pls := bodyOf[armnetwork.PrivateLinkService](req)
 	if pls.Properties == nil {
 		return errBadRequest("InvalidRequestFormat", "Private link service %s has no properties.", req.id)
@@ -470,6 +473,9 @@ func putPE(s *state, req *putRequest) *armError {
 	if plsRes == nil || !visibleTo(plsRes, req.path.sub) {
 		return errBadRequest("ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible",
 			"Third-party Private Link Service Id %s provided during private endpoint creation does not exist or is not visible.", target)
+	}
+	if e := s.checkEndpointCreate(req, subnetID, plsRes); e != nil {
+		return e
 	}
 	status := ConnectionPending
 	if !isManual {

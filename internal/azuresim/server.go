@@ -39,6 +39,9 @@ type Options struct {
 	NoAuth bool
 	// Now is the clock; default time.Now. Tests may move it.
 	Now func() time.Time
+	// Limits are Azure's resource-count limits, always enforced; a zero
+	// field takes Azure's value (see AzureLimits).
+	Limits Limits
 }
 
 // Throttling configures ARM's token buckets per subscription and principal.
@@ -49,7 +52,26 @@ type Throttling struct {
 	Deletes Bucket
 	// Exempt lists client IDs that are never throttled: a benchmark uses it
 	// for the CAPZ stand-in, whose own limits are not what it measures.
+	// Their requests still count against the resource provider's windows
+	// below, which every principal of a subscription shares, as in Azure.
 	Exempt []string
+	// The resource provider's own limits, per subscription and every
+	// principal together, in a sliding window, applied after ARM's
+	// buckets ("Understand how Azure Resource Manager throttles
+	// requests", sections Network throttling and Azure DNS): Private DNS
+	// reads (GET, the operation polls included) 500 per 5 minutes;
+	// Microsoft.Network writes and deletes (Private DNS included) 1,000
+	// per 5 minutes; other Microsoft.Network reads 10,000 per 5 minutes.
+	// A zero Window is no limit.
+	PrivateDNSReads Window
+	NetworkWrites   Window
+	NetworkReads    Window
+}
+
+// Window is a limit of requests in a sliding period.
+type Window struct {
+	Limit  int
+	Period time.Duration
 }
 
 // Bucket is one token bucket: Burst requests at once, refilled at PerSecond.
@@ -59,13 +81,19 @@ type Bucket struct {
 }
 
 // DefaultThrottling is ARM's documented default per subscription and
-// principal: reads 250 burst / 25 per s, writes and deletes 200 / 10 per s.
+// principal: reads 250 burst / 25 per s, writes and deletes 200 / 10 per s;
+// and the Network and Private DNS resource providers' limits per
+// subscription (see Throttling).
 func DefaultThrottling() Throttling {
 	return Throttling{
 		Enabled: true,
 		Reads:   Bucket{Burst: 250, PerSecond: 25},
 		Writes:  Bucket{Burst: 200, PerSecond: 10},
 		Deletes: Bucket{Burst: 200, PerSecond: 10},
+
+		PrivateDNSReads: Window{Limit: PrivateDNSReadsLimit, Period: PrivateDNSWindow},
+		NetworkWrites:   Window{Limit: PrivateDNSWritesLimit, Period: PrivateDNSWindow},
+		NetworkReads:    Window{Limit: 10000, Period: PrivateDNSWindow},
 	}
 }
 
@@ -101,6 +129,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts}
 	s.st = newState(opts.Now)
 	s.st.latency = opts.Latency
+	s.st.limits = opts.Limits.withDefaults()
 	s.auth = newAuthority(opts.Principals, opts.Now)
 	s.throttle = newThrottler(opts.Throttling, opts.Now)
 	s.counters = newCounters()
@@ -262,6 +291,10 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	} else if remaining >= 0 {
 		rec.Header().Set("x-ms-ratelimit-remaining-subscription-"+class, fmt.Sprint(remaining))
+	}
+	if aerr := s.throttle.provider(rec, p, principalID, r.Method); aerr != nil {
+		writeError(rec, aerr)
+		return
 	}
 	if r.URL.Query().Get("api-version") == "" {
 		writeError(rec, errBadRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests."))
@@ -476,6 +509,9 @@ func (s *Server) answerPut(w http.ResponseWriter, r *http.Request, k *kind, req 
 			}
 		},
 		func() { res.state = stateFailed })
+	if req.opErr != nil && op.err == nil {
+		op.err = req.opErr
+	}
 	if k.privateDNS {
 		// Private DNS answers a zone's or a link's PUT with 202 and {}
 		// (the recording above): the resource is only in the next GET.

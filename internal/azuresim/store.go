@@ -127,6 +127,10 @@ type putRequest struct {
 	onDone func()
 	// principal is the caller.
 	principal *principal
+	// opErr, if set by put, is how the operation ends: Azure accepted the
+	// request and refuses it inside the operation (the resource stays,
+	// Failed).
+	opErr *armError
 }
 
 // state is everything the emulator stores. It is guarded by Server.mu.
@@ -145,6 +149,8 @@ type state struct {
 	// principal is the client ID of the request being served (operation
 	// faults target it).
 	principal string
+	// limits are Azure's resource-count limits, enforced on create.
+	limits Limits
 }
 
 // renderContext is what a GET asked for beyond the resource itself.
