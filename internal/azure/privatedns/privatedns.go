@@ -228,6 +228,44 @@ func LinkedVNet(l *armprivatedns.VirtualNetworkLink) string {
 	return ptr.Deref(l.Properties.VirtualNetwork.ID, "")
 }
 
+// LinkTo is the link that serves the zone in a virtual network: a
+// provisioned link to it when there is one, else any link to it (nil when
+// there is none). Azure keeps a link whose operation failed — a second
+// link to a network already linked fails inside its operation with
+// Conflict and stays, Failed — beside the one that works, so the first
+// link to the network in a list is not necessarily the one that serves.
+func LinkTo(links []*armprivatedns.VirtualNetworkLink, vnetID string) *armprivatedns.VirtualNetworkLink {
+	var found *armprivatedns.VirtualNetworkLink
+	for _, l := range links {
+		if !strings.EqualFold(LinkedVNet(l), vnetID) {
+			continue
+		}
+		if LinkState(l) == armprivatedns.ProvisioningStateSucceeded {
+			return l
+		}
+		if found == nil {
+			found = l
+		}
+	}
+	return found
+}
+
+// LinkState is a link's provisioning state.
+func LinkState(l *armprivatedns.VirtualNetworkLink) armprivatedns.ProvisioningState {
+	if l == nil || l.Properties == nil {
+		return ""
+	}
+	return ptr.Deref(l.Properties.ProvisioningState, "")
+}
+
+// RewriteFailedLink reports whether a link should be written again: its
+// last operation failed (Azure keeps it Failed until it is written again
+// or deleted) and it carries owner, the tag the writer would put on it.
+// Another writer's failed link is left to that writer.
+func RewriteFailedLink(l *armprivatedns.VirtualNetworkLink, owner string) bool {
+	return LinkState(l) == armprivatedns.ProvisioningStateFailed && TagOwner(l.Tags) == owner
+}
+
 // API reads and writes private DNS zones, links and A record sets in one
 // subscription; SDK implements it. Reads of what does not exist return
 // nil, not an error.

@@ -111,3 +111,43 @@ func TestOwnerClaim(t *testing.T) {
 		}
 	}
 }
+
+func TestLinkTo(t *testing.T) {
+	vnet := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/c-vnet"
+	other := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/d-vnet"
+	link := func(name, vnetID string, state armprivatedns.ProvisioningState, owner string) *armprivatedns.VirtualNetworkLink {
+		l := LinkBody(vnetID, owner)
+		l.Name = new(name)
+		l.Properties.ProvisioningState = new(state)
+		return &l
+	}
+	failedOurs := link("a-ours", vnet, armprivatedns.ProvisioningStateFailed, "AzureCluster:org-x/wc1")
+	working := link("b-theirs", strings.ToUpper(vnet), armprivatedns.ProvisioningStateSucceeded, "someone")
+	updating := link("c-ours", vnet, armprivatedns.ProvisioningStateUpdating, "AzureCluster:org-x/wc1")
+	elsewhere := link("d", other, armprivatedns.ProvisioningStateSucceeded, "AzureCluster:org-x/wc1")
+	for _, c := range []struct {
+		reason  string
+		links   []*armprivatedns.VirtualNetworkLink
+		want    string // the link's name, "" for none
+		rewrite bool   // RewriteFailedLink for the wiring's owner
+	}{
+		{"no link", nil, "", false},
+		{"only a link to another network", []*armprivatedns.VirtualNetworkLink{elsewhere}, "", false},
+		{"a working link beside a failed one (Azure keeps a duplicate, Failed): the working one, whatever the order", []*armprivatedns.VirtualNetworkLink{failedOurs, working}, "b-theirs", false},
+		{"a link being made", []*armprivatedns.VirtualNetworkLink{updating, elsewhere}, "c-ours", false},
+		{"only our failed link: written again", []*armprivatedns.VirtualNetworkLink{failedOurs}, "a-ours", true},
+		{"only another writer's failed link: left to it", []*armprivatedns.VirtualNetworkLink{link("e", vnet, armprivatedns.ProvisioningStateFailed, "someone")}, "e", false},
+	} {
+		got := LinkTo(c.links, vnet)
+		name := ""
+		if got != nil {
+			name = ptr.Deref(got.Name, "")
+		}
+		if name != c.want {
+			t.Errorf("%s: LinkTo = %q, want %q", c.reason, name, c.want)
+		}
+		if r := RewriteFailedLink(got, "AzureCluster:org-x/wc1"); r != c.rewrite {
+			t.Errorf("%s: RewriteFailedLink = %v, want %v", c.reason, r, c.rewrite)
+		}
+	}
+}

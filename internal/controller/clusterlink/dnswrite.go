@@ -379,12 +379,14 @@ func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet, 
 	if err != nil {
 		return false, err
 	}
-	for _, l := range links {
-		if strings.EqualFold(dns.LinkedVNet(l), set.VNet) {
-			return l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateSucceeded, nil
+	name := dns.LinkName(set.VNet)
+	if l := dns.LinkTo(links, set.VNet); l != nil {
+		if !dns.RewriteFailedLink(l, linkOwner(set)) {
+			return dns.LinkState(l) == armprivatedns.ProvisioningStateSucceeded, nil
 		}
+		name = ptr.Deref(l.Name, name)
 	}
-	return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, dns.LinkName(set.VNet), dns.LinkBody(set.VNet, linkOwner(set)))
+	return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, name, dns.LinkBody(set.VNet, linkOwner(set)))
 }
 
 // linkOwner is the owner tag of a set's link: the WC's on the WC side (the

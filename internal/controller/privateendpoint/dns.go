@@ -216,16 +216,15 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 	if err != nil {
 		return false, err
 	}
-	byVNet := map[string]*armprivatedns.VirtualNetworkLink{}
-	for _, l := range existing {
-		byVNet[strings.ToLower(dns.LinkedVNet(l))] = l
-	}
 	ready, used := true, []string{}
 	want := vnets(obj)
 	for _, v := range want {
-		l := byVNet[strings.ToLower(v)]
-		if l == nil {
+		l := dns.LinkTo(existing, v)
+		if l == nil || dns.RewriteFailedLink(l, zone.Owner(key)) {
 			name := dns.LinkName(v)
+			if l != nil {
+				name = ptr.Deref(l.Name, name)
+			}
 			if err := api.PutLink(ctx, zone.ResourceGroup, zone.Name, name, dns.LinkBody(v, zone.Owner(key))); err != nil {
 				return false, err
 			}
@@ -234,7 +233,7 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 			continue
 		}
 		used = append(used, ptr.Deref(l.ID, ""))
-		if l.Properties == nil || ptr.Deref(l.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
+		if dns.LinkState(l) != armprivatedns.ProvisioningStateSucceeded {
 			ready = false
 		}
 	}
