@@ -151,7 +151,7 @@ func TestAzureLimitsAreTheDefault(t *testing.T) {
 // TestProviderThrottling fills the Private DNS read window of a
 // subscription: the next read is 429 with Retry-After 10 (Azure's value),
 // whichever principal asks; another subscription and the writes are not
-// affected; an exempt principal counts but is never refused.
+// affected; an exempt principal is never refused.
 func TestProviderThrottling(t *testing.T) {
 	ctx := context.Background()
 	open := azuresim.Bucket{Burst: 1000, PerSecond: 1000}
@@ -189,7 +189,7 @@ func TestProviderThrottling(t *testing.T) {
 		t.Errorf("a write while reads are throttled: %v", err)
 	}
 
-	// The CAPZ stand-in of a benchmark is exempt: it counts, is not refused.
+	// The CAPZ stand-in of a benchmark is exempt: never refused.
 	throttling.Exempt = []string{clientID}
 	e.srv.SetThrottling(throttling)
 	for i := range 5 {

@@ -52,8 +52,10 @@ type Throttling struct {
 	Deletes Bucket
 	// Exempt lists client IDs that are never throttled: a benchmark uses it
 	// for the CAPZ stand-in, whose own limits are not what it measures.
-	// Their requests still count against the resource provider's windows
-	// below, which every principal of a subscription shares, as in Azure.
+	// They are outside the resource provider's windows below too: in
+	// Azure every principal of a subscription shares those, but the
+	// stand-in re-reads Azure far more often than CAPZ does (every second
+	// in the chaos run), so its requests would measure the stand-in.
 	Exempt []string
 	// The resource provider's own limits, per subscription and every
 	// principal together, in a sliding window, applied after ARM's

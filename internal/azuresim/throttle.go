@@ -114,7 +114,7 @@ func (t *throttler) providerWindow(p armPath, method string) (string, Window) {
 
 // provider counts a request against its resource provider's window and
 // refuses it with 429 when the window is full. An exempt principal's
-// request counts but is never refused. The answer's Retry-After is
+// request neither counts nor is refused (see Throttling.Exempt). The answer's Retry-After is
 // Private DNS's 10 seconds (a Microsoft engineer's account of its 429s,
 // kubernetes-sigs/external-dns issue #4839); for Microsoft.Network, whose
 // value was not found in a recording, the time until the window has room.
@@ -123,7 +123,7 @@ func (t *throttler) providerWindow(p armPath, method string) (string, Window) {
 func (t *throttler) provider(w http.ResponseWriter, p armPath, principal, method string) *armError {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.cfg.Enabled {
+	if !t.cfg.Enabled || slices.Contains(t.cfg.Exempt, principal) {
 		return nil
 	}
 	class, win := t.providerWindow(p, method)
@@ -141,7 +141,7 @@ func (t *throttler) provider(w http.ResponseWriter, p armPath, principal, method
 		i++
 	}
 	times = times[i:]
-	if len(times) >= win.Limit && !slices.Contains(t.cfg.Exempt, principal) {
+	if len(times) >= win.Limit {
 		t.windows[k] = times
 		retry := time.Duration(10) * time.Second
 		if class != windowDNSReads {
