@@ -73,19 +73,8 @@ func TestPrivateDNS(t *testing.T) {
 	if *l.Properties.VirtualNetworkLinkState != armprivatedns.VirtualNetworkLinkStateCompleted {
 		t.Errorf("link state: %s", *l.Properties.VirtualNetworkLinkState)
 	}
-	err := pollErr(func() (*poller[armprivatedns.VirtualNetworkLinksClientCreateOrUpdateResponse], error) {
-		return links.BeginCreateOrUpdate(ctx, "dns-rg", zone, "second-link", link, nil)
-	})
-	// Azure accepts the second link and fails its operation with Conflict;
-	// the link stays, Failed.
-	if code, status := errorCode(err); code != "Conflict" || status != http.StatusOK {
-		t.Errorf("linking a VNet twice: want the operation to fail with Conflict, got %d %s", status, code)
-	}
-	second, err := links.Get(ctx, "dns-rg", zone, "second-link", nil)
-	if err != nil || ptr.Deref(second.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateFailed {
-		t.Errorf("the second link after its operation failed: want Failed, got %v (%v)", second.Properties, err)
-	}
-	err = pollErr(func() (*poller[armprivatedns.PrivateZonesClientDeleteResponse], error) {
+	secondLinkFails(t, links, zone, link)
+	err := pollErr(func() (*poller[armprivatedns.PrivateZonesClientDeleteResponse], error) {
 		return zones.BeginDelete(ctx, "dns-rg", zone, nil)
 	})
 	if got := codeAndStatus(errorCode(err)); got != "CannotDeleteResource 409" {
@@ -113,6 +102,24 @@ func TestPrivateDNS(t *testing.T) {
 // TestAdminAPI uses the admin API over plain HTTP the way a user with curl
 // would: seed, list, approve a pending connection as the owner, inject a
 // fault, read counters, change settings, reset.
+// secondLinkFails links the zone's network again under another name:
+// Azure accepts it and fails its operation with Conflict; the link stays,
+// Failed.
+func secondLinkFails(t *testing.T, links *armprivatedns.VirtualNetworkLinksClient, zone string, link armprivatedns.VirtualNetworkLink) {
+	t.Helper()
+	ctx := context.Background()
+	err := pollErr(func() (*poller[armprivatedns.VirtualNetworkLinksClientCreateOrUpdateResponse], error) {
+		return links.BeginCreateOrUpdate(ctx, "dns-rg", zone, "second-link", link, nil)
+	})
+	if code, status := errorCode(err); code != "Conflict" || status != http.StatusOK {
+		t.Errorf("linking a VNet twice: want the operation to fail with Conflict, got %d %s", status, code)
+	}
+	second, err := links.Get(ctx, "dns-rg", zone, "second-link", nil)
+	if err != nil || ptr.Deref(second.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateFailed {
+		t.Errorf("the second link after its operation failed: want Failed, got %v (%v)", second.Properties, err)
+	}
+}
+
 func TestAdminAPI(t *testing.T) {
 	srv := azuresim.New(azuresim.Options{NoAuth: true})
 	if err := srv.Start("127.0.0.1:0"); err != nil {
