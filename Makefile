@@ -141,8 +141,9 @@ test-loaded: envtest-assets $(HELM) ## Run the Go tests while every core is also
 		hack/load/run.sh $(GO) test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd for tests (cached; ~5-12 min the first time).
+envtest-assets: ## Build kube-apiserver and etcd, generate ASO's CRDs for tests (cached; ~5-12 min the first time).
 	@hack/envtest/build.sh >/dev/null
+	@hack/asocrds/generate.sh >/dev/null
 
 # golangci-lint type-checks every package, tests included, inside its own
 # timeout. On a cold build cache and a busy machine, compiling the Azure SDK
