@@ -543,3 +543,41 @@ func wantBusy(t *testing.T, err error) {
 		t.Errorf("AnotherOperationInProgress names the running operation's status URL, as Azure's does: %v", err)
 	}
 }
+
+// TestCloseWithARequestInFlight: a request still being answered when the
+// emulator stops (here held by injected latency past Close's 5-second grace
+// period) does not make Close fail: a test's teardown must not depend on
+// what a stopped client left behind.
+func TestCloseWithARequestInFlight(t *testing.T) {
+	srv := azuresim.New(azuresim.Options{NoAuth: true})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.AddFault(azuresim.Fault{Method: "GET", PathRegex: "slow", Latency: 8 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	go func() {
+		close(started)
+		resp, err := http.Get(srv.URL() + "/subscriptions/s/resourceGroups/slow?api-version=2021-04-01")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	<-started
+	// Wait until the request is being answered (counted faults are the
+	// emulator's own record of it) before closing.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for len(srv.Counters().Faults) == 0 {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the slow request never reached the emulator")
+		}
+	}
+	if err := srv.Close(); err != nil {
+		t.Errorf("Close with a request in flight: %v", err)
+	}
+}
