@@ -40,7 +40,7 @@ tmp=$(mktemp -d "$(dirname "$dest")/.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 # ASO's own CRDs are generated with dangerous types allowed (floats) and
 # without descriptions; the same options keep the schema ASO serves.
-(cd "$here" && GOWORK=off GOFLAGS=-mod=mod go tool controller-gen \
+(cd "$here" && GOWORK=off GOFLAGS= go tool controller-gen \
 	crd:allowDangerousTypes=true,maxDescLen=0 \
 	paths=github.com/Azure/azure-service-operator/v2/api/network/v1api20220701 \
 	output:crd:dir="$tmp/all") >&2
