@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	caFile := fs.String("ca-file", filepath.Join(os.TempDir(), "azuresim-ca.pem"), "Where to write the CA certificate clients must trust (with --tls).")
 	latency := fs.Duration("latency", 0, "How long long-running operations take; Azure takes 10-60s for a private endpoint.")
 	pageSize := fs.Int("page-size", 100, "Items per page of list operations.")
-	throttling := fs.Bool("throttling", false, "Enforce ARM's per-subscription request limits (reads 250/25 per s, writes and deletes 200/10 per s).")
+	throttling := fs.Bool("throttling", false, "Enforce ARM's per-subscription request limits (reads 250/25 per s, writes and deletes 200/10 per s) and the resource providers' windows per subscription (Private DNS reads 500, Network writes 1,000, Network reads 10,000 per 5 minutes).")
 	noAuth := fs.Bool("no-auth", false, "Serve ARM requests without a bearer token (handy with curl).")
 	seedFile := fs.String("seed", "", "JSON file of resource groups and resources to create at start (see the Seed type).")
 	var principals principalFlag

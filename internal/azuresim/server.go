@@ -59,12 +59,11 @@ type Throttling struct {
 	Exempt []string
 	// The resource provider's own limits, per subscription and every
 	// principal together, in a sliding window, applied after ARM's
-	// buckets ("Understand how Azure Resource Manager throttles
-	// requests", sections Network throttling and Azure DNS): Private DNS
-	// reads (GET, the operation polls included) 500 per 5 minutes;
-	// Microsoft.Network writes and deletes (Private DNS included) 1,000
-	// per 5 minutes; other Microsoft.Network reads 10,000 per 5 minutes.
-	// A zero Window is no limit.
+	// buckets (sources at PrivateDNSReadsLimit): Private DNS reads (GET,
+	// the operation polls included) 500 per 5 minutes; Microsoft.Network
+	// writes and deletes (Private DNS included) 1,000 per 5 minutes; other
+	// Microsoft.Network reads 10,000 per 5 minutes. A zero Window is no
+	// limit.
 	PrivateDNSReads Window
 	NetworkWrites   Window
 	NetworkReads    Window
@@ -94,8 +93,8 @@ func DefaultThrottling() Throttling {
 		Deletes: Bucket{Burst: 200, PerSecond: 10},
 
 		PrivateDNSReads: Window{Limit: PrivateDNSReadsLimit, Period: PrivateDNSWindow},
-		NetworkWrites:   Window{Limit: PrivateDNSWritesLimit, Period: PrivateDNSWindow},
-		NetworkReads:    Window{Limit: 10000, Period: PrivateDNSWindow},
+		NetworkWrites:   Window{Limit: NetworkWritesLimit, Period: PrivateDNSWindow},
+		NetworkReads:    Window{Limit: NetworkReadsLimit, Period: PrivateDNSWindow},
 	}
 }
 

@@ -21,9 +21,11 @@ import (
 )
 
 // Pinned versions of the modules whose CRDs the tests install: the one
-// place they are named. The CRDs are read from the module zips that `go mod
-// download` fetches through the module proxy into the module cache (outside
-// the clone); nothing is compiled.
+// place they are named (ASO's is pinned in hack/asocrds/go.mod too, and
+// TestASOVersionIsPinned keeps the two equal). CAPZ's and Cluster API's
+// CRDs are read from the module zips that `go mod download` fetches
+// through the module proxy into the module cache (outside the clone),
+// nothing compiled; ASO's are generated from its Go types (ASOCRDs).
 const (
 	CAPZModule = "sigs.k8s.io/cluster-api-provider-azure"
 	// CAPZVersion is upstream CAPZ before native private links (SchemaUpstream,
