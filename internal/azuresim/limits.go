@@ -158,12 +158,9 @@ func (s *state) checkLinkCreate(req *putRequest, vnetID string) *armError {
 	if n := len(s.list(typeVNetLink, zoneID)); n >= s.limits.VirtualNetworkLinksPerZone {
 		return errLimit(codeLinksPerZone, "Virtual network links per private DNS zone", s.limits.VirtualNetworkLinksPerZone, "zone "+req.path.names[0])
 	}
-	linked := 0
-	for _, l := range s.all(typeVNetLink) {
-		if strings.EqualFold(ptr.Deref(objOf[armprivatedns.VirtualNetworkLink](l).Properties.VirtualNetwork.ID, ""), vnetID) {
-			linked++
-		}
-	}
+	linked := s.count(typeVNetLink, func(l *resource) bool {
+		return strings.EqualFold(ptr.Deref(objOf[armprivatedns.VirtualNetworkLink](l).Properties.VirtualNetwork.ID, ""), vnetID)
+	})
 	if linked >= s.limits.ZonesPerVirtualNetwork {
 		return errLimit(codeZonesPerVirtualNetwork, "Private DNS zones linked to a virtual network", s.limits.ZonesPerVirtualNetwork, "virtual network "+vnetID)
 	}
@@ -177,12 +174,10 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 		return nil
 	}
 	vnetID := armPathOf(subnetID).parent().id()
-	inVNet := 0
-	for _, pe := range s.all(typePE) {
-		if l := pe.link; l != nil && strings.EqualFold(armPathOf(l.subnetID).parent().id(), vnetID) {
-			inVNet++
-		}
-	}
+	subnets := key(vnetID) + "/subnets/"
+	inVNet := s.count(typePE, func(pe *resource) bool {
+		return pe.link != nil && strings.HasPrefix(key(pe.link.subnetID), subnets)
+	})
 	if inVNet >= s.limits.PrivateEndpointsPerVirtualNetwork {
 		return errLimit(codeEndpointsPerVNet, "Private endpoints per virtual network", s.limits.PrivateEndpointsPerVirtualNetwork, "virtual network "+vnetID)
 	}
@@ -190,6 +185,18 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 		return errLimit(codeEndpointsPerService, "Private endpoints per private link service", s.limits.PrivateEndpointsPerPrivateLinkService, "private link service "+pls.id)
 	}
 	return nil
+}
+
+// count is how many resources of a type match, without the sorting and
+// copying of all: it runs on every create.
+func (s *state) count(typeKey string, match func(*resource) bool) int {
+	n := 0
+	for _, r := range s.res {
+		if r.typeKey == typeKey && match(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // checkServiceCreate bounds the private link services of a subscription.

@@ -135,19 +135,6 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestAzureLimitsAreTheDefault: an emulator given no limits enforces
-// Azure's published ones.
-func TestAzureLimitsAreTheDefault(t *testing.T) {
-	want := azuresim.Limits{
-		PrivateDNSZonesPerSubscription: 1000, RecordSetsPerZone: 25000, RecordsPerRecordSet: 20,
-		VirtualNetworkLinksPerZone: 1000, ZonesPerVirtualNetwork: 1000, PrivateEndpointsPerVirtualNetwork: 1000,
-		PrivateLinkServicesPerSubscription: 800, PrivateEndpointsPerPrivateLinkService: 1000,
-	}
-	if got := azuresim.AzureLimits(); got != want {
-		t.Errorf("AzureLimits() = %+v, want %+v", got, want)
-	}
-}
-
 // TestProviderThrottling fills the Private DNS read window of a
 // subscription: the next read is 429 with Retry-After 10 (Azure's value),
 // whichever principal asks; another subscription and the writes are not

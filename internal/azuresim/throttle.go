@@ -96,19 +96,20 @@ const (
 	windowNetworkReads  = "network-reads"
 )
 
-// providerWindow is the provider limit a request counts against, if any.
-func (t *throttler) providerWindow(p armPath, method string) (string, Window) {
+// providerWindow is the provider limit a request counts against, if any,
+// and whether it is a Private DNS request.
+func (t *throttler) providerWindow(p armPath, method string) (string, Window, bool) {
 	if !strings.EqualFold(p.provider, "Microsoft.Network") || len(p.types) == 0 {
-		return "", Window{}
+		return "", Window{}, false
 	}
 	dns := strings.EqualFold(p.types[0], "privateDnsZones") || isPrivateDNSOperationPath(p)
 	switch {
 	case requestClass(method) != "reads":
-		return windowNetworkWrites, t.cfg.NetworkWrites
+		return windowNetworkWrites, t.cfg.NetworkWrites, dns
 	case dns:
-		return windowDNSReads, t.cfg.PrivateDNSReads
+		return windowDNSReads, t.cfg.PrivateDNSReads, dns
 	default:
-		return windowNetworkReads, t.cfg.NetworkReads
+		return windowNetworkReads, t.cfg.NetworkReads, dns
 	}
 }
 
@@ -126,7 +127,7 @@ func (t *throttler) provider(w http.ResponseWriter, p armPath, principal, method
 	if !t.cfg.Enabled || slices.Contains(t.cfg.Exempt, principal) {
 		return nil
 	}
-	class, win := t.providerWindow(p, method)
+	class, win, dns := t.providerWindow(p, method)
 	if class == "" || win.Limit <= 0 || win.Period <= 0 {
 		return nil
 	}
@@ -143,8 +144,8 @@ func (t *throttler) provider(w http.ResponseWriter, p armPath, principal, method
 	times = times[i:]
 	if len(times) >= win.Limit {
 		t.windows[k] = times
-		retry := time.Duration(10) * time.Second
-		if class != windowDNSReads {
+		retry := 10 * time.Second
+		if !dns {
 			retry = max(time.Second, win.Period-now.Sub(times[0]))
 		}
 		secs := int(math.Ceil(retry.Seconds()))
@@ -154,8 +155,9 @@ func (t *throttler) provider(w http.ResponseWriter, p armPath, principal, method
 			p.sub, len(times), class, win.Period, secs)
 	}
 	t.windows[k] = append(times, now)
-	if class == windowDNSReads || strings.EqualFold(p.types[0], "privateDnsZones") {
-		// The recordings of Private DNS show this header falling with each request.
+	if dns {
+		// ASO's recordings of Private DNS show this header falling with
+		// each request, operation polls included.
 		w.Header().Set("x-ms-ratelimit-remaining-subscription-resource-requests", fmt.Sprint(max(0, win.Limit-len(t.windows[k]))))
 	}
 	return nil

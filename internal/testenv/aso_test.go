@@ -3,6 +3,9 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -62,6 +65,18 @@ func TestASOCRDsAreASOs(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Errorf("got %d of ASO's two CRDs", seen)
+	}
+}
+
+// TestASOVersionIsPinned: ASOVersion names the release hack/asocrds
+// generates the CRDs from.
+func TestASOVersionIsPinned(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join(repoRoot(), "hack", "asocrds", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "github.com/Azure/azure-service-operator/v2 "+ASOVersion+"\n") {
+		t.Errorf("hack/asocrds/go.mod does not require ASO %s (ASOVersion)", ASOVersion)
 	}
 }
 
