@@ -12,9 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,10 @@ type Env struct {
 	Schema Schema
 
 	env *envtest.Environment
+	// webhooks is CAPZ's webhook server for the installed schema.
+	webhooks *capzWebhooks
+	// webhookDir holds the webhook server's kubeconfig.
+	webhookDir string
 }
 
 // Start starts an API server and installs the CRDs. Call Stop when done.
@@ -98,6 +104,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		// A loaded 2-core machine can be slow to start a cold API server.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+		// Certificates and an address for CAPZ's webhooks (startWebhooks);
+		// envtest installs no webhook itself.
+		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"},
 	}
 	for name, value := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
@@ -111,7 +120,42 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, Schema: opts.Schema, env: env}, nil
+	e := &Env{Config: cfg, Client: c, Scheme: scheme, Schema: opts.Schema, env: env}
+	if err := e.startWebhooks(ctx, opts.Schema); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// startWebhooks runs CAPZ's webhooks for the schema's release, registers
+// them and waits until the API server calls them (webhooks.go).
+func (e *Env) startWebhooks(ctx context.Context, s Schema) error {
+	if e.webhookDir == "" {
+		dir, err := os.MkdirTemp("", "capz-webhooks-")
+		if err != nil {
+			return err
+		}
+		e.webhookDir = dir
+		if err := e.WriteKubeconfigFor(filepath.Join(dir, "kubeconfig"), "capz-webhooks", "system:masters"); err != nil {
+			return err
+		}
+	}
+	opts := &e.env.WebhookInstallOptions
+	hostPort := net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
+	muts, vals, err := capzWebhookConfigs(ctx, s.CAPZVersion(), hostPort, opts.LocalServingCAData)
+	if err != nil {
+		return err
+	}
+	w, err := startCAPZWebhooks(ctx, s.CAPZVersion(), filepath.Join(e.webhookDir, "kubeconfig"), opts)
+	if err != nil {
+		return err
+	}
+	e.webhooks = w
+	if err := installCAPZWebhooks(ctx, e.Client, muts, vals); err != nil {
+		return fmt.Errorf("installing CAPZ %s's webhook configurations: %w", s.CAPZVersion(), err)
+	}
+	return w.waitServing(ctx, e.Client)
 }
 
 // StartT starts an environment for one test and stops it in t.Cleanup. It
@@ -130,9 +174,18 @@ func StartT(t testing.TB, opts Options) *Env {
 	return e
 }
 
-// Stop stops the API server and etcd and removes their data.
+// Stop stops CAPZ's webhooks, the API server and etcd and removes their
+// data. It reports a webhook server that died during the test.
 func (e *Env) Stop() error {
-	return e.env.Stop()
+	var errs []error
+	if e.webhooks != nil {
+		errs = append(errs, e.webhooks.stop())
+	}
+	if e.webhookDir != "" {
+		errs = append(errs, os.RemoveAll(e.webhookDir))
+	}
+	errs = append(errs, e.env.Stop())
+	return errors.Join(errs...)
 }
 
 // WriteKubeconfig writes a kubeconfig for the administrator user to path, for
@@ -154,6 +207,21 @@ func (e *Env) WriteKubeconfigFor(path, name string, groups ...string) error {
 		return err
 	}
 	return os.WriteFile(path, kc, 0o600)
+}
+
+// upgradeWebhooks replaces CAPZ's webhook server and configurations with
+// those of the schema's release, if it changed.
+func (e *Env) upgradeWebhooks(ctx context.Context, s Schema) error {
+	if e.webhooks != nil && e.webhooks.version == s.CAPZVersion() {
+		return nil
+	}
+	if e.webhooks != nil {
+		if err := e.webhooks.stop(); err != nil {
+			return err
+		}
+		e.webhooks = nil
+	}
+	return e.startWebhooks(ctx, s)
 }
 
 // ErrNoAssets says that the envtest binaries have not been built.
@@ -224,7 +292,10 @@ func repoRoot() string {
 
 // InstallSchema replaces the AzureCluster CRD with the schema's, as a CAPZ
 // upgrade does; objects keep what they hold. The API server serves the new
-// schema a moment later: callers wait for what they write to be kept.
+// schema a moment later: callers wait for what they write to be kept. When
+// the release changes, CAPZ's webhooks are replaced by the new release's,
+// and InstallSchema returns once the API server calls them; between the two
+// servers, writes of CAPZ kinds fail, as during a CAPZ rollout.
 func (e *Env) InstallSchema(ctx context.Context, s Schema) error {
 	crds, err := capzAndCAPICRDs(ctx, s)
 	if err != nil {
@@ -243,7 +314,7 @@ func (e *Env) InstallSchema(ctx context.Context, s Schema) error {
 			return err
 		}
 		e.Schema = s
-		return nil
+		return e.upgradeWebhooks(ctx, s)
 	}
 	return fmt.Errorf("schema %s has no AzureCluster CRD", s)
 }

@@ -1,0 +1,337 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// CAPZ's admission webhooks in the test world.
+//
+// In production every AzureCluster and AzureClusterIdentity write passes
+// CAPZ's mutating (defaulting) and validating webhooks; a write CAPZ
+// refuses fails there. The test world runs CAPZ's own webhook code, built
+// from CAPZ's module at the release the schema installs
+// (hack/capzwebhooks), as a process beside the API server, and registers
+// it with the webhook configurations CAPZ publishes in that release
+// (config/webhook/manifests.yaml), reduced to the kinds the test world has
+// CRDs for. The fork's schema gets v1.23.0's webhooks, the fork's base:
+// they keep the fork's privateLinks (controller-runtime's defaulter leaves
+// fields its types do not know) and do not validate them.
+
+// webhookResources are the CAPZ resources whose webhooks the test world
+// serves: those it has CRDs for (capzCRDFiles), which are also the two
+// kinds hack/capzwebhooks registers.
+var webhookResources = map[string]bool{"azureclusters": true, "azureclusteridentities": true}
+
+const (
+	// webhookBuildLimit bounds building a release's webhook server on a
+	// cold machine (about a minute on 2 cores, plus downloads).
+	webhookBuildLimit = 10 * time.Minute
+	// webhookReadyLimit bounds the wait until the API server calls a newly
+	// started webhook server: generous for a loaded 2-core machine.
+	webhookReadyLimit = 2 * time.Minute
+	// webhookStopGrace is how long a stopping webhook server may take.
+	webhookStopGrace = 10 * time.Second
+	// webhookProbeNamespace holds the dry-run objects of the readiness probe.
+	webhookProbeNamespace = "default"
+)
+
+var (
+	webhookBinariesMu sync.Mutex
+	webhookBinaries   = map[string]string{}
+)
+
+// CAPZWebhookBinary returns the path of the webhook server of a CAPZ
+// release, building it with hack/capzwebhooks/build.sh the first time
+// (cached outside the clone, so later processes find it at once).
+func CAPZWebhookBinary(ctx context.Context, version string) (string, error) {
+	webhookBinariesMu.Lock()
+	defer webhookBinariesMu.Unlock()
+	if p, ok := webhookBinaries[version]; ok {
+		return p, nil
+	}
+	root := repoRoot()
+	script := filepath.Join(root, "hack", "capzwebhooks", "build.sh")
+	if root == "" || !fileExists(script) {
+		return "", errors.New("CAPZ's webhook server is built by hack/capzwebhooks/build.sh: run from the repository")
+	}
+	ctx, cancel := context.WithTimeout(ctx, webhookBuildLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", script, version)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building CAPZ %s's webhooks (hack/capzwebhooks/build.sh): %w: %s", version, err, stderr.String())
+	}
+	p := strings.TrimSpace(stdout.String())
+	webhookBinaries[version] = p
+	return p, nil
+}
+
+// capzWebhookConfigs reads the webhook configurations CAPZ publishes for a
+// release, keeps the webhooks of webhookResources and points them at the
+// local server (https://host:port/<CAPZ's path>, trusted through caData),
+// as envtest does for the webhooks it installs.
+func capzWebhookConfigs(ctx context.Context, version, hostPort string, caData []byte) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
+	dir, err := moduleDir(ctx, CAPZModule, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, "config", "webhook", "manifests.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var muts []*admissionv1.MutatingWebhookConfiguration
+	var vals []*admissionv1.ValidatingWebhookConfiguration
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			m := &admissionv1.MutatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, m); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			var kept []admissionv1.MutatingWebhook
+			for _, w := range m.Webhooks {
+				if servesTestWorld(w.Rules) {
+					w.ClientConfig = localClientConfig(w.ClientConfig, hostPort, caData)
+					kept = append(kept, w)
+				}
+			}
+			m.Webhooks = kept
+			m.Name = "capz-" + m.Name
+			muts = append(muts, m)
+		case "ValidatingWebhookConfiguration":
+			v := &admissionv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, v); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			var kept []admissionv1.ValidatingWebhook
+			for _, w := range v.Webhooks {
+				if servesTestWorld(w.Rules) {
+					w.ClientConfig = localClientConfig(w.ClientConfig, hostPort, caData)
+					kept = append(kept, w)
+				}
+			}
+			v.Webhooks = kept
+			v.Name = "capz-" + v.Name
+			vals = append(vals, v)
+		}
+	}
+	if len(muts) != 1 || len(vals) != 1 || len(muts[0].Webhooks) == 0 || len(vals[0].Webhooks) == 0 {
+		return nil, nil, fmt.Errorf("%s: want one mutating and one validating configuration with webhooks for %v", path, webhookResources)
+	}
+	return muts, vals, nil
+}
+
+func servesTestWorld(rules []admissionv1.RuleWithOperations) bool {
+	for _, r := range rules {
+		for _, res := range r.Resources {
+			if webhookResources[res] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func localClientConfig(c admissionv1.WebhookClientConfig, hostPort string, caData []byte) admissionv1.WebhookClientConfig {
+	path := ""
+	if c.Service != nil && c.Service.Path != nil {
+		path = *c.Service.Path
+	}
+	url := "https://" + hostPort + path
+	return admissionv1.WebhookClientConfig{URL: &url, CABundle: caData}
+}
+
+// capzWebhooks is one running CAPZ webhook server.
+type capzWebhooks struct {
+	version string
+	cmd     *exec.Cmd
+	out     *tailBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+// startCAPZWebhooks starts the webhook server of a CAPZ release on the
+// address and certificates envtest prepared for webhooks.
+func startCAPZWebhooks(ctx context.Context, version, kubeconfig string, opts *envtest.WebhookInstallOptions) (*capzWebhooks, error) {
+	bin, err := CAPZWebhookBinary(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--kubeconfig", kubeconfig,
+		"--host", opts.LocalServingHost,
+		"--port", strconv.Itoa(opts.LocalServingPort),
+		"--cert-dir", opts.LocalServingCertDir)
+	// The server dies with the test process, even one killed by a timeout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	w := &capzWebhooks{version: version, cmd: cmd, out: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.out, w.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting CAPZ %s's webhooks: %w", version, err)
+	}
+	go func() {
+		w.waitErr = cmd.Wait()
+		close(w.exited)
+	}()
+	return w, nil
+}
+
+// stop ends the server; it reports a server that had died on its own.
+func (w *capzWebhooks) stop() error {
+	select {
+	case <-w.exited:
+		return fmt.Errorf("CAPZ %s's webhook server exited during the test (%v): %s", w.version, w.waitErr, w.out.String())
+	default:
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.exited:
+	case <-time.After(webhookStopGrace):
+		_ = w.cmd.Process.Kill()
+		<-w.exited
+	}
+	return nil
+}
+
+// waitServing waits until the API server calls the webhooks: a dry-run
+// AzureCluster without spec.resourceGroup comes back defaulted by CAPZ (its
+// name), and one without spec.identityRef is refused by CAPZ ("identityRef
+// is required").
+func (w *capzWebhooks) waitServing(ctx context.Context, c client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, webhookReadyLimit)
+	defer cancel()
+	var last error
+	for {
+		last = probeWebhooks(ctx, c)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-w.exited:
+			return fmt.Errorf("CAPZ %s's webhook server exited (%v): %s", w.version, w.waitErr, w.out.String())
+		case <-ctx.Done():
+			return fmt.Errorf("CAPZ %s's webhooks not called by the API server within %s: %v; server output: %s", w.version, webhookReadyLimit, last, w.out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func probeWebhooks(ctx context.Context, c client.Client) error {
+	defaulted := probeAzureCluster("capz-webhook-probe")
+	unstructured.RemoveNestedField(defaulted.Object, "spec", "resourceGroup")
+	if err := c.Create(ctx, defaulted, client.DryRunAll); err != nil {
+		return fmt.Errorf("dry-run create of a valid AzureCluster: %w", err)
+	}
+	if rg, _, _ := unstructured.NestedString(defaulted.Object, "spec", "resourceGroup"); rg != defaulted.GetName() {
+		return fmt.Errorf("CAPZ's defaulting webhook not called yet (spec.resourceGroup %q)", rg)
+	}
+	refused := probeAzureCluster("capz-webhook-probe")
+	unstructured.RemoveNestedField(refused.Object, "spec", "identityRef")
+	err := c.Create(ctx, refused, client.DryRunAll)
+	if err == nil {
+		return errors.New("CAPZ's validating webhook not called yet (an AzureCluster without identityRef was accepted)")
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "identityRef is required") {
+		return fmt.Errorf("dry-run create of an AzureCluster without identityRef: %w", err)
+	}
+	return nil
+}
+
+func probeAzureCluster(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+		"kind":       "AzureCluster",
+		"metadata":   map[string]any{"name": name, "namespace": webhookProbeNamespace},
+		"spec": map[string]any{
+			"location":      "westeurope",
+			"resourceGroup": name,
+			"identityRef":   map[string]any{"kind": "AzureClusterIdentity", "name": "probe", "namespace": webhookProbeNamespace},
+		},
+	}}
+	return u
+}
+
+// installCAPZWebhooks creates or replaces CAPZ's webhook configurations.
+func installCAPZWebhooks(ctx context.Context, c client.Client, muts []*admissionv1.MutatingWebhookConfiguration, vals []*admissionv1.ValidatingWebhookConfiguration) error {
+	for _, m := range muts {
+		if err := createOrReplace(ctx, c, m, &admissionv1.MutatingWebhookConfiguration{}); err != nil {
+			return err
+		}
+	}
+	for _, v := range vals {
+		if err := createOrReplace(ctx, c, v, &admissionv1.ValidatingWebhookConfiguration{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createOrReplace(ctx context.Context, c client.Client, want, current client.Object) error {
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), current)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.Create(ctx, want)
+	case err != nil:
+		return err
+	}
+	want.SetResourceVersion(current.GetResourceVersion())
+	return c.Update(ctx, want)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = append([]byte(nil), b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
