@@ -141,9 +141,11 @@ test-loaded: envtest-assets $(HELM) ## Run the Go tests while every core is also
 		hack/load/run.sh $(GO) test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd, generate ASO's CRDs for tests (cached; ~5-12 min the first time).
+envtest-assets: ## Build kube-apiserver and etcd, generate ASO's CRDs, build CAPZ's webhooks (v1.23.0, v1.27.0) for tests (cached; ~8-15 min the first time).
 	@hack/envtest/build.sh >/dev/null
 	@hack/asocrds/generate.sh >/dev/null
+	@hack/capzwebhooks/build.sh v1.23.0 >/dev/null
+	@hack/capzwebhooks/build.sh v1.27.0 >/dev/null
 
 # golangci-lint type-checks every package, tests included, inside its own
 # timeout. On a cold build cache and a busy machine, compiling the Azure SDK
@@ -180,7 +182,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 .PHONY: tidy
 tidy: ## Tidy every Go module in the repository.
 	$(GO) mod tidy
-	for m in hack/tools hack/helm hack/image hack/envtest/kube-apiserver hack/envtest/kubectl hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
+	for m in hack/tools hack/helm hack/image hack/asocrds hack/capzwebhooks hack/envtest/kube-apiserver hack/envtest/kubectl hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
+	cd hack/capzwebhooks && $(GO) mod tidy -modfile=go.v1.23.0.mod
 
 .PHONY: clean
 clean: ## Remove build output (the envtest cache outside the clone is kept).

@@ -381,7 +381,13 @@ func runAsServiceAccount(t *testing.T, w *testworld.World) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = op.Stop(30 * time.Second) })
+	t.Cleanup(func() {
+		_ = op.Stop(30 * time.Second)
+		if t.Failed() {
+			log, _ := os.ReadFile(op.LogFile)
+			t.Logf("the operator's log:\n%s", log)
+		}
+	})
 	ctx := context.Background()
 	w.Namespace(t, "org-a")
 	mc := testworld.Cluster{Namespace: testworld.IdentityNS, Name: "mc", Subscription: "sub-mc", Private: true, CIDR16: 1}

@@ -306,7 +306,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.watchFilter, "watch-filter", "",
 		"Only handle objects labelled cluster.x-k8s.io/watch-filter=<value> (Cluster API's convention). Default: all.")
 	fs.StringVar(&o.defaultAzureEnvironment, "default-azure-environment", azure.PublicCloud,
-		"Cloud for clusters whose spec.azureEnvironment is empty: AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud or the custom cloud's name.")
+		"Cloud for objects whose spec.azureEnvironment is empty (CAPZ defaults AzureClusters' to AzurePublicCloud, so in practice the operator's own objects): AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud or the custom cloud's name.")
 	fs.StringVar(&o.customCloudFile, "azure-custom-cloud", "",
 		"JSON file describing a custom cloud (name, resourceManagerEndpoint, resourceManagerAudience, activeDirectoryAuthorityHost, caFile); clusters whose spec.azureEnvironment equals its name use it.")
 	fs.DurationVar(&o.pendingRecheck, "pending-recheck-interval", 30*time.Second,

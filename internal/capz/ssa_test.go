@@ -144,6 +144,7 @@ func azureCluster(schema testenv.Schema) *unstructured.Unstructured {
 			"location":       "westeurope",
 			"resourceGroup":  "mc",
 			"subscriptionID": subscription,
+			"identityRef":    map[string]any{"kind": "AzureClusterIdentity", "name": "cluster-identity", "namespace": "default"},
 			"networkSpec": map[string]any{
 				"vnet":        map[string]any{"name": "mc-vnet", "cidrBlocks": []any{"10.0.0.0/16"}},
 				"apiServerLB": lb,
@@ -404,7 +405,7 @@ func TestCurrentOwnedReadsBackTheApply(t *testing.T) {
 	want := capz.Owned{
 		Endpoints: map[string][]capz.PrivateEndpoint{nodeSubnet: {{
 			Name: "wc1-api-privatelink-privateendpoint", Location: "westeurope", ManualApproval: true,
-			Connections: []capz.PrivateLinkServiceConnection{{Name: "wc1-api-privatelink-connection", PrivateLinkServiceID: "/pls/wc1", RequestMessage: "please"}},
+			Connections: []capz.PrivateLinkServiceConnection{{Name: "wc1-api-privatelink-connection", PrivateLinkServiceID: "/subscriptions/" + subscription + "/resourceGroups/wc1/providers/Microsoft.Network/privateLinkServices/wc1-api-privatelink", RequestMessage: "please"}},
 		}}},
 		Finalizers:  []string{"azure-private-endpoint-operator.giantswarm.io/azurecluster"},
 		Annotations: map[string]string{"azure-private-endpoint-operator.giantswarm.io/private-link-apiserver-ip": "10.0.0.5"},

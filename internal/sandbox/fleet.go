@@ -81,7 +81,7 @@ func fleetCluster(ns, name, sub, rg, prefix string, links []any) *unstructured.U
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 		"subscriptionID": sub, "resourceGroup": rg, "location": FleetLocation,
-		"identityRef": map[string]any{"name": FleetIdentityName, "namespace": FleetIdentityNS},
+		"identityRef": map[string]any{"kind": "AzureClusterIdentity", "name": FleetIdentityName, "namespace": FleetIdentityNS},
 		"networkSpec": map[string]any{
 			"vnet":        map[string]any{"name": name + "-vnet", "cidrBlocks": []any{prefix + ".0.0/16"}},
 			"apiServerLB": lb,

@@ -45,8 +45,13 @@ const (
 	CAPZTenantID = "72f988bf-0000-0000-0000-0000000000aa"
 	CAPZClientID = "capz"
 	CAPZSecret   = "capz-secret"
-	// CloudName is the name of the custom cloud that reaches the emulator.
-	CloudName = "AzureSim"
+	// CloudName is the name of the custom cloud that reaches the emulator:
+	// the public cloud's, redirected. CAPZ's defaulting webhook sets
+	// spec.azureEnvironment to AzurePublicCloud on every AzureCluster, so
+	// the test world's clusters look as they do in production and the
+	// operator reaches azuresim for them (a custom cloud named like a
+	// public one replaces it).
+	CloudName = "AzurePublicCloud"
 )
 
 // Options configures a sandbox.

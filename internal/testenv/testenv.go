@@ -1,7 +1,8 @@
 // Package testenv starts a real Kubernetes API server (envtest) with the CRDs
 // the operator works with: CAPZ's AzureCluster and AzureClusterIdentity (with
 // or without the fork-compatible privateLinks overlay), Cluster API's Cluster,
-// and the operator's own CRDs from config/crd/bases.
+// and the operator's own CRDs from config/crd/bases, and with CAPZ's own
+// admission webhooks for the release the schema installs (webhooks.go).
 //
 // The kube-apiserver and etcd binaries are built from Go modules by
 // hack/envtest/build.sh (`make envtest-assets`). They are found through

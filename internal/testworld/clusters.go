@@ -24,8 +24,6 @@ type Cluster struct {
 	PrivateLinks []PrivateLink
 	// CIDR16 is the second octet of the cluster's 10.x.0.0/16 VNet.
 	CIDR16 int
-	// NoIdentity leaves spec.identityRef unset.
-	NoIdentity bool
 }
 
 // PrivateLink is one of the fork's private links.
@@ -80,9 +78,7 @@ func (c Cluster) Object(schema testenv.Schema) *unstructured.Unstructured {
 			},
 		},
 	}
-	if !c.NoIdentity {
-		spec["identityRef"] = map[string]any{"name": IdentityName, "namespace": IdentityNS}
-	}
+	spec["identityRef"] = map[string]any{"kind": "AzureClusterIdentity", "name": IdentityName, "namespace": IdentityNS}
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
 	u.SetNamespace(c.Namespace)
