@@ -89,16 +89,20 @@ var waitCodes = map[string]bool{
 // transientCodes are codes ARM uses for conditions that retrying fixes,
 // whatever the status.
 var transientCodes = map[string]bool{
-	"AnotherOperationInProgress":    true,
-	"RetryableError":                true,
-	"InternalServerError":           true,
-	"OperationPreempted":            true,
-	"Canceled":                      true,
-	"ServiceUnavailable":            true,
-	"GatewayTimeout":                true,
-	"TooManyRequests":               true,
-	"SubscriptionRequestsThrottled": true,
-	"PreconditionFailed":            true,
+	"AnotherOperationInProgress": true,
+	"RetryableError":             true,
+	"InternalServerError":        true,
+	"OperationPreempted":         true,
+	// An operation a later write superseded (its status is Canceled, the
+	// detail CanceledAndSupersededDueToAnotherOperation; both appear as
+	// the code, depending on the client).
+	"Canceled": true,
+	"CanceledAndSupersededDueToAnotherOperation": true,
+	"ServiceUnavailable":                         true,
+	"GatewayTimeout":                             true,
+	"TooManyRequests":                            true,
+	"SubscriptionRequestsThrottled":              true,
+	"PreconditionFailed":                         true,
 }
 
 // maxMessage bounds condition and event messages.

@@ -13,9 +13,16 @@ type armError struct {
 	Status  int
 	Code    string
 	Message string
+	// Details are the inner errors Azure lists under error.details.
+	Details []errorDetail
 }
 
 func (e *armError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// detail is the error as a response body shows it.
+func (e *armError) detail() errorDetail {
+	return errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}
+}
 
 func newError(status int, code, format string, args ...any) *armError {
 	return &armError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
@@ -64,13 +71,14 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Details []errorDetail `json:"details,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, e *armError) {
 	w.Header().Set("x-ms-error-code", e.Code)
-	writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
+	writeJSON(w, e.Status, errorBody{Error: e.detail()})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

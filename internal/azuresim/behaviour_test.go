@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 )
 
@@ -35,9 +36,11 @@ func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // TestLongRunningOperations drives a private endpoint creation through the
 // SDK's resume token while the operation is in progress: the endpoint shows
-// a non-terminal provisioningState and no IP, a second write is refused with
-// AnotherOperationInProgress, and a poller resumed from the token (as a
-// reconciler would after a requeue) finishes it.
+// a non-terminal provisioningState, a second PUT supersedes the first (whose
+// poller, resumed from its token as a reconciler would after a requeue,
+// ends Canceled with CanceledAndSupersededDueToAnotherOperation, as Azure
+// answers), the second finishes, and a write while a DELETE runs is refused
+// with AnotherOperationInProgress.
 func TestLongRunningOperations(t *testing.T) {
 	clock := newFakeClock()
 	e := newEnv(t, azuresim.Options{Now: clock.Now, MaxPollInterval: 10 * time.Millisecond})
@@ -79,16 +82,27 @@ func TestLongRunningOperations(t *testing.T) {
 	if c := got.Properties.PrivateLinkServiceConnections; len(c) != 1 || *c[0].Properties.PrivateLinkServiceConnectionState.Status != azuresim.ConnectionApproved {
 		t.Errorf("an auto-approved connection reads Approved while the endpoint is Updating; got %+v", c)
 	}
-	_, err = pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
-	wantBusy(t, err)
+	second, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
+	if err != nil {
+		t.Fatalf("a second PUT while the first runs supersedes it in Azure, not refused: %v", err)
+	}
 
-	clock.Advance(time.Minute)
 	resumed, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", armnetwork.PrivateEndpoint{},
 		&armnetwork.PrivateEndpointsClientBeginCreateOrUpdateOptions{ResumeToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := resumed.PollUntilDone(ctx, pollOpts)
+	_, err = resumed.PollUntilDone(ctx, pollOpts)
+	if code, _ := errorCode(err); code != "Canceled" ||
+		!strings.Contains(err.Error(), "CanceledAndSupersededDueToAnotherOperation") ||
+		!strings.Contains(err.Error(), "was canceled and superseded by operation PutPrivateEndpointOperation") {
+		t.Errorf("the superseded PUT's operation: want Canceled / CanceledAndSupersededDueToAnotherOperation, got %v", err)
+	}
+	if c := azure.Classify(err); c.Class != azure.ClassTransient {
+		t.Errorf("the operator classifies a superseded operation as %s, want transient (retry)", c.Class)
+	}
+	clock.Advance(time.Minute)
+	done, err := second.PollUntilDone(ctx, pollOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +122,8 @@ func TestLongRunningOperations(t *testing.T) {
 	if err != nil || *got.Properties.ProvisioningState != armnetwork.ProvisioningStateDeleting {
 		t.Errorf("while deleting: want provisioningState Deleting, got %v (%v)", got.Properties, err)
 	}
+	_, err = pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", peBody(prov.nodeSubnetID, *pls.ID, false), nil)
+	wantBusy(t, err)
 	clock.Advance(time.Minute)
 	if _, err := del.PollUntilDone(ctx, pollOpts); err != nil {
 		t.Fatal(err)

@@ -87,7 +87,10 @@
 //     subscription, polled until 200. The operation completes after
 //     Options.Latency, lazily against the clock (no goroutine per operation),
 //     and its retry hints are capped by Options.MaxPollInterval. Resume tokens
-//     work. A second write to a resource busy with an operation is 409
+//     work. A second PUT of a Microsoft.Network resource whose PUT runs
+//     supersedes it (the first operation ends Canceled, detail
+//     CanceledAndSupersededDueToAnotherOperation); any other write to a
+//     resource busy with an operation is 409
 //     AnotherOperationInProgress; a write to a child of a resource being
 //     deleted is 400 ReferencedResourceNotProvisioned. An operation fault
 //     makes the operation end Failed and the resource's provisioningState

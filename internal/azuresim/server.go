@@ -447,9 +447,15 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 		writeError(w, e)
 		return
 	}
+	// A PUT while another PUT of the resource runs supersedes it; any other
+	// overlap is refused (supersedable).
+	superseded := ""
 	if existing != nil && existing.busy != "" {
-		writeError(w, errAnotherOperation(s.operationURI(r, existing.busy)))
-		return
+		if !s.st.supersedable(k, existing) {
+			writeError(w, errAnotherOperation(s.operationURI(r, existing.busy)))
+			return
+		}
+		superseded = existing.busy
 	}
 	if e := s.st.parentDeleting(p, k); e != nil {
 		writeError(w, e)
@@ -478,6 +484,9 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 	if e := k.put(s.st, req); e != nil {
 		writeError(w, e)
 		return
+	}
+	if superseded != "" {
+		defer s.st.cancelSuperseded(superseded, res)
 	}
 	if loc != "" {
 		res.location = loc
@@ -623,6 +632,55 @@ func (s *Server) operationURI(r *http.Request, id string) string {
 	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s/operations/%s?api-version=%s", s.baseURL(r), op.sub, loc, op.id, v)
 }
 
+// supersedable reports whether a PUT may supersede the operation running
+// on existing, as Microsoft.Network does: a second PUT of a resource while
+// its first PUT runs is accepted and the first operation ends Canceled
+// (terraform-provider-azurerm issue threads quote Azure's status body for a
+// security rule, PutSecurityRuleOperation, and for subnets and load
+// balancers; cloud-provider-azure retries on it). A PUT while a DELETE
+// runs stays 409 AnotherOperationInProgress; Private DNS is not known to
+// supersede and stays 409 too.
+func (s *state) supersedable(k *kind, existing *resource) bool {
+	if k.privateDNS {
+		return false
+	}
+	op := s.ops[existing.busy]
+	return op != nil && op.method == http.MethodPut && op.status == opInProgress
+}
+
+// cancelSuperseded ends the operation a later PUT superseded, with Azure's
+// status body: Canceled, "Operation was canceled.", and the detail
+// CanceledAndSupersededDueToAnotherOperation naming both operations. What
+// the canceled PUT would have done on completion is not done; the later
+// PUT's operation (now r.busy) decides the resource's state.
+func (s *state) cancelSuperseded(opID string, r *resource) {
+	old := s.ops[opID]
+	if old == nil || old.status != opInProgress {
+		return
+	}
+	name := operationName(http.MethodPut, r.typeKey)
+	old.status = opCanceled
+	old.doneAt = s.now()
+	old.err = &armError{Status: http.StatusConflict, Code: "Canceled", Message: "Operation was canceled.",
+		Details: []errorDetail{{Code: "CanceledAndSupersededDueToAnotherOperation",
+			Message: fmt.Sprintf("Operation %s (%s) was canceled and superseded by operation %s (%s).", name, old.id, name, r.busy)}}}
+}
+
+// operationName is Microsoft.Network's name of an operation on a type, as
+// its messages spell it: PutLoadBalancerOperation, DeleteSubnetOperation.
+func operationName(method, typeKey string) string {
+	typ := canonicalType(typeKey)
+	typ = strings.TrimSuffix(typ[strings.LastIndex(typ, "/")+1:], "s")
+	if typ != "" {
+		typ = strings.ToUpper(typ[:1]) + typ[1:]
+	}
+	verb := "Put"
+	if method == http.MethodDelete {
+		verb = "Delete"
+	}
+	return verb + typ + "Operation"
+}
+
 // parentDeleting refuses a write to a child of a Microsoft.Network resource
 // that is being deleted, as Azure does: 400 ReferencedResourceNotProvisioned
 // (ASO v2 recording Test_Networking_PrivateEndpoint_CRUD.yaml, a private DNS
@@ -636,14 +694,9 @@ func (s *state) parentDeleting(p armPath, k *kind) *armError {
 	if parent == nil || parent.state != stateDeleting {
 		return nil
 	}
-	typ := canonicalType(parent.typeKey)
-	typ = strings.TrimSuffix(typ[strings.LastIndex(typ, "/")+1:], "s")
-	if typ != "" {
-		typ = strings.ToUpper(typ[:1]) + typ[1:]
-	}
 	return errBadRequest("ReferencedResourceNotProvisioned",
-		"Cannot proceed with operation because resource %s used by resource %s is not in Succeeded state. Resource is in Deleting state and the last operation that updated/is updating the resource is Delete%sOperation.",
-		parent.id, p.id(), typ)
+		"Cannot proceed with operation because resource %s used by resource %s is not in Succeeded state. Resource is in Deleting state and the last operation that updated/is updating the resource is %s.",
+		parent.id, p.id(), operationName(http.MethodDelete, parent.typeKey))
 }
 
 func checkPreconditions(r *http.Request, existing *resource) *armError {
@@ -761,8 +814,8 @@ func (s *Server) serveOperation(w http.ResponseWriter, _ *http.Request, p armPat
 			writeError(w, op.err)
 			return
 		}
-		writeJSON(w, http.StatusOK, operationStatus{Status: op.status,
-			Error: &errorDetail{Code: op.err.Code, Message: op.err.Message}})
+		d := op.err.detail()
+		writeJSON(w, http.StatusOK, operationStatus{Status: op.status, Error: &d})
 		return
 	}
 	if results {

@@ -24,6 +24,7 @@ const (
 	opInProgress = "InProgress"
 	opSucceeded  = "Succeeded"
 	opFailed     = "Failed"
+	opCanceled   = "Canceled"
 )
 
 // resource is one stored ARM resource. obj is the SDK model the emulator
