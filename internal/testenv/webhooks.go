@@ -123,14 +123,9 @@ func capzWebhookConfigs(ctx context.Context, version, hostPort string, caData []
 			if err := yaml.UnmarshalStrict(doc, m); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", path, err)
 			}
-			var kept []admissionv1.MutatingWebhook
-			for _, w := range m.Webhooks {
-				if servesTestWorld(w.Rules) {
-					w.ClientConfig = localClientConfig(w.ClientConfig, hostPort, caData)
-					kept = append(kept, w)
-				}
-			}
-			m.Webhooks = kept
+			m.Webhooks = localWebhooks(m.Webhooks, func(w *admissionv1.MutatingWebhook) ([]admissionv1.RuleWithOperations, *admissionv1.WebhookClientConfig) {
+				return w.Rules, &w.ClientConfig
+			}, hostPort, caData)
 			m.Name = "capz-" + m.Name
 			muts = append(muts, m)
 		case "ValidatingWebhookConfiguration":
@@ -138,14 +133,9 @@ func capzWebhookConfigs(ctx context.Context, version, hostPort string, caData []
 			if err := yaml.UnmarshalStrict(doc, v); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", path, err)
 			}
-			var kept []admissionv1.ValidatingWebhook
-			for _, w := range v.Webhooks {
-				if servesTestWorld(w.Rules) {
-					w.ClientConfig = localClientConfig(w.ClientConfig, hostPort, caData)
-					kept = append(kept, w)
-				}
-			}
-			v.Webhooks = kept
+			v.Webhooks = localWebhooks(v.Webhooks, func(w *admissionv1.ValidatingWebhook) ([]admissionv1.RuleWithOperations, *admissionv1.WebhookClientConfig) {
+				return w.Rules, &w.ClientConfig
+			}, hostPort, caData)
 			v.Name = "capz-" + v.Name
 			vals = append(vals, v)
 		}
@@ -154,6 +144,21 @@ func capzWebhookConfigs(ctx context.Context, version, hostPort string, caData []
 		return nil, nil, fmt.Errorf("%s: want one mutating and one validating configuration with webhooks for %v", path, webhookResources)
 	}
 	return muts, vals, nil
+}
+
+// localWebhooks keeps the webhooks of webhookResources, pointed at the
+// local server; parts gives a webhook's rules and client configuration.
+func localWebhooks[W any](in []W, parts func(*W) ([]admissionv1.RuleWithOperations, *admissionv1.WebhookClientConfig), hostPort string, caData []byte) []W {
+	var kept []W
+	for i := range in {
+		w := in[i]
+		rules, cfg := parts(&w)
+		if servesTestWorld(rules) {
+			*cfg = localClientConfig(*cfg, hostPort, caData)
+			kept = append(kept, w)
+		}
+	}
+	return kept
 }
 
 func servesTestWorld(rules []admissionv1.RuleWithOperations) bool {
