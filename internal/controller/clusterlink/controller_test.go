@@ -113,7 +113,8 @@ func checkMC(t *testing.T, w *testworld.World, want []string) {
 }
 
 // TestManualApprovalAndProblems runs the situations a user must act on in
-// one world: approval, a subscription not allowed, an invalid spec, a
+// one world: approval, a subscription not allowed, an invalid spec (no
+// subscription ID), a
 // paused cluster and an identity not allowed in the namespace.
 func TestManualApprovalAndProblems(t *testing.T) {
 	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
@@ -122,8 +123,12 @@ func TestManualApprovalAndProblems(t *testing.T) {
 	manual.PrivateLinks[0].AutoApprovedSubscriptions = nil
 	notAllowed := wcCluster("wc-notallowed", 22)
 	notAllowed.PrivateLinks[0].AllowedSubscriptions = []string{"33333333-3333-3333-3333-333333333333"}
+	// An invalid spec CAPZ accepts: no subscriptionID (CAPZ then uses its
+	// own environment's), so the operator cannot build the link's ID. A
+	// misspelt apiServerLB.type, the case this was before, is refused by
+	// CAPZ's webhook; desired_test covers it.
 	badLB := wcCluster("wc-badlb", 23)
-	badLB.LBType = "Intrnal"
+	badLB.Subscription = ""
 	pausedObj := wcCluster("wc-paused", 24).Object(testenv.SchemaFork)
 	pausedObj.SetAnnotations(map[string]string{capz.PausedAnnotation: "true"})
 	create(t, w, testenv.SchemaFork, mcCluster(true), manual, notAllowed, badLB)
