@@ -87,20 +87,7 @@ func TestLongRunningOperations(t *testing.T) {
 		t.Fatalf("a second PUT while the first runs supersedes it in Azure, not refused: %v", err)
 	}
 
-	resumed, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", armnetwork.PrivateEndpoint{},
-		&armnetwork.PrivateEndpointsClientBeginCreateOrUpdateOptions{ResumeToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = resumed.PollUntilDone(ctx, pollOpts)
-	if code, _ := errorCode(err); code != "Canceled" ||
-		!strings.Contains(err.Error(), "CanceledAndSupersededDueToAnotherOperation") ||
-		!strings.Contains(err.Error(), "was canceled and superseded by operation PutPrivateEndpointOperation") {
-		t.Errorf("the superseded PUT's operation: want Canceled / CanceledAndSupersededDueToAnotherOperation, got %v", err)
-	}
-	if c := azure.Classify(err); c.Class != azure.ClassTransient {
-		t.Errorf("the operator classifies a superseded operation as %s, want transient (retry)", c.Class)
-	}
+	wantSuperseded(t, pes, token)
 	clock.Advance(time.Minute)
 	done, err := second.PollUntilDone(ctx, pollOpts)
 	if err != nil {
@@ -539,6 +526,29 @@ func TestChildOfDeletingParent(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	if _, err := nf.NewSubnetsClient().Get(ctx, "rg", "vnet", "a", nil); !notFound(err) {
 		t.Errorf("the subnet outlived its network: %v", err)
+	}
+}
+
+// wantSuperseded resumes a PUT's poller from its token, as a reconciler
+// would after a requeue, and checks Azure's answer for a PUT a later PUT
+// superseded: Canceled, with the detail
+// CanceledAndSupersededDueToAnotherOperation, which the operator retries.
+func wantSuperseded(t *testing.T, pes *armnetwork.PrivateEndpointsClient, token string) {
+	t.Helper()
+	ctx := context.Background()
+	resumed, err := pes.BeginCreateOrUpdate(ctx, "wc-rg", "pe", armnetwork.PrivateEndpoint{},
+		&armnetwork.PrivateEndpointsClientBeginCreateOrUpdateOptions{ResumeToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = resumed.PollUntilDone(ctx, pollOpts)
+	if code, _ := errorCode(err); code != "Canceled" ||
+		!strings.Contains(err.Error(), "CanceledAndSupersededDueToAnotherOperation") ||
+		!strings.Contains(err.Error(), "was canceled and superseded by operation PutPrivateEndpointOperation") {
+		t.Errorf("the superseded PUT's operation: want Canceled / CanceledAndSupersededDueToAnotherOperation, got %v", err)
+	}
+	if c := azure.Classify(err); c.Class != azure.ClassTransient {
+		t.Errorf("the operator classifies a superseded operation as %s, want transient (retry)", c.Class)
 	}
 }
 

@@ -220,7 +220,7 @@ func startCAPZWebhooks(ctx context.Context, version, kubeconfig string, opts *en
 func (w *capzWebhooks) stop() error {
 	select {
 	case <-w.exited:
-		return fmt.Errorf("CAPZ %s's webhook server exited during the test (%v): %s", w.version, w.waitErr, w.out.String())
+		return fmt.Errorf("CAPZ %s's webhook server exited during the test (%w): %s", w.version, w.waitErr, w.out.String())
 	default:
 	}
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
@@ -248,9 +248,9 @@ func (w *capzWebhooks) waitServing(ctx context.Context, c client.Client) error {
 		}
 		select {
 		case <-w.exited:
-			return fmt.Errorf("CAPZ %s's webhook server exited (%v): %s", w.version, w.waitErr, w.out.String())
+			return fmt.Errorf("CAPZ %s's webhook server exited (%w): %s", w.version, w.waitErr, w.out.String())
 		case <-ctx.Done():
-			return fmt.Errorf("CAPZ %s's webhooks not called by the API server within %s: %v; server output: %s", w.version, webhookReadyLimit, last, w.out.String())
+			return fmt.Errorf("CAPZ %s's webhooks not called by the API server within %s: %w; server output: %s", w.version, webhookReadyLimit, last, w.out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
