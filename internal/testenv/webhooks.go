@@ -1,12 +1,9 @@
 package testenv
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +16,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -61,29 +57,19 @@ var (
 	webhookBinaries   = map[string]string{}
 )
 
-// CAPZWebhookBinary returns the path of the webhook server of a CAPZ
+// capzWebhookBinary returns the path of the webhook server of a CAPZ
 // release, building it with hack/capzwebhooks/build.sh the first time
 // (cached outside the clone, so later processes find it at once).
-func CAPZWebhookBinary(ctx context.Context, version string) (string, error) {
+func capzWebhookBinary(ctx context.Context, version string) (string, error) {
 	webhookBinariesMu.Lock()
 	defer webhookBinariesMu.Unlock()
 	if p, ok := webhookBinaries[version]; ok {
 		return p, nil
 	}
-	root := repoRoot()
-	script := filepath.Join(root, "hack", "capzwebhooks", "build.sh")
-	if root == "" || !fileExists(script) {
-		return "", errors.New("CAPZ's webhook server is built by hack/capzwebhooks/build.sh: run from the repository")
+	p, err := runHackScript(ctx, webhookBuildLimit, "building CAPZ "+version+"'s webhooks", "hack/capzwebhooks/build.sh", version)
+	if err != nil {
+		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, webhookBuildLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", script, version)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building CAPZ %s's webhooks (hack/capzwebhooks/build.sh): %w: %s", version, err, stderr.String())
-	}
-	p := strings.TrimSpace(stdout.String())
 	webhookBinaries[version] = p
 	return p, nil
 }
@@ -104,15 +90,11 @@ func capzWebhookConfigs(ctx context.Context, version, hostPort string, caData []
 	}
 	var muts []*admissionv1.MutatingWebhookConfiguration
 	var vals []*admissionv1.ValidatingWebhookConfiguration
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
+	docs, err := yamlDocs(path, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, doc := range docs {
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -193,7 +175,7 @@ type capzWebhooks struct {
 // startCAPZWebhooks starts the webhook server of a CAPZ release on the
 // address and certificates envtest prepared for webhooks.
 func startCAPZWebhooks(ctx context.Context, version, kubeconfig string, opts *envtest.WebhookInstallOptions) (*capzWebhooks, error) {
-	bin, err := CAPZWebhookBinary(ctx, version)
+	bin, err := capzWebhookBinary(ctx, version)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -93,28 +95,26 @@ func TestCAPZWebhooksUpgrade(t *testing.T) {
 	}
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(ac.GroupVersionKind())
-	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ac), got); err != nil {
-		t.Fatal(err)
-	}
 	links := []any{map[string]any{
 		"name":                    "wc1-pls",
 		"lbFrontendIPConfigNames": []any{"wc1-public-lb-frontEnd"},
 		"natIPConfigurations":     []any{map[string]any{"allocationMethod": "Dynamic", "subnet": "wc1-controlplane-subnet"}},
 	}}
-	if err := unstructured.SetNestedSlice(got.Object, links, "spec", "networkSpec", "apiServerLB", "privateLinks"); err != nil {
-		t.Fatal(err)
-	}
 	// The new CRD may take a moment to be served; CAPZ's refusal is the
-	// answer once it is (a pruned field would be accepted, silently).
-	err := e.Client.Update(ctx, got)
-	for i := 0; err == nil && i < 100; i++ {
+	// answer once it is (the old CRD prunes the field: accepted, silently).
+	var err error
+	pollErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ac), got); err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		if err := unstructured.SetNestedSlice(got.Object, links, "spec", "networkSpec", "apiServerLB", "privateLinks"); err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		err = e.Client.Update(ctx, got)
+		return err != nil, nil
+	})
+	if pollErr != nil && err == nil {
+		t.Fatalf("writing privateLinks after the upgrade: %v", pollErr)
 	}
 	wantRefused(t, err, "private links can be added only to an internal load balancer")
 }
