@@ -485,9 +485,6 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 		writeError(w, e)
 		return
 	}
-	if superseded != "" {
-		defer s.st.cancelSuperseded(superseded, res)
-	}
 	if loc != "" {
 		res.location = loc
 	}
@@ -501,6 +498,10 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 		status = http.StatusOK
 	}
 	s.answerPut(w, r, k, req, status)
+	if superseded != "" {
+		// After answerPut, res.busy names the superseding operation.
+		s.st.cancelSuperseded(superseded, res)
+	}
 }
 
 // answerPut completes a stored PUT: at once, or by starting its operation,
@@ -635,9 +636,13 @@ func (s *Server) operationURI(r *http.Request, id string) string {
 // supersedable reports whether a PUT may supersede the operation running
 // on existing, as Microsoft.Network does: a second PUT of a resource while
 // its first PUT runs is accepted and the first operation ends Canceled
-// (terraform-provider-azurerm issue threads quote Azure's status body for a
-// security rule, PutSecurityRuleOperation, and for subnets and load
-// balancers; cloud-provider-azure retries on it). A PUT while a DELETE
+// with CanceledAndSupersededDueToAnotherOperation. Sources, all public
+// code or notes, no recording: a deployment log quoting the status body
+// Terraform's azurerm provider received for a security rule
+// (PutSecurityRuleOperation), a Go program quoting the same body for a load
+// balancer (PutLoadBalancerOperation), a terragrunt retry pattern for
+// PutSubnetOperation, and cloud-provider-azure, which retries on the code.
+// The body is rendered as that log shows it. A PUT while a DELETE
 // runs stays 409 AnotherOperationInProgress; Private DNS is not known to
 // supersede and stays 409 too.
 func (s *state) supersedable(k *kind, existing *resource) bool {
