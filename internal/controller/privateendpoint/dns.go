@@ -287,8 +287,8 @@ func (r *Reconciler) claims(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 	return o.Claim(value, other), err
 }
 
-// neededElsewhere says whether another live object uses the shared zone —
-// from vnet when vnet is set, at all otherwise.
+// neededElsewhere says whether another live object uses the zone from
+// vnet.
 func (r *Reconciler) neededElsewhere(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone, vnet string) (bool, error) {
 	list := &v1alpha1.AzurePrivateEndpointList{}
 	// The cache's objects, read only: a shared zone's objects are listed on
@@ -301,7 +301,7 @@ func (r *Reconciler) neededElsewhere(ctx context.Context, obj *v1alpha1.AzurePri
 		if o.UID == obj.UID || o.DeletionTimestamp != nil || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key() {
 			continue
 		}
-		if vnet == "" || containsFold(vnets(o), vnet) {
+		if containsFold(vnets(o), vnet) {
 			return true, nil
 		}
 	}
@@ -448,13 +448,17 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		return false, r.requeueSoon(), nil
 	}
 	obj.Status.VirtualNetworkLinks = nil
-	done, err := r.dropZone(ctx, obj, api, zone, len(existing))
+	done, waiting, err := r.dropZone(ctx, obj, api, zone, len(existing))
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
 		return false, res, err
 	}
 	if !done {
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting private DNS zone "+zone.Name)
+		msg := "deleting private DNS zone " + zone.Name
+		if len(waiting) > 0 {
+			msg = fmt.Sprintf("private DNS zone %s is deleted with the last object that uses it: waiting for %s, also being deleted, to remove its records and links", zone.Name, shortList(waiting, 5))
+		}
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, msg)
 		return false, r.requeueSoon(), nil
 	}
 	obj.Status.DNSZoneID = ""
@@ -462,36 +466,85 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 }
 
 // dropZone deletes the zone if the operator made it for this object, or
-// made it shared and no live object uses it, and it holds nothing but its
+// made it shared and no other object uses it, and it holds nothing but its
 // SOA record and no links. It reports whether the zone is gone or stays
-// for good.
-func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, links int) (bool, error) {
+// for good; while it waits for other objects being deleted, it names them.
+//
+// A shared zone is deleted by the last object that leaves it. An object
+// that sees another one, also being deleted, still holding records or
+// links in the zone waits for it instead of leaving the zone to it: two
+// objects that each saw the other's records and left would leave the zone
+// behind for good. A stale view of the others only makes it wait longer.
+func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, links int) (bool, []string, error) {
 	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
 	if err != nil || z == nil {
-		return z == nil, err
+		return z == nil, nil, err
 	}
 	o := dns.TagOwner(z.Tags)
 	if mine, err := r.claims(ctx, obj, o); err != nil || !mine && o != dns.SharedOwner {
-		return err == nil, err
+		return err == nil, nil, err
 	}
 	if o == dns.SharedOwner {
-		if used, err := r.neededElsewhere(ctx, obj, zone, ""); err != nil || used {
-			return used, err
+		u, err := r.zoneUsers(ctx, obj, zone)
+		if err != nil || u.live {
+			return u.live, nil, err
+		}
+		if len(u.leaving) > 0 {
+			return false, u.leaving, nil
 		}
 	}
 	if zoneState(z) == armprivatedns.ProvisioningStateDeleting {
-		return false, nil
+		return false, nil, nil
 	}
 	if links > 0 || (z.Properties != nil && ptr.Deref(z.Properties.NumberOfRecordSets, 0) > 1) {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Keep",
 			"private DNS zone %s still holds other records or links: it stays", zone.Name)
-		return true, nil
+		return true, nil, nil
 	}
 	if err := api.DeleteZone(ctx, zone.ResourceGroup, zone.Name); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneDeleted, "Delete", "deleting private DNS zone %s", zone.Name)
-	return false, nil
+	return false, nil, nil
+}
+
+// users are the other objects on a zone: whether a live one uses it, and
+// which ones being deleted still hold records or links in it (by their
+// status, as last written).
+type users struct {
+	live    bool
+	leaving []string
+}
+
+// zoneUsers lists the other objects whose spec names the zone.
+func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone) (users, error) {
+	list := &v1alpha1.AzurePrivateEndpointList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{zoneIndex: zone.Key()}, client.UnsafeDisableDeepCopy); err != nil {
+		return users{}, err
+	}
+	var u users
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == obj.UID || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key() {
+			continue
+		}
+		if o.DeletionTimestamp == nil {
+			return users{live: true}, nil
+		}
+		if strings.EqualFold(o.Status.DNSZoneID, zone.ID()) && (len(o.Status.FQDNs) > 0 || len(o.Status.VirtualNetworkLinks) > 0) {
+			u.leaving = append(u.leaving, o.Namespace+"/"+o.Name)
+		}
+	}
+	slices.Sort(u.leaving)
+	return u, nil
+}
+
+// shortList joins the first n names and says how many more there are.
+func shortList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 func containsFold(list []string, s string) bool {
