@@ -49,9 +49,15 @@ type chaos struct {
 	sb  *sandbox.Sandbox
 	rnd *rand.Rand
 
-	mu       sync.Mutex
-	op       *sandbox.Operator
-	starts   int
+	mu     sync.Mutex
+	op     *sandbox.Operator
+	starts int
+	// killing is set while kill has stopped the operator and not yet
+	// started the next one, so that supervise leaves that restart to it.
+	killing bool
+	// exits counts operators that exited by themselves (restarted by
+	// supervise).
+	exits    int
 	logs     []string
 	injected map[string]int // harness-level faults by kind
 	// explained are endpoint names whose recreation a fault asked for
@@ -131,7 +137,13 @@ func (c *chaos) startOperator() error {
 func (c *chaos) kill(ctx context.Context) error {
 	c.mu.Lock()
 	op := c.op
+	c.killing = true
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.killing = false
+		c.mu.Unlock()
+	}()
 	if err := op.Kill(); err != nil {
 		return err
 	}
@@ -142,6 +154,51 @@ func (c *chaos) kill(ctx context.Context) error {
 	case <-time.After(time.Duration(1+c.intN(3)) * time.Second):
 	}
 	return c.startOperator()
+}
+
+// supervise does what the kubelet does for the operator's pod
+// (restartPolicy Always): an operator that exits by itself — one started
+// while the API server is unreachable exits because it cannot set up its
+// controllers — is started again after a back-off (1 s, doubling, at most
+// 10 s; the kubelet's starts at 10 s and caps at 5 min, shortened here as
+// the rest of the run is). It returns when ctx is done.
+func (c *chaos) supervise(ctx context.Context) {
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		c.mu.Lock()
+		op, killing := c.op, c.killing
+		c.mu.Unlock()
+		if op == nil || killing {
+			continue
+		}
+		exited, err := op.Exited()
+		if !exited {
+			continue
+		}
+		c.logf("  the operator exited by itself (%v); starting it again in %s, as the kubelet would", err, backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+		c.mu.Lock()
+		again := c.op == op && !c.killing
+		if again {
+			c.exits++
+		}
+		c.mu.Unlock()
+		if again {
+			if err := c.startOperator(); err != nil {
+				c.logf("  starting the operator again: %v", err)
+			}
+		}
+	}
 }
 
 // Run runs the chaos scenario once and returns its figures.
@@ -184,6 +241,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := c.startOperator(); err != nil {
 		return res, err
 	}
+	// The supervisor stops before the deferred Stop of the last operator.
+	superviseCtx, stopSupervising := context.WithCancel(ctx)
+	supervised := make(chan struct{})
+	go func() { defer close(supervised); c.supervise(superviseCtx) }()
+	defer func() { stopSupervising(); <-supervised }()
 	start := time.Now()
 	if err := c.create(ctx); err != nil {
 		return res, err
@@ -215,9 +277,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	res.DeleteSeconds = time.Since(deleteStart).Seconds()
+	stopSupervising()
+	<-supervised
 	c.mu.Lock()
-	op := c.op
+	op, exits := c.op, c.exits
 	c.mu.Unlock()
+	res.OperatorExits = exits
 	if err := op.Stop(30 * time.Second); err != nil {
 		c.logf("the last operator stopped with %v", err)
 	}

@@ -240,6 +240,9 @@ type Result struct {
 	ConvergeAfterFaultsSeconds float64
 	DeleteSeconds              float64
 	OperatorStarts             int
+	// OperatorExits are operators that exited by themselves and were
+	// started again, as the kubelet would.
+	OperatorExits int
 	// RecreatedNeedlessly are endpoints whose Azure resource changed
 	// without a fault that required it; RecreatedAsNeeded those whose
 	// private link service was deleted (healed).

@@ -157,6 +157,7 @@ func table(res Result, cfg Config) string {
 	fmt.Fprintf(&b, "| first convergence of %d WCs and %d AzurePrivateLinkServices (s) | – | %.1f | – |\n", res.N, res.PLS, res.FirstConvergeSeconds)
 	fmt.Fprintf(&b, "| deletion of every WC and AzurePrivateLinkService (s) | – | %.1f | – |\n", res.DeleteSeconds)
 	fmt.Fprintf(&b, "| operator processes (starts after SIGKILL) | – | %d | – |\n", res.OperatorStarts)
+	fmt.Fprintf(&b, "| operators that exited by themselves, started again as the kubelet would | – | %d | – |\n", res.OperatorExits)
 	b.WriteString("\n| Fault injected | Count |\n| --- | --- |\n")
 	for _, k := range slices.Sorted(maps.Keys(res.Faults)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, res.Faults[k])
