@@ -181,6 +181,13 @@ func (p pacedAPI) Record(ctx context.Context, rg, zone, rel string) (*armprivate
 	return p.api.Record(ctx, rg, zone, rel)
 }
 
+func (p pacedAPI) Records(ctx context.Context, rg, zone string) ([]*armprivatedns.RecordSet, error) {
+	if err := p.take(false); err != nil {
+		return nil, err
+	}
+	return p.api.Records(ctx, rg, zone)
+}
+
 func (p pacedAPI) PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error {
 	if err := p.take(true); err != nil {
 		return err

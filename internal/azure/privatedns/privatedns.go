@@ -58,6 +58,17 @@ func (o Owner) Claim(value string, otherKind bool) bool {
 	return value == o.Value() || value == o.Legacy() && !otherKind
 }
 
+// ParseOwner reads a kind-qualified owner value (Value's form); a legacy
+// value, SharedOwner or anything else is not one.
+func ParseOwner(value string) (Owner, bool) {
+	kind, rest, ok := strings.Cut(value, ":")
+	ns, name, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || kind == "" || ns == "" || name == "" || strings.ContainsAny(name, "/:") {
+		return Owner{}, false
+	}
+	return Owner{Kind: kind, Namespace: ns, Name: name}, true
+}
+
 // IsLegacy says whether value is o's Legacy value (whose claim needs to
 // know whether an object of the other kind has o's name).
 func (o Owner) IsLegacy(value string) bool { return value == o.Legacy() }
@@ -277,6 +288,7 @@ type API interface {
 	PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error
 	DeleteLink(ctx context.Context, rg, zone, name string) error
 	Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error)
+	Records(ctx context.Context, rg, zone string) ([]*armprivatedns.RecordSet, error)
 	PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error
 	DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error
 }
@@ -342,6 +354,12 @@ func (s SDK) Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.R
 		return nil, err
 	}
 	return &resp.RecordSet, nil
+}
+
+// Records lists the zone's A record sets.
+func (s SDK) Records(ctx context.Context, rg, zone string) ([]*armprivatedns.RecordSet, error) {
+	return collect(ctx, s.Factory.NewRecordSetsClient().NewListByTypePager(rg, zone, armprivatedns.RecordTypeA, nil),
+		func(p armprivatedns.RecordSetsClientListByTypeResponse) []*armprivatedns.RecordSet { return p.Value })
 }
 
 // PutRecord writes an A record set (synchronous in Azure). etag "" creates

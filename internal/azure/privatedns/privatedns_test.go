@@ -151,3 +151,30 @@ func TestLinkTo(t *testing.T) {
 		}
 	}
 }
+
+// TestParseOwner reads back what Value writes and nothing else: an earlier
+// version's "namespace/name", the shared value and malformed values are
+// not kind-qualified owners.
+func TestParseOwner(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  Owner
+		ok    bool
+	}{
+		{value: Owner{Kind: KindAzurePrivateEndpoint, Namespace: "org-a", Name: "hc1"}.Value(), want: Owner{Kind: KindAzurePrivateEndpoint, Namespace: "org-a", Name: "hc1"}, ok: true},
+		{value: Owner{Kind: KindAzureCluster, Namespace: "org-a", Name: "wc1"}.Value(), want: Owner{Kind: KindAzureCluster, Namespace: "org-a", Name: "wc1"}, ok: true},
+		{value: "org-a/hc1"},
+		{value: SharedOwner},
+		{value: ""},
+		{value: "AzurePrivateEndpoint:org-a"},
+		{value: "AzurePrivateEndpoint:/hc1"},
+		{value: "AzurePrivateEndpoint:org-a/"},
+		{value: ":org-a/hc1"},
+		{value: "AzurePrivateEndpoint:org-a/hc1/x"},
+	} {
+		got, ok := ParseOwner(tc.value)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("ParseOwner(%q) = %+v, %v; want %+v, %v", tc.value, got, ok, tc.want, tc.ok)
+		}
+	}
+}

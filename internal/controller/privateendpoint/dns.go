@@ -426,6 +426,9 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if res, err := r.removeRecords(ctx, obj, api); err != nil {
 		return false, res, err
 	}
+	if wait, res, err := r.waitForLeaving(ctx, obj, zone); wait {
+		return false, res, err
+	}
 	existing, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
@@ -456,7 +459,7 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if !done {
 		msg := "deleting private DNS zone " + zone.Name
 		if len(waiting) > 0 {
-			msg = fmt.Sprintf("private DNS zone %s is deleted with the last object that uses it: waiting for %s, also being deleted, to remove its records and links", zone.Name, shortList(waiting, 5))
+			msg = waitingMessage(zone, waiting)
 		}
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, msg)
 		return false, r.requeueSoon(), nil
@@ -486,17 +489,24 @@ func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	}
 	if o == dns.SharedOwner {
 		u, err := r.zoneUsers(ctx, obj, zone)
-		if err != nil || u.live {
-			return u.live, nil, err
-		}
-		if len(u.leaving) > 0 {
-			return false, u.leaving, nil
+		if err != nil || u.live || len(u.leaving) > 0 {
+			return u.live, u.leaving, err
 		}
 	}
 	if zoneState(z) == armprivatedns.ProvisioningStateDeleting {
 		return false, nil, nil
 	}
-	if links > 0 || (z.Properties != nil && ptr.Deref(z.Properties.NumberOfRecordSets, 0) > 1) {
+	recordSets := recordSetCount(z)
+	if o == dns.SharedOwner && links == 0 && recordSets > 1 {
+		// Nobody uses the zone any more: records the operator wrote for
+		// objects that are gone (or going) are garbage, whatever their
+		// objects' status said.
+		swept, err := r.sweepRecords(ctx, obj, api, zone)
+		if err != nil || swept > 0 {
+			return false, nil, err
+		}
+	}
+	if links > 0 || recordSets > 1 {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Keep",
 			"private DNS zone %s still holds other records or links: it stays", zone.Name)
 		return true, nil, nil
@@ -506,6 +516,44 @@ func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneDeleted, "Delete", "deleting private DNS zone %s", zone.Name)
 	return false, nil, nil
+}
+
+// sweepRecords deletes the A record sets of a shared zone that nobody
+// uses any more which the operator wrote for an AzurePrivateEndpoint that
+// is gone or being deleted (obj included): a record a status write lost,
+// say, would otherwise keep the zone for good. Record sets of anyone else
+// (no owner, an earlier version's value, a workload cluster, a live
+// object) stay. It returns how many it deleted.
+func (r *Reconciler) sweepRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) (int, error) {
+	sets, err := api.Records(ctx, zone.ResourceGroup, zone.Name)
+	if err != nil {
+		return 0, err
+	}
+	swept := 0
+	for _, rs := range sets {
+		o, ok := dns.ParseOwner(dns.RecordOwner(rs))
+		if !ok || o.Kind != dns.KindAzurePrivateEndpoint {
+			continue
+		}
+		if o.Namespace != obj.Namespace || o.Name != obj.Name {
+			other := &v1alpha1.AzurePrivateEndpoint{}
+			err := r.reader().Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, other)
+			if err == nil && other.DeletionTimestamp == nil {
+				continue // a live object's: it stays
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return swept, err
+			}
+		}
+		rel := ptr.Deref(rs.Name, "")
+		if err := api.DeleteRecord(ctx, zone.ResourceGroup, zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
+			return swept, err
+		}
+		swept++
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventRecordDeleted, "Delete",
+			"deleted record %s, written for %s/%s, which no longer needs it, so that the unused shared zone can go", dns.FQDN(rel, zone.Name), o.Namespace, o.Name)
+	}
+	return swept, nil
 }
 
 // users are the other objects on a zone: whether a live one uses it, and
@@ -537,6 +585,41 @@ func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 	}
 	slices.Sort(u.leaving)
 	return u, nil
+}
+
+// waitForLeaving holds a release that has nothing of its own left in the
+// zone while other objects being deleted still hold theirs, without
+// reading Azure: every read counts against the subscription's Private DNS
+// window, which they need to finish. It reports whether the release waits.
+func (r *Reconciler) waitForLeaving(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone) (bool, ctrl.Result, error) {
+	cond := v1alpha1.ConditionDNSReady
+	if len(obj.Status.FQDNs) > 0 || len(obj.Status.VirtualNetworkLinks) > 0 {
+		return false, ctrl.Result{}, nil
+	}
+	u, err := r.zoneUsers(ctx, obj, zone)
+	if err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
+		return true, res, err
+	}
+	if u.live || len(u.leaving) == 0 {
+		return false, ctrl.Result{}, nil
+	}
+	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, u.leaving))
+	return true, r.requeueSoon(), nil
+}
+
+// recordSetCount is the zone's number of record sets, its SOA included.
+func recordSetCount(z *armprivatedns.PrivateZone) int64 {
+	if z.Properties == nil {
+		return 0
+	}
+	return ptr.Deref(z.Properties.NumberOfRecordSets, 0)
+}
+
+// waitingMessage says which objects being deleted a release waits for.
+func waitingMessage(zone dns.Zone, waiting []string) string {
+	return fmt.Sprintf("private DNS zone %s is deleted with the last object that uses it: waiting for %s, also being deleted, to remove their records and links",
+		zone.Name, shortList(waiting, 5))
 }
 
 // shortList joins the first n names and says how many more there are.

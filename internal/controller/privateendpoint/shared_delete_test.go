@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 )
@@ -62,5 +64,37 @@ func TestSharedZoneDeletedWithItsLastObject(t *testing.T) {
 	links := resources(w, "Microsoft.Network/privateDnsZones/virtualNetworkLinks", "burst.internal")
 	if len(zones)+len(links) != 0 {
 		t.Errorf("every object is gone, Azure still holds zones %v and links %v", zones, links)
+	}
+}
+
+// TestUnusedSharedZoneSweepsLeftRecords: a shared zone holds, besides the
+// records of its last object, one the operator wrote for an
+// AzurePrivateEndpoint that no status names any more (one that is gone).
+// Once nobody uses the zone, the last object deletes that record and then
+// the zone; a record set without the operator's mark would keep it (see
+// TestSharedZone). The old code kept the zone for good ("it stays"), as the
+// consumer benchmark found with 1,000 objects.
+func TestUnusedSharedZoneSweepsLeftRecords(t *testing.T) {
+	w, svc, _ := world(t, privateendpoint.Options{})
+	ctx := context.Background()
+	o := ape("last", svc.Status.ResourceID)
+	o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: "sweep.internal", ZoneMode: v1alpha1.ZoneModeShared, Records: []string{"api.last"}}
+	create(t, w, o)
+	ready(t, w, "last")
+	records := w.DNS(t, consumer).NewRecordSetsClient()
+	if _, err := records.CreateOrUpdate(ctx, crg, "sweep.internal", armprivatedns.RecordTypeA, "api.gone", armprivatedns.RecordSet{
+		Properties: &armprivatedns.RecordSetProperties{
+			TTL: new(int64(60)), ARecords: []*armprivatedns.ARecord{{IPv4Address: new("10.9.2.200")}},
+			Metadata: map[string]*string{dns.OwnerMetadata: new(dns.Owner{Kind: dns.KindAzurePrivateEndpoint, Namespace: ns, Name: "gone"}.Value())},
+		},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Client.Delete(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, w, "last")
+	if zones := resources(w, "Microsoft.Network/privateDnsZones", "/privateDnsZones/sweep.internal"); len(zones) != 0 {
+		t.Errorf("the unused shared zone stayed: %v (records %v)", zones, resources(w, "Microsoft.Network/privateDnsZones/A", "sweep.internal"))
 	}
 }
