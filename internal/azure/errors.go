@@ -93,9 +93,11 @@ var transientCodes = map[string]bool{
 	"RetryableError":             true,
 	"InternalServerError":        true,
 	"OperationPreempted":         true,
-	// An operation a later write superseded (its status is Canceled, the
-	// detail CanceledAndSupersededDueToAnotherOperation; both appear as
-	// the code, depending on the client).
+	// An operation a later write superseded: Azure's status body has code
+	// Canceled, and the reason, CanceledAndSupersededDueToAnotherOperation,
+	// in error.details (the sources are named in azuresim's supersedable).
+	// The detail's code is listed too, for an error whose innermost code is
+	// the one that reaches the classifier.
 	"Canceled": true,
 	"CanceledAndSupersededDueToAnotherOperation": true,
 	"ServiceUnavailable":                         true,

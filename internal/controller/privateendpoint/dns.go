@@ -237,32 +237,49 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 			ready = false
 		}
 	}
-	for _, l := range existing {
-		id := ptr.Deref(l.ID, "")
-		if !containsFold(obj.Status.VirtualNetworkLinks, id) || containsFold(used, id) {
-			continue
-		}
-		if _, err := r.dropLink(ctx, obj, api, zone, l); err != nil {
-			return false, err
-		}
+	if err := r.dropUnusedLinks(ctx, obj, api, zone, existing, used); err != nil {
+		return false, err
 	}
 	obj.Status.VirtualNetworkLinks = used
 	return ready, nil
 }
 
+// dropUnusedLinks drops the links the object used before (status) and no
+// longer uses; the zone's other objects are read once, when one is found.
+func (r *Reconciler) dropUnusedLinks(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, existing []*armprivatedns.VirtualNetworkLink, used []string) error {
+	var others *users
+	for _, l := range existing {
+		id := ptr.Deref(l.ID, "")
+		if !containsFold(obj.Status.VirtualNetworkLinks, id) || containsFold(used, id) {
+			continue
+		}
+		if others == nil {
+			u, err := r.zoneUsers(ctx, obj, zone)
+			if err != nil {
+				return err
+			}
+			others = &u
+		}
+		if _, err := r.dropLink(ctx, obj, api, zone, l, *others); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // dropLink deletes a link the object used, if the operator made it (for
-// this object, or shared) and no other object still needs it: another
-// object on the zone uses any link to its network, whoever made it, so a
-// link made for this object may serve others too. It reports whether the
-// link is going (its delete started now or before), so that a release
-// waits for it.
-func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink) (bool, error) {
+// this object, or shared) and no other live object on the zone (others)
+// needs its network: another object uses any link to its network, whoever
+// made it, so a link made for this object may serve others too. It reports
+// whether the link is going (its delete started now or before), so that a
+// release waits for it.
+func (r *Reconciler) dropLink(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, l *armprivatedns.VirtualNetworkLink, others users) (bool, error) {
 	o, v := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
 	if mine, err := r.claims(ctx, obj, o); err != nil || !mine && o != dns.SharedOwner {
 		return false, err // not made for this object or shared: it stays
 	}
-	if needed, err := r.neededElsewhere(ctx, obj, zone, v); err != nil || needed {
-		return false, err
+	if others.needs(v) {
+		return false, nil
 	}
 	if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
 		return true, nil
@@ -285,27 +302,6 @@ func (r *Reconciler) claims(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 	}
 	other, err := clusterExists(ctx, r.reader(), obj.Namespace, obj.Name)
 	return o.Claim(value, other), err
-}
-
-// neededElsewhere says whether another live object uses the zone from
-// vnet.
-func (r *Reconciler) neededElsewhere(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone, vnet string) (bool, error) {
-	list := &v1alpha1.AzurePrivateEndpointList{}
-	// The cache's objects, read only: a shared zone's objects are listed on
-	// every release.
-	if err := r.Client.List(ctx, list, client.MatchingFields{zoneIndex: zone.Key()}, client.UnsafeDisableDeepCopy); err != nil {
-		return false, err
-	}
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.UID == obj.UID || o.DeletionTimestamp != nil || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key() {
-			continue
-		}
-		if containsFold(vnets(o), vnet) {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // writeRecords writes each record set the spec names with the endpoint's
@@ -426,8 +422,17 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if res, err := r.removeRecords(ctx, obj, api); err != nil {
 		return false, res, err
 	}
-	if wait, res, err := r.waitForLeaving(ctx, obj, zone); wait {
+	others, err := r.zoneUsers(ctx, obj, zone)
+	if err != nil {
+		res, err := r.fail(ctx, obj, cond, err)
 		return false, res, err
+	}
+	if len(obj.Status.VirtualNetworkLinks) == 0 && others.waiting() {
+		// Nothing of this object's is left in the zone: wait for the others
+		// without reading Azure. Every read counts against the
+		// subscription's Private DNS window, which they need to finish.
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
+		return false, r.requeueSoon(), nil
 	}
 	existing, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
 	if err != nil {
@@ -439,7 +444,7 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		if !containsFold(obj.Status.VirtualNetworkLinks, ptr.Deref(l.ID, "")) {
 			continue
 		}
-		going, err := r.dropLink(ctx, obj, api, zone, l)
+		going, err := r.dropLink(ctx, obj, api, zone, l, others)
 		if err != nil {
 			res, err := r.fail(ctx, obj, cond, err)
 			return false, res, err
@@ -451,17 +456,17 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		return false, r.requeueSoon(), nil
 	}
 	obj.Status.VirtualNetworkLinks = nil
-	done, waiting, err := r.dropZone(ctx, obj, api, zone, len(existing))
+	if others.waiting() {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
+		return false, r.requeueSoon(), nil
+	}
+	done, err := r.dropZone(ctx, obj, api, zone, len(existing), others.live)
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
 		return false, res, err
 	}
 	if !done {
-		msg := "deleting private DNS zone " + zone.Name
-		if len(waiting) > 0 {
-			msg = waitingMessage(zone, waiting)
-		}
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, msg)
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting private DNS zone "+zone.Name)
 		return false, r.requeueSoon(), nil
 	}
 	obj.Status.DNSZoneID = ""
@@ -469,32 +474,29 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 }
 
 // dropZone deletes the zone if the operator made it for this object, or
-// made it shared and no other object uses it, and it holds nothing but its
-// SOA record and no links. It reports whether the zone is gone or stays
-// for good; while it waits for other objects being deleted, it names them.
+// made it shared and no other object uses it (othersLive: a live one
+// does), and it holds nothing but its SOA record and no links. It reports
+// whether the zone is gone or stays for good.
 //
-// A shared zone is deleted by the last object that leaves it. An object
-// that sees another one, also being deleted, still holding records or
-// links in the zone waits for it instead of leaving the zone to it: two
-// objects that each saw the other's records and left would leave the zone
-// behind for good. A stale view of the others only makes it wait longer.
-func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, links int) (bool, []string, error) {
+// A shared zone is deleted by the last object that leaves it: releaseDNS
+// makes an object wait while others being deleted still hold records or
+// links in the zone, instead of leaving the zone to them — two objects
+// that each saw the other's records and left would leave it behind for
+// good. A stale view of the others only makes it wait longer.
+func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone, links int, othersLive bool) (bool, error) {
 	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
 	if err != nil || z == nil {
-		return z == nil, nil, err
+		return z == nil, err
 	}
 	o := dns.TagOwner(z.Tags)
 	if mine, err := r.claims(ctx, obj, o); err != nil || !mine && o != dns.SharedOwner {
-		return err == nil, nil, err
+		return err == nil, err
 	}
-	if o == dns.SharedOwner {
-		u, err := r.zoneUsers(ctx, obj, zone)
-		if err != nil || u.live || len(u.leaving) > 0 {
-			return u.live, u.leaving, err
-		}
+	if o == dns.SharedOwner && othersLive {
+		return true, nil
 	}
 	if zoneState(z) == armprivatedns.ProvisioningStateDeleting {
-		return false, nil, nil
+		return false, nil
 	}
 	recordSets := recordSetCount(z)
 	if o == dns.SharedOwner && links == 0 && recordSets > 1 {
@@ -503,19 +505,19 @@ func (r *Reconciler) dropZone(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		// objects' status said.
 		swept, err := r.sweepRecords(ctx, obj, api, zone)
 		if err != nil || swept > 0 {
-			return false, nil, err
+			return false, err
 		}
 	}
 	if links > 0 || recordSets > 1 {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Keep",
 			"private DNS zone %s still holds other records or links: it stays", zone.Name)
-		return true, nil, nil
+		return true, nil
 	}
 	if err := api.DeleteZone(ctx, zone.ResourceGroup, zone.Name); err != nil {
-		return false, nil, err
+		return false, err
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneDeleted, "Delete", "deleting private DNS zone %s", zone.Name)
-	return false, nil, nil
+	return false, nil
 }
 
 // sweepRecords deletes the A record sets of a shared zone that nobody
@@ -529,21 +531,24 @@ func (r *Reconciler) sweepRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 	if err != nil {
 		return 0, err
 	}
-	swept := 0
+	swept, live := 0, map[dns.Owner]bool{dnsOwner(obj): false}
 	for _, rs := range sets {
 		o, ok := dns.ParseOwner(dns.RecordOwner(rs))
 		if !ok || o.Kind != dns.KindAzurePrivateEndpoint {
 			continue
 		}
-		if o.Namespace != obj.Namespace || o.Name != obj.Name {
+		if _, seen := live[o]; !seen {
+			// Read from the API server, not the cache: an object the cache
+			// does not hold yet must not lose its records.
 			other := &v1alpha1.AzurePrivateEndpoint{}
 			err := r.reader().Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, other)
-			if err == nil && other.DeletionTimestamp == nil {
-				continue // a live object's: it stays
-			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				return swept, err
 			}
+			live[o] = err == nil && other.DeletionTimestamp == nil
+		}
+		if live[o] {
+			continue // a live object's: it stays
 		}
 		rel := ptr.Deref(rs.Name, "")
 		if err := api.DeleteRecord(ctx, zone.ResourceGroup, zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
@@ -556,15 +561,27 @@ func (r *Reconciler) sweepRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 	return swept, nil
 }
 
-// users are the other objects on a zone: whether a live one uses it, and
-// which ones being deleted still hold records or links in it (by their
-// status, as last written).
+// users are the other objects whose spec names a zone: the networks the
+// live ones need it linked to, and those being deleted that still hold
+// records or links in it (by their status, as last written) — named when
+// they are in the object's namespace, counted otherwise, so that a
+// tenant's conditions never name another namespace's objects.
 type users struct {
-	live    bool
-	leaving []string
+	live             bool
+	nets             []string
+	leaving          []string
+	leavingElsewhere int
 }
 
-// zoneUsers lists the other objects whose spec names the zone.
+// needs says whether a live object needs the zone linked to vnet.
+func (u users) needs(vnet string) bool { return containsFold(u.nets, vnet) }
+
+// waiting says whether a release waits for others to leave: nobody live
+// keeps the zone, and someone being deleted still holds something in it.
+func (u users) waiting() bool { return !u.live && len(u.leaving)+u.leavingElsewhere > 0 }
+
+// zoneUsers reads the other objects on a zone from the cache (read only:
+// a shared zone's objects are listed on every release).
 func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone) (users, error) {
 	list := &v1alpha1.AzurePrivateEndpointList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{zoneIndex: zone.Key()}, client.UnsafeDisableDeepCopy); err != nil {
@@ -573,39 +590,19 @@ func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 	var u users
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.UID == obj.UID || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key() {
-			continue
-		}
-		if o.DeletionTimestamp == nil {
-			return users{live: true}, nil
-		}
-		if strings.EqualFold(o.Status.DNSZoneID, zone.ID()) && (len(o.Status.FQDNs) > 0 || len(o.Status.VirtualNetworkLinks) > 0) {
-			u.leaving = append(u.leaving, o.Namespace+"/"+o.Name)
+		switch {
+		case o.UID == obj.UID || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key():
+		case o.DeletionTimestamp == nil:
+			u.live, u.nets = true, append(u.nets, vnets(o)...)
+		case !strings.EqualFold(o.Status.DNSZoneID, zone.ID()) || len(o.Status.FQDNs) == 0 && len(o.Status.VirtualNetworkLinks) == 0:
+		case o.Namespace == obj.Namespace:
+			u.leaving = append(u.leaving, o.Name)
+		default:
+			u.leavingElsewhere++
 		}
 	}
 	slices.Sort(u.leaving)
 	return u, nil
-}
-
-// waitForLeaving holds a release that has nothing of its own left in the
-// zone while other objects being deleted still hold theirs, without
-// reading Azure: every read counts against the subscription's Private DNS
-// window, which they need to finish. It reports whether the release waits.
-func (r *Reconciler) waitForLeaving(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone) (bool, ctrl.Result, error) {
-	cond := v1alpha1.ConditionDNSReady
-	if len(obj.Status.FQDNs) > 0 || len(obj.Status.VirtualNetworkLinks) > 0 {
-		return false, ctrl.Result{}, nil
-	}
-	u, err := r.zoneUsers(ctx, obj, zone)
-	if err != nil {
-		res, err := r.fail(ctx, obj, cond, err)
-		return true, res, err
-	}
-	if u.live || len(u.leaving) == 0 {
-		return false, ctrl.Result{}, nil
-	}
-	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, u.leaving))
-	return true, r.requeueSoon(), nil
 }
 
 // recordSetCount is the zone's number of record sets, its SOA included.
@@ -617,17 +614,20 @@ func recordSetCount(z *armprivatedns.PrivateZone) int64 {
 }
 
 // waitingMessage says which objects being deleted a release waits for.
-func waitingMessage(zone dns.Zone, waiting []string) string {
-	return fmt.Sprintf("private DNS zone %s is deleted with the last object that uses it: waiting for %s, also being deleted, to remove their records and links",
-		zone.Name, shortList(waiting, 5))
-}
-
-// shortList joins the first n names and says how many more there are.
-func shortList(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
+func waitingMessage(zone dns.Zone, u users) string {
+	var who []string
+	if n := len(u.leaving); n > 0 {
+		names := strings.Join(u.leaving[:min(n, 5)], ", ")
+		if n > 5 {
+			names += fmt.Sprintf(" and %d more", n-5)
+		}
+		who = append(who, names)
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+	if u.leavingElsewhere > 0 {
+		who = append(who, fmt.Sprintf("%d object(s) in other namespaces", u.leavingElsewhere))
+	}
+	return fmt.Sprintf("private DNS zone %s is deleted with the last object that uses it: waiting for %s, also being deleted, to remove their records and links",
+		zone.Name, strings.Join(who, " and "))
 }
 
 func containsFold(list []string, s string) bool {

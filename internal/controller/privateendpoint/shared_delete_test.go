@@ -38,8 +38,9 @@ func TestSharedZoneDeletedWithItsLastObject(t *testing.T) {
 		ready(t, w, name(i))
 	}
 	// Azure throttles: a third of the Private DNS requests in the zone are
-	// refused with 429 and Retry-After 1 (ARM's answer, as the limits in
-	// azuresim give it).
+	// refused with 429 TooManyRequests, the code of Private DNS's request
+	// limits in azuresim; Retry-After is 1 s here (Azure's is 10) so that
+	// the test stays short.
 	if _, err := w.Sim.AddFault(azuresim.Fault{
 		PathRegex: `(?i)/privateDnsZones/burst\.internal`, Probability: 0.33,
 		Status: http.StatusTooManyRequests, Code: "TooManyRequests", RetryAfter: 1,
