@@ -34,17 +34,21 @@ func TestWaitingForOthers(t *testing.T) {
 			if !tc.wait {
 				return
 			}
-			msg := waitingMessage(zone, tc.u)
-			for _, s := range tc.say {
-				if !strings.Contains(msg, s) {
-					t.Errorf("message %q does not say %q", msg, s)
-				}
-			}
-			for _, s := range tc.not {
-				if strings.Contains(msg, s) {
-					t.Errorf("message %q says %q", msg, s)
-				}
-			}
+			saysExactly(t, waitingMessage(zone, tc.u), tc.say, tc.not)
 		})
+	}
+}
+
+func saysExactly(t *testing.T, msg string, say, not []string) {
+	t.Helper()
+	for _, s := range say {
+		if !strings.Contains(msg, s) {
+			t.Errorf("message %q does not say %q", msg, s)
+		}
+	}
+	for _, s := range not {
+		if strings.Contains(msg, s) {
+			t.Errorf("message %q says %q", msg, s)
+		}
 	}
 }
