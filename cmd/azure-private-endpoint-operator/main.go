@@ -145,7 +145,10 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	}
 	clients := &azure.Clients{Credentials: creds}
 	observer := &privateendpoints.Observer{TTL: opts.azureObserveTTL}
-	if err := clusterlink.Setup(mgr, opts.linkOptions(), clients, observer); err != nil {
+	engine := opts.dnsEngine(mgr.GetAPIReader())
+	linkOpts := opts.linkOptions()
+	linkOpts.DNSEngine = engine
+	if err := clusterlink.Setup(mgr, linkOpts, clients, observer); err != nil {
 		return nil, fmt.Errorf("setting up the AzureCluster controllers: %w", err)
 	}
 	if opts.plsController {
@@ -154,7 +157,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		}
 	}
 	if opts.apeController {
-		if err := privateendpoint.Setup(ctx, mgr, opts.apeOptions(), clients); err != nil {
+		apeOpts := opts.apeOptions()
+		apeOpts.DNSEngine = engine
+		if err := privateendpoint.Setup(ctx, mgr, apeOpts, clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}
 	}

@@ -15,12 +15,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
@@ -108,6 +111,16 @@ type dnsFlags struct {
 
 // zoneGuard is the zone-name guard both DNS writers use.
 func (o *options) zoneGuard() dnsguard.Guard { return dnsguard.New(commaList(o.dns.deniedZones)) }
+
+// dnsEngine is the process's one Private DNS engine: one budget per
+// subscription for both DNS writers, and what is in place read again at
+// the shorter of their check intervals.
+func (o *options) dnsEngine(reader client.Reader) *dnsengine.Engine {
+	return &dnsengine.Engine{
+		Budget: &privatedns.Budget{Reads: max(0, o.dns.reads), Writes: max(0, o.dns.writes)},
+		Reader: reader, Check: min(o.apeDNSCheck, o.dns.check),
+	}
+}
 
 // errUsage marks errors caused by the command line, which exit with code 2.
 var errUsage = errors.New("invalid command line")
@@ -287,10 +300,12 @@ func (o *options) flagSet() *flag.FlagSet {
 		"TTL in seconds of the records of DNS mode (1 to 86400).")
 	fs.DurationVar(&o.dns.check, "wiring-dns-check-interval", time.Hour,
 		"How often DNS mode reads again records it has written (Azure Private DNS allows 500 reads per 5 minutes per subscription); a changed IP or spec is written at once.")
-	fs.IntVar(&o.dns.reads, "wiring-dns-max-reads-per-5m", 250,
-		"DNS mode sends at most this many Private DNS reads per subscription in any 5 minutes (Azure allows 500); -1: no bound. Work beyond it waits.")
-	fs.IntVar(&o.dns.writes, "wiring-dns-max-writes-per-5m", 500,
-		"DNS mode sends at most this many Private DNS writes per subscription in any 5 minutes (Azure allows 1,000 Microsoft.Network writes); -1: no bound.")
+	fs.IntVar(&o.dns.reads, "private-dns-max-reads-per-5m", 400,
+		"The operator sends at most this many Private DNS reads per subscription in any 5 minutes, DNS mode and AzurePrivateEndpoint spec.dns together (Azure allows 500; the rest is left to other tools); -1: no bound. Work beyond it waits.")
+	fs.IntVar(&o.dns.writes, "private-dns-max-writes-per-5m", 800,
+		"The operator sends at most this many Private DNS writes per subscription in any 5 minutes, DNS mode and AzurePrivateEndpoint spec.dns together (Azure allows 1,000 Microsoft.Network writes); -1: no bound.")
+	fs.IntVar(&o.dns.reads, "wiring-dns-max-reads-per-5m", 400, "Deprecated: --private-dns-max-reads-per-5m, which it sets.")
+	fs.IntVar(&o.dns.writes, "wiring-dns-max-writes-per-5m", 800, "Deprecated: --private-dns-max-writes-per-5m, which it sets.")
 	fs.StringVar(&o.dns.allowedBaseDomains, "wiring-dns-allowed-base-domains", "",
 		"Comma-separated base domains a workload cluster's <annotation-prefix>/base-domain annotation may name (the domain itself or one under it). That annotation names a zone in the management cluster's network, so it is a tenant's input: outside this list it is refused (Event DNSZoneNameRefused) and no MC-side DNS is written for that cluster. Default: none (the annotation on workload clusters is refused; the management cluster's own is always used).")
 	fs.StringVar(&o.dns.deniedZones, "dns-denied-zones", "",
@@ -493,7 +508,7 @@ func (o *options) validateDNS() []error {
 	for _, f := range []struct {
 		flag  string
 		value int
-	}{{"--wiring-dns-max-reads-per-5m", o.dns.reads}, {"--wiring-dns-max-writes-per-5m", o.dns.writes}} {
+	}{{"--private-dns-max-reads-per-5m", o.dns.reads}, {"--private-dns-max-writes-per-5m", o.dns.writes}} {
 		if f.value == 0 || f.value < -1 {
 			errs = append(errs, fmt.Errorf("%s=%d: must be positive, or -1 for no bound", f.flag, f.value))
 		}

@@ -70,3 +70,12 @@ func (m *Memo) ForgetFunc(match func(key string) bool) {
 		}
 	}
 }
+
+// Get is the fingerprint key was last set with, and whether that was less
+// than ttl before now.
+func (m *Memo) Get(key string, now time.Time, ttl time.Duration) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	return e.fingerprint, ok && now.Sub(e.at) < ttl
+}

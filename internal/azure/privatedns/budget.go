@@ -3,7 +3,6 @@ package privatedns
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -27,46 +26,26 @@ const (
 
 var budgetWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "azure_private_endpoint_operator_private_dns_requests_deferred_total",
-	Help: "Private DNS requests of the wiring's DNS mode not sent, and retried later, to keep a subscription within its budget (--wiring-dns-max-reads-per-5m, --wiring-dns-max-writes-per-5m).",
+	Help: "Private DNS requests not sent, and retried later, to keep a subscription within its budget (--private-dns-max-reads-per-5m, --private-dns-max-writes-per-5m).",
 }, []string{"class"})
 
 func init() { metrics.Registry.MustRegister(budgetWaits) }
 
 // Budget keeps each subscription's Private DNS requests within a number of
-// reads and of writes in any 5-minute window: a token bucket per
-// subscription and class whose capacity (a fifth of the budget) plus its
-// refill over 5 minutes is the budget.
+// reads and of writes in any 5-minute window, as Azure counts them: a log
+// of each subscription's requests of the last 5 minutes per class. A
+// request is sent while the log holds fewer than the budget, so a burst
+// may spend the whole budget at once (what Azure allows) and no window
+// ever holds more. One Budget serves every Private DNS writer of the
+// process: Azure counts a subscription's requests together, whichever
+// controller or identity sends them.
 type Budget struct {
 	Reads, Writes int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	mu      sync.Mutex
-	buckets map[string]*bucket
-}
-
-type bucket struct {
-	tokens, capacity, rate float64 // rate per second
-	last                   time.Time
-}
-
-func newBucket(perWindow int, now time.Time) *bucket {
-	c := math.Max(1, float64(perWindow)/5)
-	return &bucket{tokens: c, capacity: c, rate: math.Max(0, float64(perWindow)-c) / budgetWindow.Seconds(), last: now}
-}
-
-// take takes one token, or says how long until one is there.
-func (b *bucket) take(now time.Time) time.Duration {
-	b.tokens = math.Min(b.capacity, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return 0
-	}
-	if b.rate == 0 {
-		return budgetWindow
-	}
-	return time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+	mu   sync.Mutex
+	logs map[string][]time.Time
 }
 
 // Take takes a read or a write of a subscription's budget; a positive wait
@@ -88,20 +67,45 @@ func (b *Budget) Take(subscription string, write bool) time.Duration {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.buckets == nil {
-		b.buckets = map[string]*bucket{}
+	if b.logs == nil {
+		b.logs = map[string][]time.Time{}
 	}
 	k := strings.ToLower(subscription) + "|" + class
-	bk := b.buckets[k]
-	if bk == nil {
-		bk = newBucket(limit, now)
-		b.buckets[k] = bk
+	log := b.logs[k]
+	i := 0
+	for i < len(log) && now.Sub(log[i]) >= budgetWindow {
+		i++
 	}
-	wait := bk.take(now)
-	if wait > 0 {
+	log = log[i:]
+	if len(log) >= limit {
+		b.logs[k] = log
 		budgetWaits.WithLabelValues(class).Inc()
+		return log[0].Add(budgetWindow).Sub(now)
 	}
-	return wait
+	b.logs[k] = append(log, now)
+	return 0
+}
+
+// Used is how many reads or writes of a subscription's budget the last 5
+// minutes spent.
+func (b *Budget) Used(subscription string, write bool) int {
+	class := "reads"
+	if write {
+		class = "writes"
+	}
+	now := time.Now()
+	if b.Now != nil {
+		now = b.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, t := range b.logs[strings.ToLower(subscription)+"|"+class] {
+		if now.Sub(t) < budgetWindow {
+			n++
+		}
+	}
+	return n
 }
 
 // Paced wraps an API so that every request first takes from the budget of
@@ -139,11 +143,11 @@ func (p pacedAPI) Zone(ctx context.Context, rg, zone string) (*armprivatedns.Pri
 	return p.api.Zone(ctx, rg, zone)
 }
 
-func (p pacedAPI) PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error {
+func (p pacedAPI) PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error {
 	if err := p.take(true); err != nil {
 		return err
 	}
-	return p.api.PutZone(ctx, rg, zone, body)
+	return p.api.PutZone(ctx, rg, zone, etag, body)
 }
 
 func (p pacedAPI) DeleteZone(ctx context.Context, rg, zone string) error {
@@ -160,11 +164,11 @@ func (p pacedAPI) Links(ctx context.Context, rg, zone string) ([]*armprivatedns.
 	return p.api.Links(ctx, rg, zone)
 }
 
-func (p pacedAPI) PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error {
+func (p pacedAPI) PutLink(ctx context.Context, rg, zone, name, etag string, body armprivatedns.VirtualNetworkLink) error {
 	if err := p.take(true); err != nil {
 		return err
 	}
-	return p.api.PutLink(ctx, rg, zone, name, body)
+	return p.api.PutLink(ctx, rg, zone, name, etag, body)
 }
 
 func (p pacedAPI) DeleteLink(ctx context.Context, rg, zone, name string) error {

@@ -45,3 +45,29 @@ func TestBudgetWindow(t *testing.T) {
 		t.Errorf("no budget waits %s", wait)
 	}
 }
+
+// TestBudgetBurst: the whole budget may go at once, as Azure's window
+// allows (a token bucket refilling over the window would make 1,000 new
+// objects wait minutes for nothing); the next request waits until the
+// first leaves the window.
+func TestBudgetBurst(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := &Budget{Reads: 400, Writes: 800, Now: func() time.Time { return now }}
+	for i := range 800 {
+		if wait := b.Take("sub", true); wait != 0 {
+			t.Fatalf("write %d of a budget of 800 waits %s", i+1, wait)
+		}
+		now = now.Add(10 * time.Millisecond)
+	}
+	if got := b.Used("sub", true); got != 800 {
+		t.Errorf("Used = %d, want 800", got)
+	}
+	// The first write was at 0: the 801st waits until 5 minutes after it.
+	if wait := b.Take("sub", true); wait != 5*time.Minute-8*time.Second {
+		t.Errorf("the write over the budget waits %s, want %s", wait, 5*time.Minute-8*time.Second)
+	}
+	now = time.Unix(0, 0).Add(5 * time.Minute)
+	if wait := b.Take("sub", true); wait != 0 {
+		t.Errorf("after the first write left the window: waits %s", wait)
+	}
+}

@@ -282,10 +282,10 @@ func RewriteFailedLink(l *armprivatedns.VirtualNetworkLink, owner string) bool {
 // nil, not an error.
 type API interface {
 	Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error)
-	PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error
+	PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error
 	DeleteZone(ctx context.Context, rg, zone string) error
 	Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error)
-	PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error
+	PutLink(ctx context.Context, rg, zone, name, etag string, body armprivatedns.VirtualNetworkLink) error
 	DeleteLink(ctx context.Context, rg, zone, name string) error
 	Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error)
 	Records(ctx context.Context, rg, zone string) ([]*armprivatedns.RecordSet, error)
@@ -311,9 +311,15 @@ func (s SDK) Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZ
 	return &resp.PrivateZone, nil
 }
 
-// PutZone starts creating or updating the zone.
-func (s SDK) PutZone(ctx context.Context, rg, zone string, body armprivatedns.PrivateZone) error {
-	_, err := s.Factory.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, rg, zone, body, nil)
+// PutZone starts creating or updating the zone: etag "" creates it only
+// if it does not exist (If-None-Match: *; 412 when it does), otherwise it
+// updates only the version the operator read (If-Match).
+func (s SDK) PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error {
+	opts := &armprivatedns.PrivateZonesClientBeginCreateOrUpdateOptions{IfNoneMatch: new("*")}
+	if etag != "" {
+		opts = &armprivatedns.PrivateZonesClientBeginCreateOrUpdateOptions{IfMatch: new(etag)}
+	}
+	_, err := s.Factory.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, rg, zone, body, opts)
 	return err
 }
 
@@ -332,9 +338,14 @@ func (s SDK) Links(ctx context.Context, rg, zone string) ([]*armprivatedns.Virtu
 		})
 }
 
-// PutLink starts creating the link.
-func (s SDK) PutLink(ctx context.Context, rg, zone, name string, body armprivatedns.VirtualNetworkLink) error {
-	_, err := s.Factory.NewVirtualNetworkLinksClient().BeginCreateOrUpdate(ctx, rg, zone, name, body, nil)
+// PutLink starts creating the link, or writing again the version read
+// (etag as PutZone's).
+func (s SDK) PutLink(ctx context.Context, rg, zone, name, etag string, body armprivatedns.VirtualNetworkLink) error {
+	opts := &armprivatedns.VirtualNetworkLinksClientBeginCreateOrUpdateOptions{IfNoneMatch: new("*")}
+	if etag != "" {
+		opts = &armprivatedns.VirtualNetworkLinksClientBeginCreateOrUpdateOptions{IfMatch: new(etag)}
+	}
+	_, err := s.Factory.NewVirtualNetworkLinksClient().BeginCreateOrUpdate(ctx, rg, zone, name, body, opts)
 	return err
 }
 

@@ -8,19 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
@@ -44,10 +39,10 @@ type dnsClients interface {
 }
 
 // AzureDNS implements dnsClients with the shared client cache, within
-// each subscription's Private DNS budget.
+// each subscription's Private DNS budget (the engine's).
 type AzureDNS struct {
 	Clients *azure.Clients
-	Budget  *dns.Budget
+	Engine  *dnsengine.Engine
 }
 
 // For implements dnsClients.
@@ -56,7 +51,15 @@ func (a AzureDNS) For(ctx context.Context, ac *capz.AzureCluster) (dns.API, erro
 	if err != nil {
 		return nil, err
 	}
-	return a.Budget.Paced(dns.SDK{Factory: f}, ac.SubscriptionID), nil
+	return a.Engine.Paced(dns.SDK{Factory: f}, ac.SubscriptionID), nil
+}
+
+// dnsTarget is the engine's view of a set's zone for its WC.
+func (r *WCReconciler) dnsTarget(u *unstructured.Unstructured, api dns.API, set DNSSet) dnsengine.Target {
+	return dnsengine.Target{
+		API: api, Zone: set.Zone, Owner: set.owner(), AdoptRecords: r.Opts.DNS.Adopt,
+		Event: func(reason, msg string) { r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg) },
+	}
 }
 
 // dnsState is where a DNS set stands after a pass.
@@ -263,22 +266,22 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 	return state, err
 }
 
-// ensureDNSNow is ensureDNS's pass through Azure: removal without IP,
+// ensureDNSNow is ensureDNS's pass through the engine: removal without IP,
 // else zone, link and records. Azure Private DNS allows few reads (500 per
-// 5 minutes and subscription): a zone, a link and a record seen in place
-// are not read again within the check interval, across passes and
-// clusters.
+// 5 minutes and subscription): what is seen in place is not read again
+// within the check interval, across passes and clusters (the engine's
+// memo), and what was never written is created without reading first.
 func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstructured, set DNSSet, memo, fp string, now time.Time) (dnsState, error) {
 	api, err := r.DNS.For(ctx, set.Holder)
 	if err != nil {
 		return dnsWaiting, err
 	}
+	t := r.dnsTarget(u, api, set)
 	if set.IP == "" {
 		for _, rel := range set.Records {
-			if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
+			if err := r.dnsEngine().DeleteRecord(ctx, t, rel, "its private endpoint is not ready or no longer wanted"); err != nil {
 				return dnsWaiting, err
 			}
-			r.dnsSeen.ForgetPrefix("record|" + set.Zone.Key() + "|" + rel)
 		}
 		r.dnsSeen.Set(memo, fp, now)
 		return dnsDone, nil
@@ -286,107 +289,36 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 	if set.VNet == "" {
 		return dnsWaiting, nil // CAPZ has not written the subnet IDs yet
 	}
-	if ready, err := r.ensureZone(ctx, u, api, set, now); err != nil || !ready {
+	had := hasCondition(u, ConditionGSDNSZoneReady)
+	zone, err := r.dnsEngine().EnsureZone(ctx, t, had)
+	if err != nil || !zone.Ready {
 		return dnsWaiting, err
 	}
-	linked := true
-	if linkMemo := "link|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet); !r.dnsSeen.Fresh(linkMemo, "", now, r.Opts.DNS.Check) {
-		if linked, err = r.ensureLink(ctx, api, set, r.createdHere(set.Zone, now)); err != nil {
-			return dnsWaiting, err
-		}
-		if linked {
-			r.dnsSeen.Set(linkMemo, "", now)
-		}
-	}
-	state, err := r.writeRecords(ctx, u, api, set, fp, now)
+	link, err := r.dnsEngine().EnsureLink(ctx, t, set.VNet, linkOwner(set))
 	if err != nil {
 		return dnsWaiting, err
 	}
-	if state == dnsDone && !linked {
+	state := dnsDone
+	r.dnsSeen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", now)
+	for _, rel := range set.Records {
+		taken, err := r.dnsEngine().WriteRecord(ctx, t, rel, []string{set.IP}, r.Opts.DNS.TTL, had)
+		if err != nil {
+			return dnsWaiting, err
+		}
+		if taken != nil {
+			r.warnOnce(u, ReasonDNSRecordNotOwned, fmt.Sprintf(
+				"record set %s exists and was not written for this cluster (metadata %s=%q): the operator leaves it alone; remove it, or start the operator with --wiring-dns-adopt to take over record sets without owner",
+				taken.FQDN, dns.OwnerMetadata, taken.Owner))
+			state = dnsBlocked
+		}
+	}
+	if state == dnsDone && !link.Ready {
 		state = dnsWaiting
 	}
 	if state == dnsDone {
 		r.dnsSeen.Set(memo, fp, now)
 	}
 	return state, nil
-}
-
-// ensureZone creates the set's zone when missing; it reports whether the
-// zone is provisioned.
-func (r *WCReconciler) ensureZone(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, now time.Time) (bool, error) {
-	zone, zoneMemo := set.Zone, "zone|"+set.Zone.Key()
-	if r.dnsSeen.Fresh(zoneMemo, "", now, r.Opts.DNS.Check) {
-		return true, nil
-	}
-	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
-	if err != nil {
-		return false, err
-	}
-	if z == nil {
-		if err := api.PutZone(ctx, zone.ResourceGroup, zone.Name, dns.ZoneBody(nil, zone.Owner(set.owner().Value()))); err != nil {
-			return false, err
-		}
-		// A zone this process creates holds no link and no record set:
-		// they are written without reading first.
-		r.dnsSeen.Set("created|"+zone.Key(), "", now)
-		r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSZoneCreated, "DNS", "creating private DNS zone %s in %s/%s", zone.Name, zone.Subscription, zone.ResourceGroup)
-		return false, nil
-	}
-	if z.Properties == nil || ptr.Deref(z.Properties.ProvisioningState, "") != armprivatedns.ProvisioningStateSucceeded {
-		return false, nil
-	}
-	r.dnsSeen.Set(zoneMemo, "", now)
-	return true, nil
-}
-
-// createdHere reports whether this process created the zone (recently).
-func (r *WCReconciler) createdHere(zone dns.Zone, now time.Time) bool {
-	return r.dnsSeen.Fresh("created|"+zone.Key(), "", now, r.Opts.DNS.Check)
-}
-
-// writeRecords writes the set's records not seen in place; it reports
-// dnsBlocked when one belongs to someone else.
-func (r *WCReconciler) writeRecords(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, fp string, now time.Time) (dnsState, error) {
-	state := dnsDone
-	for _, rel := range set.Records {
-		recordMemo := "record|" + set.Zone.Key() + "|" + rel
-		if r.dnsSeen.Fresh(recordMemo, fp, now, r.Opts.DNS.Check) {
-			continue
-		}
-		st, err := r.writeRecord(ctx, u, api, set, rel, r.createdHere(set.Zone, now))
-		if err != nil {
-			return dnsWaiting, err
-		}
-		if st == dnsBlocked {
-			state = dnsBlocked
-			continue
-		}
-		r.dnsSeen.Set(recordMemo, fp, now)
-	}
-	return state, nil
-}
-
-// ensureLink makes sure the zone is linked to the set's network; it
-// reports whether a link is provisioned. In a zone this process created
-// (fresh), the first pass writes the link without listing.
-func (r *WCReconciler) ensureLink(ctx context.Context, api dns.API, set DNSSet, fresh bool) (bool, error) {
-	linkKey := "linkput|" + set.Zone.Key() + "|" + strings.ToLower(set.VNet)
-	if fresh && !r.dnsSeen.Known(linkKey) {
-		r.dnsSeen.Set(linkKey, "", r.Clock.Now())
-		return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, dns.LinkName(set.VNet), dns.LinkBody(set.VNet, linkOwner(set)))
-	}
-	links, err := api.Links(ctx, set.Zone.ResourceGroup, set.Zone.Name)
-	if err != nil {
-		return false, err
-	}
-	name := dns.LinkName(set.VNet)
-	if l := dns.LinkTo(links, set.VNet); l != nil {
-		if !dns.RewriteFailedLink(l, linkOwner(set)) {
-			return dns.LinkState(l) == armprivatedns.ProvisioningStateSucceeded, nil
-		}
-		name = ptr.Deref(l.Name, name)
-	}
-	return false, api.PutLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, name, dns.LinkBody(set.VNet, linkOwner(set)))
 }
 
 // linkOwner is the owner tag of a set's link: the WC's on the WC side (the
@@ -397,65 +329,6 @@ func linkOwner(set DNSSet) string {
 		return set.owner().Value()
 	}
 	return set.Zone.Owner(set.owner().Value())
-}
-
-// writeRecord makes one record set hold the set's IP, unless someone else
-// wrote it (an owner the operator does not know, or none without
-// --wiring-dns-adopt). In a zone this process created (fresh), the record
-// set is created without reading first (If-None-Match: a record set made
-// meanwhile is not overwritten, and is read at the next pass).
-func (r *WCReconciler) writeRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string, fresh bool) (dnsState, error) {
-	var rs *armprivatedns.RecordSet
-	if !fresh {
-		var err error
-		if rs, err = api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel); err != nil {
-			return dnsWaiting, err
-		}
-	}
-	owner, ttl := dns.RecordOwner(rs), r.Opts.DNS.TTL
-	mine, err := r.claims(ctx, set, owner)
-	if err != nil {
-		return dnsWaiting, err
-	}
-	switch {
-	case rs != nil && !mine && (owner != "" || !r.Opts.DNS.Adopt):
-		r.warnOnce(u, ReasonDNSRecordNotOwned, fmt.Sprintf(
-			"record set %s exists and was not written for this cluster (metadata %s=%q): the operator leaves it alone; remove it, or start the operator with --wiring-dns-adopt to take over record sets without owner",
-			dns.FQDN(rel, set.Zone.Name), dns.OwnerMetadata, owner))
-		return dnsBlocked, nil
-	case dns.RecordMatches(rs, []string{set.IP}, ttl, set.owner().Value()):
-		return dnsDone, nil
-	}
-	etag := ""
-	if rs != nil {
-		etag = ptr.Deref(rs.Etag, "")
-	}
-	r.dnsSeen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", r.Clock.Now())
-	if err := api.PutRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, etag, dns.RecordBody(rs, []string{set.IP}, ttl, set.owner().Value())); err != nil {
-		if fresh && azure.IsPreconditionFailed(err) {
-			r.dnsSeen.ForgetPrefix("created|" + set.Zone.Key()) // someone wrote it meanwhile: read it next time
-			return dnsWaiting, nil
-		}
-		return dnsWaiting, err
-	}
-	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSRecordWritten, "DNS", "%s now resolves to %s", dns.FQDN(rel, set.Zone.Name), set.IP)
-	return dnsDone, nil
-}
-
-// deleteRecord deletes a record set the operator wrote for the set's WC.
-func (r *WCReconciler) deleteRecord(ctx context.Context, u *unstructured.Unstructured, api dns.API, set DNSSet, rel string) error {
-	rs, err := api.Record(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel)
-	if err != nil || rs == nil {
-		return err
-	}
-	if mine, err := r.claims(ctx, set, dns.RecordOwner(rs)); err != nil || !mine {
-		return err
-	}
-	if err := api.DeleteRecord(ctx, set.Zone.ResourceGroup, set.Zone.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
-		return err
-	}
-	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSRecordDeleted, "DNS", "deleted record %s: its private endpoint is not ready or no longer wanted", dns.FQDN(rel, set.Zone.Name))
-	return nil
 }
 
 // releaseDNS undoes a deleted WC's DNS, both sides, in order: its records,
@@ -494,12 +367,11 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 		r.dnsSeen.ForgetPrefix("wrote|" + key(wc) + "|")
 		r.dnsSeen.ForgetPrefix(heldPrefix + key(wc) + "|")
 		for _, set := range sets {
-			r.dnsSeen.ForgetPrefix("record|" + set.Zone.Key() + "|")
+			for _, rel := range set.Records {
+				r.dnsEngine().ForgetRecord(set.Zone, rel)
+			}
 			if !set.Zone.Shared {
-				r.dnsSeen.ForgetPrefix("zone|" + set.Zone.Key())
-				r.dnsSeen.ForgetPrefix("link|" + set.Zone.Key() + "|")
-				r.dnsSeen.ForgetPrefix("linkput|" + set.Zone.Key() + "|")
-				r.dnsSeen.ForgetPrefix("created|" + set.Zone.Key())
+				r.dnsEngine().ForgetZone(set.Zone)
 			}
 		}
 	}
@@ -513,6 +385,7 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return false, err
 	}
+	t := r.dnsTarget(u, api, set)
 	// Each step done is remembered, so that a pass held back by the budget
 	// goes on where the last one stopped.
 	step := "release|" + set.Owner + "|" + string(set.Side) + "|"
@@ -521,66 +394,29 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 		if r.dnsSeen.Fresh(step+"record|"+rel, "", now, r.Opts.DNS.Check) {
 			continue
 		}
-		if err := r.deleteRecord(ctx, u, api, set, rel); err != nil {
+		if err := r.dnsEngine().DeleteRecord(ctx, t, rel, "its cluster is being deleted"); err != nil {
 			return false, err
 		}
 		r.dnsSeen.Set(step+"record|"+rel, "", now)
 	}
-	zone := set.Zone
-	z, err := api.Zone(ctx, zone.ResourceGroup, zone.Name)
-	if err != nil || z == nil {
-		return err == nil, err
-	}
-	links, err := api.Links(ctx, zone.ResourceGroup, zone.Name)
+	links, err := r.dnsEngine().Links(ctx, t)
 	if err != nil {
 		return false, err
 	}
-	pending, err := r.dropLinks(ctx, api, set, links)
-	if err != nil {
-		return false, err
-	}
-	zo := dns.TagOwner(z.Tags)
-	mine, err := r.claims(ctx, set, zo)
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case pending:
-		return false, nil
-	case !mine && zo != dns.SharedOwner:
-		return true, nil // not made for this cluster: it stays
-	case len(links) > 0 || (z.Properties != nil && ptr.Deref(z.Properties.NumberOfRecordSets, 0) > 1):
-		return true, nil // other links or records are in it: it stays
-	case z.Properties != nil && ptr.Deref(z.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting:
-		return false, nil
-	}
-	if err := api.DeleteZone(ctx, zone.ResourceGroup, zone.Name); err != nil {
-		return false, err
-	}
-	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonDNSReleased, "Release", "deleting private DNS zone %s, made for this cluster", zone.Name)
-	return false, nil
-}
-
-// dropLinks deletes the links made for the set's WC; it reports whether
-// any is still there (deleting).
-func (r *WCReconciler) dropLinks(ctx context.Context, api dns.API, set DNSSet, links []*armprivatedns.VirtualNetworkLink) (bool, error) {
 	pending := false
 	for _, l := range links {
-		if mine, err := r.claims(ctx, set, dns.TagOwner(l.Tags)); err != nil || !mine {
-			if err != nil {
-				return false, err
-			}
-			continue
-		}
-		pending = true
-		if l.Properties != nil && ptr.Deref(l.Properties.ProvisioningState, "") == armprivatedns.ProvisioningStateDeleting {
-			continue
-		}
-		if err := api.DeleteLink(ctx, set.Zone.ResourceGroup, set.Zone.Name, ptr.Deref(l.Name, "")); err != nil {
+		// Only the links made for this WC: the MC's link to a shared zone
+		// (tagged shared) serves every cluster.
+		going, err := r.dnsEngine().DropLink(ctx, t, l, false)
+		if err != nil {
 			return false, err
 		}
+		pending = pending || going
 	}
-	return pending, nil
+	if pending {
+		return false, nil
+	}
+	return r.dnsEngine().DropZone(ctx, t, dnsengine.ZoneRelease{Links: len(links)})
 }
 
 // wroteRecord reports whether this process wrote a record of the set (so
@@ -612,25 +448,5 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 	return false
 }
 
-// claims says whether an owner value marks what was made for the set's
-// WC: its kind-qualified value, or the "namespace/name" of earlier versions
-// when no AzurePrivateEndpoint has the WC's namespace and name (it wrote
-// that same value for itself; docs/security.md, *Shared DNS objects*).
-func (r *WCReconciler) claims(ctx context.Context, set DNSSet, value string) (bool, error) {
-	o := set.owner()
-	if !o.IsLegacy(value) {
-		return o.Claim(value, false), nil
-	}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &v1alpha1.AzurePrivateEndpoint{})
-	switch {
-	case err == nil:
-		return false, nil
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return o.Claim(value, false), nil
-	}
-	return false, err
-}
+// dnsEngine is the process's Private DNS engine.
+func (r *WCReconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }

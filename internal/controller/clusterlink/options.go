@@ -4,15 +4,20 @@ import (
 	"math/rand/v2"
 	"time"
 
-	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
-
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 )
 
 // Options configure the AzureCluster controllers. Every field has a flag.
 type Options struct {
 	Config
+	// DNSEngine is the process's Private DNS engine, shared with the
+	// AzurePrivateEndpoint controller (one request budget, one memo of
+	// what is in place); Setup makes one with DNS's budget when it is nil.
+	DNSEngine *dnsengine.Engine
 	// ManagementCluster is the MC's AzureCluster.
 	ManagementCluster types.NamespacedName
 	// AnnotationPrefix prefixes the IP annotations. Default

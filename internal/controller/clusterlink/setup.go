@@ -20,6 +20,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusters,verbs=get;list;watch;patch
@@ -33,12 +34,15 @@ import (
 // Setup registers the AzureCluster controllers with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
 	opts.setDefaults()
+	if opts.DNSEngine == nil {
+		opts.DNSEngine = &dnsengine.Engine{Budget: opts.DNS.Budget(), Reader: mgr.GetAPIReader(), Check: opts.DNS.Check}
+	}
 	rec := mgr.GetEventRecorder("azure-private-endpoint-operator")
 	detector := &Detector{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}
 	mcr := &MCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Orphans: orphans}
-	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans, DNS: AzureDNS{Clients: clients, Budget: opts.DNS.Budget()}}
+	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans, DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
 	selected := opts.selected

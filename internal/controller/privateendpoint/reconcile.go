@@ -16,6 +16,7 @@ import (
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
@@ -51,14 +52,14 @@ const (
 	EventDeleted       = "PrivateEndpointDeleted"
 	EventOrphaned      = "PrivateEndpointOrphaned"
 	EventHealed        = "PrivateEndpointHealed"
-	EventZoneCreated   = "DNSZoneCreated"
-	EventZoneDeleted   = "DNSZoneDeleted"
-	EventZoneAdopted   = "DNSZoneAdopted"
-	EventZoneNotOwned  = "DNSZoneNotOwned"
-	EventLinkCreated   = "VirtualNetworkLinkCreated"
-	EventLinkDeleted   = "VirtualNetworkLinkDeleted"
-	EventRecordWritten = "DNSRecordWritten"
-	EventRecordDeleted = "DNSRecordDeleted"
+	EventZoneCreated   = dnsengine.ReasonZoneCreated
+	EventZoneDeleted   = dnsengine.ReasonZoneDeleted
+	EventZoneAdopted   = dnsengine.ReasonZoneAdopted
+	EventZoneNotOwned  = dnsengine.ReasonZoneNotOwned
+	EventLinkCreated   = dnsengine.ReasonLinkCreated
+	EventLinkDeleted   = dnsengine.ReasonLinkDeleted
+	EventRecordWritten = dnsengine.ReasonRecordWritten
+	EventRecordDeleted = dnsengine.ReasonRecordDeleted
 	EventIdentity      = "IdentityUnavailable"
 )
 

@@ -24,6 +24,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
@@ -71,6 +72,10 @@ type Options struct {
 	HealRejected bool
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
+	// DNSEngine is the process's Private DNS engine, shared with the
+	// wiring's DNS mode (one request budget, one memo of what is in place);
+	// Setup makes one without a budget when it is nil.
+	DNSEngine *dnsengine.Engine
 	// ZoneGuard refuses spec.dns zone names that would shadow Azure's own
 	// or other protected domains (--dns-denied-zones).
 	ZoneGuard dnsguard.Guard
@@ -127,10 +132,13 @@ func SubjectOf(obj *v1alpha1.AzurePrivateEndpoint) azure.Subject {
 // Setup registers the controller with a manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.Clients) error {
 	opts.setDefaults()
+	if opts.DNSEngine == nil {
+		opts.DNSEngine = &dnsengine.Engine{Reader: mgr.GetAPIReader(), Check: opts.DNSCheck}
+	}
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
 		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
-		Azure:    sdkFor(clients),
+		Azure:    sdkFor(clients, opts.DNSEngine),
 	}
 	r.heal.Clock, r.heal.Grace = r.clock(), opts.HealDisconnectedAfter
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, refIndex, func(o client.Object) []string {
@@ -173,7 +181,7 @@ func (r *Reconciler) referrers(ctx context.Context, o client.Object) []reconcile
 }
 
 // sdkFor builds the Azure API of an object from the shared client cache.
-func sdkFor(clients *azure.Clients) func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
+func sdkFor(clients *azure.Clients, engine *dnsengine.Engine) func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
 	return func(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
 		subject := SubjectOf(obj)
 		nf, _, err := clients.NetworkFor(ctx, subject, obj.Spec.SubscriptionID)
@@ -184,6 +192,6 @@ func sdkFor(clients *azure.Clients) func(context.Context, *v1alpha1.AzurePrivate
 		if err != nil {
 			return azureAPI{}, err
 		}
-		return azureAPI{endpoints: privateendpoints.NewSDK(nf), dns: privatedns.SDK{Factory: df}}, nil
+		return azureAPI{endpoints: privateendpoints.NewSDK(nf), dns: engine.Paced(privatedns.SDK{Factory: df}, obj.Spec.SubscriptionID)}, nil
 	}
 }

@@ -1,0 +1,109 @@
+package dnsengine
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/utils/ptr"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+)
+
+// Taken is a record set someone else wrote: the operator leaves it alone.
+type Taken struct {
+	FQDN, Owner string
+}
+
+// recordFingerprint is what a verified record set holds.
+func recordFingerprint(o dns.Owner, ips []string, ttl int64) string {
+	s := slices.Clone(ips)
+	slices.Sort(s)
+	return o.Value() + "|" + sprintf("%d", ttl) + "|" + strings.Join(s, ",")
+}
+
+// WriteRecord makes the A record set rel hold ips with ttl, marked as the
+// target owner's, unless someone else wrote it (then it says who). A
+// record set the object has not written before (written false), or any in
+// a zone this process created, is created without reading first
+// (If-None-Match: *); Azure's 412 says it exists, and only then is it
+// read. An update writes only the version read (If-Match). A record set
+// verified within the check interval is not read again.
+func (e *Engine) WriteRecord(ctx context.Context, t Target, rel string, ips []string, ttl int64, written bool) (*Taken, error) {
+	z, fp := t.Zone, recordFingerprint(t.Owner, ips, ttl)
+	if e.seen.Fresh(recordKey(z, rel), fp, e.now(), e.check()) {
+		return nil, nil
+	}
+	if !written || e.CreatedHere(z) {
+		err := t.API.PutRecord(ctx, z.ResourceGroup, z.Name, rel, "", dns.RecordBody(nil, ips, ttl, t.Owner.Value()))
+		if err == nil {
+			e.recordWritten(t, rel, ips, fp)
+			return nil, nil
+		}
+		if !azure.IsPreconditionFailed(err) {
+			return nil, err
+		}
+	}
+	rs, err := t.API.Record(ctx, z.ResourceGroup, z.Name, rel)
+	if err != nil {
+		return nil, err
+	}
+	tag := dns.RecordOwner(rs)
+	mine, err := e.Claims(ctx, t.Owner, tag)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rs != nil && !mine && (tag != "" || !t.AdoptRecords):
+		return &Taken{FQDN: dns.FQDN(rel, z.Name), Owner: tag}, nil
+	case dns.RecordMatches(rs, ips, ttl, t.Owner.Value()):
+		e.seen.Set(recordKey(z, rel), fp, e.now())
+		return nil, nil
+	}
+	etag := ""
+	if rs != nil {
+		etag = ptr.Deref(rs.Etag, "")
+	}
+	if err := t.API.PutRecord(ctx, z.ResourceGroup, z.Name, rel, etag, dns.RecordBody(rs, ips, ttl, t.Owner.Value())); err != nil {
+		return nil, err
+	}
+	e.recordWritten(t, rel, ips, fp)
+	return nil, nil
+}
+
+func (e *Engine) recordWritten(t Target, rel string, ips []string, fp string) {
+	e.seen.Set(recordKey(t.Zone, rel), fp, e.now())
+	t.event(ReasonRecordWritten, "%s now resolves to %s", dns.FQDN(rel, t.Zone.Name), strings.Join(ips, ", "))
+}
+
+// DeleteRecord deletes the A record set rel if the operator wrote it for
+// the target's owner (the version read: If-Match); anyone else's stays.
+// why ends the Event's message ("" for none).
+func (e *Engine) DeleteRecord(ctx context.Context, t Target, rel, why string) error {
+	z := t.Zone
+	e.ForgetRecord(z, rel)
+	rs, err := t.API.Record(ctx, z.ResourceGroup, z.Name, rel)
+	if err != nil || rs == nil {
+		return err
+	}
+	if mine, err := e.Claims(ctx, t.Owner, dns.RecordOwner(rs)); err != nil || !mine {
+		return err
+	}
+	return e.deleteRecordSet(ctx, t, rs, why)
+}
+
+func (e *Engine) deleteRecordSet(ctx context.Context, t Target, rs *armprivatedns.RecordSet, why string) error {
+	z, rel := t.Zone, ptr.Deref(rs.Name, "")
+	if err := t.API.DeleteRecord(ctx, z.ResourceGroup, z.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
+		return err
+	}
+	e.ForgetRecord(z, rel)
+	msg := "deleted record " + dns.FQDN(rel, z.Name)
+	if why != "" {
+		msg += ": " + why
+	}
+	t.event(ReasonRecordDeleted, "%s", msg)
+	return nil
+}

@@ -1,0 +1,101 @@
+package dnsengine
+
+import (
+	"context"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+
+	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+)
+
+// ZoneRelease is what a release of a zone knows of the zone's other users,
+// from the caller's objects (the engine does not know them).
+type ZoneRelease struct {
+	// Links is how many links the zone has (as just listed).
+	Links int
+	// OthersLive: another live object uses the zone; a shared zone stays.
+	OthersLive bool
+	// Live says whether an owner of records in an unused shared zone is
+	// still live (its records stay); nil: no sweep.
+	Live func(ctx context.Context, o dns.Owner) (bool, error)
+}
+
+// DropZone deletes the target's zone if the operator made it for the
+// owner, or made it shared and no other object uses it, and it holds
+// nothing but its SOA record set and no links. Before that, in an unused
+// shared zone without links, it deletes the record sets the operator wrote
+// for owners of the caller's kind that are gone (Live false): a record a
+// lost status write forgot would keep the zone for good. It reports
+// whether the zone is gone or stays for good (false: look again).
+func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, error) {
+	z := t.Zone
+	observed, err := t.API.Zone(ctx, z.ResourceGroup, z.Name)
+	if err != nil || observed == nil {
+		if observed == nil && err == nil {
+			e.ForgetZone(z)
+		}
+		return observed == nil, err
+	}
+	tag := dns.TagOwner(observed.Tags)
+	if mine, err := e.Claims(ctx, t.Owner, tag); err != nil || !mine && tag != dns.SharedOwner {
+		return err == nil, err // not made for this owner: it stays
+	}
+	if tag == dns.SharedOwner && r.OthersLive {
+		return true, nil
+	}
+	if ZoneProvisioning(observed) == armprivatedns.ProvisioningStateDeleting {
+		return false, nil
+	}
+	sets := RecordSetCount(observed)
+	if tag == dns.SharedOwner && r.Links == 0 && sets > 1 && r.Live != nil {
+		swept, err := e.sweep(ctx, t, r.Live)
+		if err != nil || swept > 0 {
+			return false, err
+		}
+	}
+	if r.Links > 0 || sets > 1 {
+		t.event(ReasonZoneNotOwned, "private DNS zone %s still holds other records or links: it stays", z.Name)
+		return true, nil
+	}
+	if err := t.API.DeleteZone(ctx, z.ResourceGroup, z.Name); err != nil {
+		return false, err
+	}
+	e.ForgetZone(z)
+	t.event(ReasonZoneDeleted, "deleting private DNS zone %s", z.Name)
+	return false, nil
+}
+
+// sweep deletes the A record sets of an unused shared zone that the
+// operator wrote for an owner of the target owner's kind that is not live
+// (the target's own included). Record sets without the operator's mark,
+// with an earlier version's value, of another kind, or of a live owner
+// stay. It returns how many it deleted.
+func (e *Engine) sweep(ctx context.Context, t Target, live func(context.Context, dns.Owner) (bool, error)) (int, error) {
+	sets, err := t.API.Records(ctx, t.Zone.ResourceGroup, t.Zone.Name)
+	if err != nil {
+		return 0, err
+	}
+	swept, known := 0, map[dns.Owner]bool{t.Owner: false}
+	for _, rs := range sets {
+		o, ok := dns.ParseOwner(dns.RecordOwner(rs))
+		if !ok || o.Kind != t.Owner.Kind {
+			continue
+		}
+		if _, seen := known[o]; !seen {
+			l, err := live(ctx, o)
+			if err != nil {
+				return swept, err
+			}
+			known[o] = l
+		}
+		if known[o] {
+			continue
+		}
+		why := "written for " + o.Namespace + "/" + o.Name + ", which no longer needs it, so that the unused shared zone can go"
+		if err := e.deleteRecordSet(ctx, t, rs, why); err != nil {
+			return swept, err
+		}
+		swept++
+	}
+	return swept, nil
+}
