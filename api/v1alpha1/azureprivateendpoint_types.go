@@ -153,7 +153,8 @@ type LocalObjectReference struct {
 
 // PrivateEndpointDNS is the private DNS of an endpoint.
 //
-// +kubebuilder:validation:XValidation:rule="self.zoneName == oldSelf.zoneName && has(self.zoneResourceGroup) == has(oldSelf.zoneResourceGroup) && (!has(self.zoneResourceGroup) || self.zoneResourceGroup == oldSelf.zoneResourceGroup) && (has(self.zoneMode) ? self.zoneMode : 'Owned') == (has(oldSelf.zoneMode) ? oldSelf.zoneMode : 'Owned')",message="spec.dns.zoneName, zoneResourceGroup and zoneMode are immutable: remove spec.dns and add it again to move the records"
+// +kubebuilder:validation:XValidation:rule="self.zoneName == oldSelf.zoneName && has(self.zoneResourceGroup) == has(oldSelf.zoneResourceGroup) && (!has(self.zoneResourceGroup) || self.zoneResourceGroup == oldSelf.zoneResourceGroup) && (has(self.zoneMode) ? self.zoneMode : 'Owned') == (has(oldSelf.zoneMode) ? oldSelf.zoneMode : 'Owned') && (has(self.zoneSubscriptionID) ? self.zoneSubscriptionID : ”) == (has(oldSelf.zoneSubscriptionID) ? oldSelf.zoneSubscriptionID : ”)",message="spec.dns.zoneName, zoneResourceGroup, zoneSubscriptionID and zoneMode are immutable: remove spec.dns and add it again to move the records"
+// +kubebuilder:validation:XValidation:rule="!has(self.additionalZones) || self.additionalZones.all(z, z.zoneName != self.zoneName || (has(z.zoneResourceGroup) && (!has(self.zoneResourceGroup) || z.zoneResourceGroup != self.zoneResourceGroup)) || (has(z.zoneSubscriptionID) && (!has(self.zoneSubscriptionID) || z.zoneSubscriptionID != self.zoneSubscriptionID)))",message="an additional zone must not be the zone of spec.dns.zoneName"
 type PrivateEndpointDNS struct {
 	// ZoneName is the private DNS zone, e.g. wc1.hypershift.local.
 	// +kubebuilder:validation:MinLength=3
@@ -203,6 +204,88 @@ type PrivateEndpointDNS struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	// +kubebuilder:validation:items:Pattern=`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+$`
 	VirtualNetworkLinks []string `json:"virtualNetworkLinks,omitempty"`
+
+	// ZoneSubscriptionID is the zone's subscription, for central DNS in
+	// another subscription (an Azure landing zone's connectivity
+	// subscription, say). Default: spec.subscriptionID.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	ZoneSubscriptionID string `json:"zoneSubscriptionID,omitempty"`
+
+	// IdentityRef names the AzureClusterIdentity whose credential writes
+	// the zone, when it is not spec.identityRef's (central DNS another
+	// team's identity may write). The same namespace rules apply as to
+	// spec.identityRef. Default: spec.identityRef.
+	// +optional
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
+
+	// AdditionalZones are more zones whose records point at the endpoint,
+	// each with its own names (HyperShift writes two: the cluster's zone
+	// with api and *.apps, and the base domain with api-<name> and
+	// oauth-<name>). They share ttl and virtualNetworkLinks. An entry
+	// removed has its records, and what the operator made for it,
+	// removed.
+	// +optional
+	// +listType=map
+	// +listMapKey=zoneName
+	// +kubebuilder:validation:MaxItems=8
+	AdditionalZones []PrivateEndpointDNSZone `json:"additionalZones,omitempty"`
+}
+
+// PrivateEndpointDNSZone is one more zone of an endpoint's names.
+type PrivateEndpointDNSZone struct {
+	// ZoneName is the private DNS zone.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	ZoneName string `json:"zoneName"`
+	// ZoneResourceGroup is the zone's resource group. Default:
+	// spec.dns.zoneResourceGroup, else spec.resourceGroup.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
+	ZoneResourceGroup string `json:"zoneResourceGroup,omitempty"`
+	// ZoneSubscriptionID is the zone's subscription. Default:
+	// spec.dns.zoneSubscriptionID, else spec.subscriptionID.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	ZoneSubscriptionID string `json:"zoneSubscriptionID,omitempty"`
+	// ZoneMode as spec.dns.zoneMode. Default: Owned.
+	// +optional
+	// +kubebuilder:default=Owned
+	ZoneMode ZoneMode `json:"zoneMode,omitempty"`
+	// Records are A record names relative to the zone.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(@|(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?|\*)$`
+	Records []string `json:"records"`
+	// IdentityRef as spec.dns.identityRef. Default: spec.dns.identityRef,
+	// else spec.identityRef.
+	// +optional
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
+}
+
+// DNSZoneStatus is what the operator holds in one additional zone.
+type DNSZoneStatus struct {
+	// ID is the zone's resource ID.
+	ID string `json:"id"`
+	// FQDNs are the names the operator wrote there.
+	// +optional
+	// +listType=atomic
+	FQDNs []string `json:"fqdns,omitempty"`
+	// VirtualNetworkLinks are the zone's virtual network links the object
+	// uses.
+	// +optional
+	// +listType=atomic
+	VirtualNetworkLinks []string `json:"virtualNetworkLinks,omitempty"`
+	// IdentityRef is the identity the zone was written with, when it is
+	// not the object's.
+	// +optional
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
 }
 
 // AzurePrivateEndpointStatus is what the operator observed.
@@ -243,6 +326,17 @@ type AzurePrivateEndpointStatus struct {
 	// +optional
 	// +listType=atomic
 	VirtualNetworkLinks []string `json:"virtualNetworkLinks,omitempty"`
+	// DNSIdentityRef is the identity dnsZoneID's zone was written with,
+	// when it is not the object's (spec.dns.identityRef): its release uses
+	// it even after the spec changed.
+	// +optional
+	DNSIdentityRef *IdentityReference `json:"dnsIdentityRef,omitempty"`
+	// DNSZones are the additional zones (spec.dns.additionalZones) the
+	// operator holds records or links in.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	DNSZones []DNSZoneStatus `json:"dnsZones,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

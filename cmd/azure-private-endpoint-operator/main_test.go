@@ -86,7 +86,7 @@ func TestParseFlags(t *testing.T) {
 			wcToMCLayout:            "ingress",
 			dns: dnsFlags{
 				mcZone: "{{.Cluster}}.{{.BaseDomain}}", wcZone: "{{.ManagementCluster}}.{{.BaseDomain}}",
-				mcRecords: "api", wcRecords: "*", ttl: 300, check: time.Hour, reads: 400, writes: 800,
+				mcRecords: "api", wcRecords: "*", ttl: 300, check: time.Hour, reads: 400, writes: 800, zoneLimit: 1000,
 			},
 		}
 	}

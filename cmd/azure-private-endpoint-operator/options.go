@@ -20,6 +20,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
@@ -102,15 +103,27 @@ type dnsFlags struct {
 	baseDomain           string
 	mcZone, wcZone       string
 	mcRecords, wcRecords string
-	ttl                  int64
-	check                time.Duration
-	reads, writes        int
-	allowedBaseDomains   string
-	deniedZones          string
+	// The MC-side zone's place and identity (central DNS).
+	mcZoneSub, mcZoneRG, mcZoneIdentity string
+	zoneLimit                           int
+	ttl                                 int64
+	check                               time.Duration
+	reads, writes                       int
+	allowedBaseDomains                  string
+	deniedZones                         string
 }
 
 // zoneGuard is the zone-name guard both DNS writers use.
 func (o *options) zoneGuard() dnsguard.Guard { return dnsguard.New(commaList(o.dns.deniedZones)) }
+
+// mcZoneIdentity is --wiring-dns-mc-zone-identity (nil when unset).
+func (o *options) mcZoneIdentity() *capz.ObjectRef {
+	ns, name, ok := strings.Cut(o.dns.mcZoneIdentity, "/")
+	if !ok {
+		return nil
+	}
+	return &capz.ObjectRef{Namespace: ns, Name: name}
+}
 
 // dnsEngine is the process's one Private DNS engine: one budget per
 // subscription for both DNS writers, and what is in place read again at
@@ -168,6 +181,7 @@ func (o *options) linkOptions() clusterlink.Options {
 			MCZone: o.dns.mcZone, WCZone: o.dns.wcZone, MCRecords: commaList(o.dns.mcRecords), WCRecords: commaList(o.dns.wcRecords),
 			TTL: o.dns.ttl, Check: o.dns.check, ReadsPer5m: o.dns.reads, WritesPer5m: o.dns.writes,
 			AllowedBaseDomains: commaList(o.dns.allowedBaseDomains), Guard: o.zoneGuard(),
+			MCZoneSubscription: o.dns.mcZoneSub, MCZoneResourceGroup: o.dns.mcZoneRG, MCZoneIdentity: o.mcZoneIdentity(), ZoneLimit: o.dns.zoneLimit,
 		},
 	}
 }
@@ -290,6 +304,14 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Base domain of the clusters' names in DNS mode (required with --wiring-dns); the annotation <annotation-prefix>/base-domain on the management cluster's AzureCluster overrides it for its names, and on a workload cluster's within --wiring-dns-allowed-base-domains.")
 	fs.StringVar(&o.dns.mcZone, "wiring-dns-mc-zone", clusterlink.DefaultMCZoneTemplate,
 		"Private DNS zone, in the management cluster's resource group and linked to its network, holding a workload cluster's API name (Go template over .Cluster, .Namespace, .ManagementCluster, .BaseDomain, the workload cluster's). A template without .Cluster makes one zone shared by every cluster; such a zone and its link are never deleted.")
+	fs.StringVar(&o.dns.mcZoneSub, "wiring-dns-mc-zone-subscription", "",
+		"Subscription of the MC-side zone (central DNS in a hub subscription). Default: the management cluster's.")
+	fs.StringVar(&o.dns.mcZoneRG, "wiring-dns-mc-zone-resource-group", "",
+		"Resource group of the MC-side zone. Default: the management cluster's.")
+	fs.StringVar(&o.dns.mcZoneIdentity, "wiring-dns-mc-zone-identity", "",
+		"AzureClusterIdentity (namespace/name) that writes the MC-side zone, when the management cluster's identity may not (central DNS another team owns; it must allow the management cluster's namespace). Default: the management cluster's identity.")
+	fs.IntVar(&o.dns.zoneLimit, "wiring-dns-zone-limit", clusterlink.AzureZoneLimit,
+		"With a zone per workload cluster (--wiring-dns-mc-zone naming .Cluster), how many MC-side zones may be in one subscription and linked to one network: Azure's limit is 1,000 of each. From 90% a Warning Event (DNSZoneLimitNear) says so; beyond it a new cluster gets no MC-side zone (Warning DNSZoneLimit) instead of Azure refusing it. Raise it only after Azure raised your limit.")
 	fs.StringVar(&o.dns.mcRecords, "wiring-dns-mc-records", strings.Join(clusterlink.DefaultMCRecords, ","),
 		"Comma-separated record names (templates, relative to --wiring-dns-mc-zone; @ for its apex) resolving to a workload cluster's API endpoint in the management cluster's network.")
 	fs.StringVar(&o.dns.wcZone, "wiring-dns-wc-zone", clusterlink.DefaultWCZoneTemplate,
@@ -512,6 +534,14 @@ func (o *options) validateDNS() []error {
 		if f.value == 0 || f.value < -1 {
 			errs = append(errs, fmt.Errorf("%s=%d: must be positive, or -1 for no bound", f.flag, f.value))
 		}
+	}
+	if id := o.dns.mcZoneIdentity; id != "" {
+		if ns, name, ok := strings.Cut(id, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			errs = append(errs, fmt.Errorf("--wiring-dns-mc-zone-identity=%q: want namespace/name", id))
+		}
+	}
+	if o.dns.zoneLimit < 1 {
+		errs = append(errs, fmt.Errorf("--wiring-dns-zone-limit=%d: must be at least 1", o.dns.zoneLimit))
 	}
 	if o.dns.check <= 0 {
 		errs = append(errs, fmt.Errorf("--wiring-dns-check-interval=%s: must be positive", o.dns.check))

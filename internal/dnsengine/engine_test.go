@@ -433,3 +433,62 @@ func TestSpread(t *testing.T) {
 		t.Errorf("%d of 1000 spread checks are due at once", due)
 	}
 }
+
+// TestReleaseReads: an object's own zone is released with few reads — its
+// records with one list, its link with one list and no watching (the
+// zone's own link count says when the link is gone) — and a link whose
+// delete was never sent is deleted by the zone's release instead of
+// keeping the zone for good.
+func TestReleaseReads(t *testing.T) {
+	w := newWorld(t)
+	for _, c := range []struct {
+		zone      string
+		dropLinks bool
+		maxReads  int
+	}{{"records-links-zone.example.internal", true, 5}, {"a-link-never-deleted.example.internal", false, 6}} {
+		reads, gone := release(t, w, c.zone, c.dropLinks)
+		if !gone || reads > c.maxReads {
+			t.Errorf("%s: zone gone %v after %d reads, want gone within %d", c.zone, gone, reads, c.maxReads)
+		}
+	}
+}
+
+// release converges object a's DNS in an own zone, then releases it as
+// the AzurePrivateEndpoint controller does (dropping its links first, or
+// not); it returns the reads the release made and whether the zone is gone.
+func release(t *testing.T, w *world, zone string, dropLinks bool) (int, bool) {
+	t.Helper()
+	ctx := context.Background()
+	e := &dnsengine.Engine{}
+	api := &counted{API: w.sdk}
+	tg := target(api, zone, false, owner("a"))
+	converge(t, e, tg, false)
+	r0, _ := api.counts()
+	if err := e.DeleteRecords(ctx, tg, dns.DefaultRecords, ""); err != nil {
+		t.Fatal(err)
+	}
+	if dropLinks {
+		links, err := e.Links(ctx, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range links {
+			if _, err := e.DropLink(ctx, tg, l, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done := false
+	for pass := 0; pass < 10 && !done; pass++ {
+		var err error
+		if done, err = e.DropZone(ctx, tg, dnsengine.ZoneRelease{Links: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	z, err := w.sdk.Zone(ctx, rg, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := api.counts()
+	return r1 - r0, z == nil && done
+}

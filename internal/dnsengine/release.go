@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/utils/ptr"
 
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 )
@@ -11,10 +12,15 @@ import (
 // ZoneRelease is what a release of a zone knows of the zone's other users,
 // from the caller's objects (the engine does not know them).
 type ZoneRelease struct {
-	// Links is how many links the zone has (as just listed).
+	// Links is how many links the zone has (as just listed); negative:
+	// unknown, the zone's own count says (and only when it has links are
+	// they listed, to tell links still being deleted from anyone else's).
 	Links int
 	// OthersLive: another live object uses the zone; a shared zone stays.
 	OthersLive bool
+	// Needed says whether another live object needs the zone linked to a
+	// network (its link stays, and so the zone); nil: none does.
+	Needed func(vnet string) bool
 	// Live says whether an owner of records in an unused shared zone is
 	// still live (its records stay); nil: no sweep.
 	Live func(ctx context.Context, o dns.Owner) (bool, error)
@@ -46,14 +52,11 @@ func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, e
 	if ZoneProvisioning(observed) == armprivatedns.ProvisioningStateDeleting {
 		return false, nil
 	}
-	sets := RecordSetCount(observed)
-	if tag == dns.SharedOwner && r.Links == 0 && sets > 1 && r.Live != nil {
-		swept, err := e.sweep(ctx, t, r.Live)
-		if err != nil || swept > 0 {
-			return false, err
-		}
+	empty, err := e.emptied(ctx, t, observed, tag, &r)
+	if err != nil || !empty {
+		return false, err // links or records are still going: look again
 	}
-	if r.Links > 0 || sets > 1 {
+	if r.Links > 0 || RecordSetCount(observed) > 1 {
 		t.event(ReasonZoneNotOwned, "private DNS zone %s still holds other records or links: it stays", z.Name)
 		return true, nil
 	}
@@ -63,6 +66,54 @@ func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, e
 	e.ForgetZone(z)
 	t.event(ReasonZoneDeleted, "deleting private DNS zone %s", z.Name)
 	return false, nil
+}
+
+// emptied does what must happen before a zone can go: it learns how many
+// links are left (r.Links, when unknown) and, in an unused shared zone
+// without links, sweeps the records of owners that are gone. It reports
+// false while links or records are still being deleted.
+func (e *Engine) emptied(ctx context.Context, t Target, z *armprivatedns.PrivateZone, tag string, r *ZoneRelease) (bool, error) {
+	if r.Links < 0 {
+		n, deleting, err := e.linksLeft(ctx, t, z, *r)
+		if err != nil || deleting {
+			return false, err
+		}
+		r.Links = n
+	}
+	if tag == dns.SharedOwner && r.Links == 0 && RecordSetCount(z) > 1 && r.Live != nil {
+		swept, err := e.sweep(ctx, t, r.Live)
+		if err != nil || swept > 0 {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// linksLeft is how many links a zone has, from its own count, listing
+// them only when it has some. pending says whether any is still being
+// deleted — or is one the operator made for the owner (or shared, with no
+// other live user) that is not: its delete is started again (an earlier
+// one failed, or was never sent).
+func (e *Engine) linksLeft(ctx context.Context, t Target, z *armprivatedns.PrivateZone, r ZoneRelease) (int, bool, error) {
+	if z.Properties == nil || ptr.Deref(z.Properties.NumberOfVirtualNetworkLinks, 0) == 0 {
+		return 0, false, nil
+	}
+	links, err := t.API.Links(ctx, t.Zone.ResourceGroup, t.Zone.Name)
+	if err != nil {
+		return 0, false, err
+	}
+	pending := false
+	for _, l := range links {
+		if r.Needed != nil && r.Needed(dns.LinkedVNet(l)) {
+			continue
+		}
+		going, err := e.DropLink(ctx, t, l, !r.OthersLive)
+		if err != nil {
+			return 0, false, err
+		}
+		pending = pending || going
+	}
+	return len(links), pending, nil
 }
 
 // sweep deletes the A record sets of an unused shared zone that the

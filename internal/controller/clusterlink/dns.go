@@ -72,6 +72,16 @@ type DNSConfig struct {
 	// Guard refuses zone names that would shadow Azure's own or other
 	// protected domains, on both sides.
 	Guard dnsguard.Guard
+	// MCZoneSubscription and MCZoneResourceGroup put the MC-side zone
+	// somewhere else than the management cluster's subscription and
+	// resource group (central DNS in a hub), written with MCZoneIdentity
+	// (an AzureClusterIdentity; nil: the management cluster's).
+	MCZoneSubscription, MCZoneResourceGroup string
+	MCZoneIdentity                          *capz.ObjectRef
+	// ZoneLimit is how many MC-side zones the per-cluster layout may put
+	// in one subscription and link to one network (Azure's 1,000 by
+	// default; a raised quota raises it).
+	ZoneLimit int
 }
 
 // Budget is the Private DNS budget the configuration asks for.
@@ -114,6 +124,9 @@ type DNSSet struct {
 	// Refused: the names are another cluster's (WCSideConflict); the
 	// records this cluster wrote there are removed, nothing is written.
 	Refused bool
+	// Identity writes the zone instead of Holder's (central DNS); nil:
+	// Holder's.
+	Identity *capz.ObjectRef
 	// Owner is the WC ("namespace/name"); its kind-qualified value
 	// (owner) marks the records, and the zone and link unless the zone is
 	// shared.
@@ -166,6 +179,11 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 			Side: side.side, Holder: side.holder, Records: records, Owner: key(wc),
 			Zone: dns.Zone{Subscription: side.holder.SubscriptionID, ResourceGroup: side.holder.ResourceGroup, Name: zoneName,
 				Shared: !strings.Contains(side.zoneTmpl, ".Cluster")},
+		}
+		if side.side == DNSSideMC {
+			set.Zone.Subscription = or(cfg.MCZoneSubscription, set.Zone.Subscription)
+			set.Zone.ResourceGroup = or(cfg.MCZoneResourceGroup, set.Zone.ResourceGroup)
+			set.Identity = cfg.MCZoneIdentity
 		}
 		if len(side.eps) > 0 {
 			set.IP = ann[side.annotated]
@@ -280,3 +298,10 @@ func validateDNSNames(zone string, records []string) error {
 // dnsLabel is one label of a Private DNS name (names are lower-cased
 // before they are checked).
 var dnsLabel = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

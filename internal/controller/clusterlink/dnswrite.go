@@ -32,10 +32,10 @@ const (
 	reasonDNSZoneReadyMessage = "private DNS records of the wiring are written and linked"
 )
 
-// dnsClients gives the Private DNS API of a cluster's subscription, with
-// the cluster's identity.
+// dnsClients gives the Private DNS API of a set's zone: its subscription,
+// with the set's identity (the holder cluster's unless the set names one).
 type dnsClients interface {
-	For(ctx context.Context, ac *capz.AzureCluster) (dns.API, error)
+	For(ctx context.Context, set DNSSet) (dns.API, error)
 }
 
 // AzureDNS implements dnsClients with the shared client cache, within
@@ -46,12 +46,16 @@ type AzureDNS struct {
 }
 
 // For implements dnsClients.
-func (a AzureDNS) For(ctx context.Context, ac *capz.AzureCluster) (dns.API, error) {
-	f, err := a.Clients.PrivateDNSFor(ctx, azure.SubjectOf(ac), ac.SubscriptionID)
+func (a AzureDNS) For(ctx context.Context, set DNSSet) (dns.API, error) {
+	subject := azure.SubjectOf(set.Holder)
+	if set.Identity != nil {
+		subject.IdentityRef = set.Identity
+	}
+	f, err := a.Clients.PrivateDNSFor(ctx, subject, set.Zone.Subscription)
 	if err != nil {
 		return nil, err
 	}
-	return a.Engine.Paced(dns.SDK{Factory: f}, ac.SubscriptionID), nil
+	return a.Engine.Paced(dns.SDK{Factory: f}, set.Zone.Subscription), nil
 }
 
 // dnsTarget is the engine's view of a set's zone for its WC.
@@ -81,6 +85,7 @@ func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstruc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), hadDNS)
 	for _, p := range problems {
 		r.warnOnce(u, p.Reason, p.Message)
 	}
@@ -272,7 +277,7 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 // within the check interval, across passes and clusters (the engine's
 // memo), and what was never written is created without reading first.
 func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstructured, set DNSSet, memo, fp string, now time.Time) (dnsState, error) {
-	api, err := r.DNS.For(ctx, set.Holder)
+	api, err := r.DNS.For(ctx, set)
 	if err != nil {
 		return dnsWaiting, err
 	}
@@ -361,6 +366,7 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 		done = done && gone
 	}
 	if done {
+		r.zones.forget(key(wc))
 		r.dnsSeen.ForgetPrefix(key(wc) + "|")
 		r.dnsSeen.ForgetPrefix("wait|" + key(wc) + "|")
 		r.dnsSeen.ForgetPrefix("release|" + key(wc) + "|")
@@ -381,7 +387,7 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 // releaseSet releases one side; it reports whether nothing is left to wait
 // for.
 func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (bool, error) {
-	api, err := r.DNS.For(ctx, set.Holder)
+	api, err := r.DNS.For(ctx, set)
 	if err != nil {
 		return false, err
 	}

@@ -126,6 +126,9 @@ func (c *DNSConfig) setDefaults() {
 	if c.TTL <= 0 {
 		c.TTL = 300
 	}
+	if c.ZoneLimit <= 0 {
+		c.ZoneLimit = AzureZoneLimit
+	}
 	if c.Check <= 0 {
 		c.Check = time.Hour
 	}

@@ -48,9 +48,11 @@ type WCReconciler struct {
 
 	memory  eventMemory
 	dnsSeen memo.Memo
-	mc      mcSnapshot
-	heal    heal.Tracker
-	once    sync.Once
+	// zones counts the per-cluster layout's MC-side zones (zonelimit.go).
+	zones zoneLimit
+	mc    mcSnapshot
+	heal  heal.Tracker
+	once  sync.Once
 	// asoHeals are the ASO objects (namespace/name → UID) deleted to heal
 	// an endpoint, until CAPZ has been asked again (healaso.go).
 	asoHeals sync.Map

@@ -17,62 +17,10 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
-	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
-// zoneOf is the zone the spec names.
-func zoneOf(obj *v1alpha1.AzurePrivateEndpoint) dns.Zone {
-	d := obj.Spec.DNS
-	rg := d.ZoneResourceGroup
-	if rg == "" {
-		rg = obj.Spec.ResourceGroup
-	}
-	return dns.Zone{Subscription: obj.Spec.SubscriptionID, ResourceGroup: rg, Name: d.ZoneName, Shared: d.ZoneMode == v1alpha1.ZoneModeShared}
-}
-
-// records are the relative record names the spec asks for.
-func records(d *v1alpha1.PrivateEndpointDNS) []string {
-	if d == nil {
-		return nil
-	}
-	if len(d.Records) == 0 {
-		return dns.DefaultRecords
-	}
-	return d.Records
-}
-
-func ttl(d *v1alpha1.PrivateEndpointDNS) int64 {
-	if d.TTL <= 0 {
-		return dns.DefaultTTL
-	}
-	return d.TTL
-}
-
-// vnets are the virtual networks the names must resolve from.
-func vnets(obj *v1alpha1.AzurePrivateEndpoint) []string {
-	if d := obj.Spec.DNS; d != nil && len(d.VirtualNetworkLinks) > 0 {
-		return d.VirtualNetworkLinks
-	}
-	return []string{pls.VNetOf(obj.Spec.SubnetID)}
-}
-
-// forgetObject drops what the memo (keys "<step>|<object>[|...]") knows
-// of an object's DNS.
-func forgetObject(m *memo.Memo, key string) {
-	m.ForgetFunc(func(k string) bool {
-		_, rest, ok := strings.Cut(k, "|")
-		return ok && (rest == key || strings.HasPrefix(rest, key+"|"))
-	})
-}
-
-// fingerprint is what the DNS depends on: the spec and the address.
-func fingerprint(obj *v1alpha1.AzurePrivateEndpoint) string {
-	return fmt.Sprintf("%d|%s", obj.Generation, strings.Join(obj.Status.IPAddresses, ","))
-}
-
-// dnsTarget is the engine's view of the object's zone.
+// dnsTarget is the engine's view of one of the object's zones.
 func (r *Reconciler) dnsTarget(obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) dnsengine.Target {
 	return dnsengine.Target{
 		API: api, Zone: zone, Owner: dnsOwner(obj), AdoptZone: obj.Spec.Adopt, AdoptRecords: obj.Spec.Adopt,
@@ -80,6 +28,16 @@ func (r *Reconciler) dnsTarget(obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, z
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg)
 		},
 	}
+}
+
+// slotTarget is the engine's view of a slot, through the API of the
+// slot's subscription with the slot's identity.
+func (r *Reconciler) slotTarget(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, s slot) (dnsengine.Target, error) {
+	d, err := api.dnsFor(ctx, s.zone.Subscription, s.ref)
+	if err != nil {
+		return dnsengine.Target{}, err
+	}
+	return r.dnsTarget(obj, d, s.zone), nil
 }
 
 // dnsMemo is the memo key of an object's whole DNS: set once every record
@@ -96,99 +54,136 @@ func dnsMemo(obj *v1alpha1.AzurePrivateEndpoint) string { return "dns|" + owner(
 func (r *Reconciler) dnsInPlace(obj *v1alpha1.AzurePrivateEndpoint) bool {
 	fp := fingerprint(obj)
 	if c := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.ConditionDNSReady); c != nil && c.Status == metav1.ConditionTrue &&
-		c.ObservedGeneration == obj.Generation && c.Reason == ReasonReady && strings.EqualFold(obj.Status.DNSZoneID, zoneOf(obj).ID()) {
+		c.ObservedGeneration == obj.Generation && c.Reason == ReasonReady && len(stale(obj)) == 0 {
 		r.dnsEngine().Spread(&r.dnsSeen, dnsMemo(obj), fp)
 	}
 	return r.dnsEngine().Fresh(&r.dnsSeen, dnsMemo(obj), fp)
 }
 
-// dnsInfra prepares the zone and its links whatever the connection's state
-// (by themselves they point nowhere), so that the records can be written
-// the moment the connection is Approved. It releases the DNS of a spec that
-// no longer asks for it (or moved it to another zone) first. It reports
-// whether the zone is ready for records and whether every link is. Without
-// spec.dns both are true. ok is false when a failure was recorded on
-// DNSReady.
-func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (res ctrl.Result, zoneReady, linked, ok bool, err error) {
+// dnsInfra prepares every zone of the object and its links whatever the
+// connection's state (by themselves they point nowhere), so that the
+// records can be written the moment the connection is Approved. It
+// releases first what the spec no longer asks for (no DNS, a zone moved
+// or removed). It reports whether every zone is ready for records and
+// whether every link is. Without spec.dns both are true. ok is false when
+// a failure was recorded on DNSReady.
+func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (res ctrl.Result, zoneReady, linked, ok bool, err error) {
 	cond := v1alpha1.ConditionDNSReady
-	spec := obj.Spec.DNS
 	fail := func(err error) (ctrl.Result, bool, bool, bool, error) {
 		res, err := r.fail(ctx, obj, cond, err)
 		return res, false, false, false, err
 	}
-	if spec == nil || (obj.Status.DNSZoneID != "" && !strings.EqualFold(obj.Status.DNSZoneID, zoneOf(obj).ID())) {
-		// No DNS any more, or a different zone: release the old one first.
-		if done, res, err := r.releaseDNS(ctx, obj, api); !done || err != nil {
+	for ss := stale(obj); len(ss) > 0; ss = stale(obj) {
+		// One at a time: a released additional zone's status entry goes,
+		// which moves the others.
+		if done, res, err := r.releaseSlot(ctx, obj, api, ss[0]); !done || err != nil {
 			return res, false, false, err == nil, err
 		}
 	}
-	if spec == nil {
+	if obj.Spec.DNS == nil {
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonNotRequested, "spec.dns is not set")
 		return ctrl.Result{}, true, true, true, nil
 	}
 	if r.dnsInPlace(obj) {
 		return ctrl.Result{}, true, true, true, nil
 	}
-	zone := zoneOf(obj)
-	if err := r.Opts.ZoneGuard.Check(zone.Name); err != nil {
-		// The spec is the tenant's: a zone that would take Azure's own
-		// names away from the linked networks is never created or adopted.
-		return fail(&azure.ClassifiedError{Classification: azure.Classification{
-			Class: azure.ClassTerminal, Reason: ReasonZoneNameRefused, Message: "spec.dns.zoneName is refused: " + err.Error(),
-		}})
+	zoneReady, linked = true, true
+	for _, s := range wanted(obj) {
+		if err := r.Opts.ZoneGuard.Check(s.zone.Name); err != nil {
+			// The spec is the tenant's: a zone that would take Azure's own
+			// names away from the linked networks is never created or adopted.
+			return fail(&azure.ClassifiedError{Classification: azure.Classification{
+				Class: azure.ClassTerminal, Reason: ReasonZoneNameRefused, Message: "the private DNS zone " + s.zone.Name + " of spec.dns is refused: " + err.Error(),
+			}})
+		}
+		ready, l, err := r.slotInfra(ctx, obj, api, s)
+		if err != nil {
+			return fail(err)
+		}
+		zoneReady, linked = zoneReady && ready, linked && l
 	}
-	t := r.dnsTarget(obj, api, zone)
-	existing := strings.EqualFold(obj.Status.DNSZoneID, zone.ID())
-	obj.Status.DNSZoneID = zone.ID() // before the create: a release finds it
-	st, err := r.dnsEngine().EnsureZone(ctx, t, existing)
-	if err != nil {
-		return fail(err)
-	}
-	if !st.Ready {
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, st.Progress)
-		return r.requeueSoon(), false, false, true, nil
-	}
-	if c := meta.FindStatusCondition(obj.Status.Conditions, cond); st.Foreign && (c == nil || c.Status != metav1.ConditionTrue) {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
-			"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", zone.Name, st.Owner)
-	}
-	linked, err = r.links(ctx, obj, t)
-	if err != nil {
-		return fail(err)
-	}
-	if !linked {
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "linking private DNS zone "+zone.Name+" to the virtual networks")
-		return r.requeueSoon(), true, false, true, nil
+	if !zoneReady || !linked {
+		return r.requeueSoon(), zoneReady, linked, true, nil
 	}
 	return ctrl.Result{}, true, true, true, nil
 }
 
-// dnsRecords writes the records of an Approved endpoint with an address,
-// each only when missing or different, and never over a record set someone
-// else wrote; DNSReady is True once they and every link are in place. An
-// object whose DNS is in place is looked at again only every DNSCheck.
-func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, linked bool) (ctrl.Result, error) {
+// slotInfra makes sure one zone exists and is linked; it reports whether
+// the zone is ready and whether every link is, and says on DNSReady what
+// Azure is doing while not.
+func (r *Reconciler) slotInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, s slot) (bool, bool, error) {
+	cond := v1alpha1.ConditionDNSReady
+	t, err := r.slotTarget(ctx, obj, api, s)
+	if err != nil {
+		return false, false, err
+	}
+	existing := strings.EqualFold(*s.st.id, s.zone.ID()) && (len(*s.st.fqdns) > 0 || len(*s.st.links) > 0)
+	// The status names the zone (and the identity it is written with)
+	// before the create: a release finds it.
+	*s.st.id, *s.st.ref = s.zone.ID(), s.ref
+	st, err := r.dnsEngine().EnsureZone(ctx, t, existing)
+	if err != nil {
+		return false, false, err
+	}
+	if !st.Ready {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, st.Progress)
+		return false, false, nil
+	}
+	if c := meta.FindStatusCondition(obj.Status.Conditions, cond); st.Foreign && (c == nil || c.Status != metav1.ConditionTrue) {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventZoneNotOwned, "Use",
+			"private DNS zone %s exists and is not this object's (owner %q): the records go into it, and the operator never deletes it", s.zone.Name, st.Owner)
+	}
+	linked, err := r.links(ctx, obj, t, s)
+	if err != nil {
+		return true, false, err
+	}
+	if !linked {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "linking private DNS zone "+s.zone.Name+" to the virtual networks")
+	}
+	return true, linked, nil
+}
+
+// dnsRecords writes the records of an Approved endpoint with an address in
+// every zone, each only when missing or different, and never over a
+// record set someone else wrote; DNSReady is True once they and every
+// link are in place. An object whose DNS is in place is looked at again
+// only every DNSCheck.
+func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, linked bool) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionDNSReady
 	if obj.Spec.DNS == nil || r.dnsEngine().Fresh(&r.dnsSeen, dnsMemo(obj), fingerprint(obj)) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.writeRecords(ctx, obj, r.dnsTarget(obj, api, zoneOf(obj))); err != nil {
-		return r.fail(ctx, obj, cond, err)
+	var taken []string
+	for _, s := range wanted(obj) {
+		t, err := r.slotTarget(ctx, obj, api, s)
+		if err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
+		by, err := r.writeRecords(ctx, obj, t, s)
+		if err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
+		taken = append(taken, by...)
+	}
+	if len(taken) > 0 {
+		return r.fail(ctx, obj, cond, terminal(ReasonRecordNotOwned, "record set(s) %s exist and were not written for this object (metadata %s); the operator leaves them alone: remove them, pick other spec.dns.records, or set spec.adopt",
+			strings.Join(taken, ", "), dns.OwnerMetadata))
 	}
 	if !linked {
 		return r.requeueSoon(), nil
 	}
+	fqdns := allFQDNs(obj)
 	setCondition(obj, cond, metav1.ConditionTrue, ReasonReady,
-		fmt.Sprintf("%s resolve to %s from %d linked virtual network(s)", strings.Join(obj.Status.FQDNs, ", "), strings.Join(obj.Status.IPAddresses, ", "), len(obj.Status.VirtualNetworkLinks)))
+		fmt.Sprintf("%s resolve to %s from %d linked virtual network(s)", strings.Join(fqdns, ", "), strings.Join(obj.Status.IPAddresses, ", "), len(vnets(obj))))
 	r.dnsEngine().Mark(&r.dnsSeen, dnsMemo(obj), fingerprint(obj))
 	return ctrl.Result{}, nil
 }
 
-// links makes sure the zone is linked to every virtual network the object
+// links makes sure a zone is linked to every virtual network the object
 // needs (any link to the network will do, whoever made it), and removes
 // the links it used before and no longer needs. It reports whether every
 // needed link is provisioned.
-func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target) (bool, error) {
+func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, s slot) (bool, error) {
 	ready, used := true, []string{}
 	for _, v := range vnets(obj) {
 		l, err := r.dnsEngine().EnsureLink(ctx, t, v, t.Zone.Owner(t.Owner.Value()))
@@ -197,19 +192,19 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 		}
 		used, ready = append(used, l.ID), ready && l.Ready
 	}
-	if slices.ContainsFunc(obj.Status.VirtualNetworkLinks, func(id string) bool { return !containsFold(used, id) }) {
-		if err := r.dropUnusedLinks(ctx, obj, t, used); err != nil {
+	if slices.ContainsFunc(*s.st.links, func(id string) bool { return !containsFold(used, id) }) {
+		if err := r.dropUnusedLinks(ctx, obj, t, *s.st.links, used); err != nil {
 			return false, err
 		}
 	}
-	obj.Status.VirtualNetworkLinks = used
+	*s.st.links = used
 	return ready, nil
 }
 
-// dropUnusedLinks drops the links the object used before (status) and no
+// dropUnusedLinks drops the links the object used before (had) and no
 // longer uses, unless another live object on the zone needs their
 // network.
-func (r *Reconciler) dropUnusedLinks(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, used []string) error {
+func (r *Reconciler) dropUnusedLinks(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, had, used []string) error {
 	existing, err := r.dnsEngine().Links(ctx, t)
 	if err != nil {
 		return err
@@ -220,7 +215,7 @@ func (r *Reconciler) dropUnusedLinks(ctx context.Context, obj *v1alpha1.AzurePri
 	}
 	for _, l := range existing {
 		id := ptr.Deref(l.ID, "")
-		if !containsFold(obj.Status.VirtualNetworkLinks, id) || containsFold(used, id) || others.needs(dns.LinkedVNet(l)) {
+		if !containsFold(had, id) || containsFold(used, id) || others.needs(dns.LinkedVNet(l)) {
 			continue
 		}
 		if _, err := r.dnsEngine().DropLink(ctx, t, l, true); err != nil {
@@ -230,18 +225,18 @@ func (r *Reconciler) dropUnusedLinks(ctx context.Context, obj *v1alpha1.AzurePri
 	return nil
 }
 
-// writeRecords writes each record set the spec names with the endpoint's
-// address, and deletes the ones the object wrote before and no longer
-// names. A record set the operator did not write is left alone unless the
-// spec adopts it.
-func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target) error {
+// writeRecords writes each record set of a slot with the endpoint's
+// address, and deletes the ones the object wrote there before and no
+// longer names. A record set the operator did not write is left alone
+// unless the spec adopts it: it returns those, with their owners.
+func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, s slot) ([]string, error) {
 	ips, ttl, zone := obj.Status.IPAddresses, ttl(obj.Spec.DNS), t.Zone
 	var written, taken []string
-	for _, rel := range records(obj.Spec.DNS) {
+	for _, rel := range s.records {
 		fqdn := dns.FQDN(rel, zone.Name)
-		by, err := r.dnsEngine().WriteRecord(ctx, t, rel, ips, ttl, slices.Contains(obj.Status.FQDNs, fqdn))
+		by, err := r.dnsEngine().WriteRecord(ctx, t, rel, ips, ttl, slices.Contains(*s.st.fqdns, fqdn))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if by != nil {
 			taken = append(taken, fmt.Sprintf("%s (owner %q)", fqdn, by.Owner))
@@ -249,100 +244,127 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 		}
 		written = append(written, fqdn)
 	}
-	for _, fqdn := range obj.Status.FQDNs {
+	for _, fqdn := range *s.st.fqdns {
 		if slices.Contains(written, fqdn) || !strings.HasSuffix(fqdn, zone.Name) {
 			continue
 		}
 		if err := r.dnsEngine().DeleteRecord(ctx, t, dns.RelativeName(fqdn, zone.Name), ""); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	obj.Status.FQDNs = written
-	if len(taken) > 0 {
-		return terminal(ReasonRecordNotOwned, "record set(s) %s exist and were not written for this object (metadata %s); the operator leaves them alone: remove them, pick other spec.dns.records, or set spec.adopt",
-			strings.Join(taken, ", "), dns.OwnerMetadata)
-	}
-	return nil
+	*s.st.fqdns = written
+	return taken, nil
 }
 
-// removeRecords deletes the records the object wrote (status.fqdns).
-func (r *Reconciler) removeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (ctrl.Result, error) {
-	zone, ok := dns.ZoneFromID(obj.Status.DNSZoneID)
-	if !ok || len(obj.Status.FQDNs) == 0 {
-		return ctrl.Result{}, nil
-	}
-	t := r.dnsTarget(obj, api, zone)
-	for _, fqdn := range obj.Status.FQDNs {
-		if err := r.dnsEngine().DeleteRecord(ctx, t, dns.RelativeName(fqdn, zone.Name), ""); err != nil {
+// removeRecords deletes the records the object wrote, in every zone: the
+// rule "a record exists only while an Approved endpoint of its owner holds
+// that address".
+func (r *Reconciler) removeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, error) {
+	for _, s := range held(obj) {
+		if len(*s.st.fqdns) == 0 {
+			continue
+		}
+		t, err := r.slotTarget(ctx, obj, api, s)
+		if err != nil {
+			return r.fail(ctx, obj, v1alpha1.ConditionDNSReady, err)
+		}
+		if err := r.deleteRecords(ctx, obj, t, s); err != nil {
 			return r.fail(ctx, obj, v1alpha1.ConditionDNSReady, err)
 		}
 	}
-	obj.Status.FQDNs = nil
 	forgetObject(&r.dnsSeen, owner(obj))
 	return ctrl.Result{}, nil
 }
 
-// releaseDNS undoes the object's DNS in order: its records, the links it
-// used that nobody else needs, then the zone if the operator made it for
-// this object (or it is shared and unused) and it is empty. It reports
-// whether everything is released.
+// deleteRecords deletes the records the object wrote in a slot: with one
+// list of the zone when the spec makes the zone the object's own (few
+// other record sets), else one read each (a shared zone holds every
+// object's).
+func (r *Reconciler) deleteRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, s slot) error {
+	rels := make([]string, 0, len(*s.st.fqdns))
+	for _, fqdn := range *s.st.fqdns {
+		rels = append(rels, dns.RelativeName(fqdn, s.zone.Name))
+	}
+	own := slices.ContainsFunc(zonesOf(obj), func(z dns.Zone) bool { return z.Key() == s.zone.Key() && !z.Shared })
+	var err error
+	if own {
+		err = r.dnsEngine().DeleteRecords(ctx, t, rels, "")
+	} else {
+		for _, rel := range rels {
+			if err = r.dnsEngine().DeleteRecord(ctx, t, rel, ""); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		*s.st.fqdns = nil
+	}
+	return err
+}
+
+// releaseDNS undoes the object's DNS in every zone it holds something in.
+// It reports whether everything is released.
+func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (bool, ctrl.Result, error) {
+	for hs := held(obj); len(hs) > 0; hs = held(obj) {
+		if done, res, err := r.releaseSlot(ctx, obj, api, hs[0]); !done || err != nil {
+			return false, res, err
+		}
+	}
+	forgetObject(&r.dnsSeen, owner(obj))
+	return true, ctrl.Result{}, nil
+}
+
+// releaseSlot undoes the object's DNS in one zone, in order: its records,
+// the links it used that nobody else needs, then the zone if the operator
+// made it for this object (or it is shared and unused) and it is empty.
+// It reports whether everything is released; the slot's status is then
+// empty (an additional zone's entry is removed).
 //
 // A shared zone is deleted by the last object that leaves it: an object
 // waits while others being deleted still hold records or links in the
 // zone, instead of leaving the zone to them — two objects that each saw
 // the other's records and left would leave it behind for good. A stale
 // view of the others only makes it wait longer.
-func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI) (bool, ctrl.Result, error) {
+func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, s slot) (bool, ctrl.Result, error) {
 	cond := v1alpha1.ConditionDNSReady
-	zone, ok := dns.ZoneFromID(obj.Status.DNSZoneID)
-	if !ok {
-		return true, ctrl.Result{}, nil
-	}
+	zone := s.zone
 	zone.Shared = true // the zone's tag says what it is; Shared only widens the checks
 	failed := func(err error) (bool, ctrl.Result, error) {
 		res, err := r.fail(ctx, obj, cond, err)
 		return false, res, err
 	}
-	if res, err := r.removeRecords(ctx, obj, api); err != nil {
-		return false, res, err
+	t, err := r.slotTarget(ctx, obj, api, slot{zone: zone, ref: s.ref})
+	if err != nil {
+		return failed(err)
 	}
+	if err := r.deleteRecords(ctx, obj, t, s); err != nil {
+		return failed(err)
+	}
+	forgetObject(&r.dnsSeen, owner(obj))
 	others, err := r.zoneUsers(ctx, obj, zone)
 	if err != nil {
 		return failed(err)
 	}
-	if len(obj.Status.VirtualNetworkLinks) == 0 && others.waiting() {
+	if len(*s.st.links) == 0 && others.waiting() {
 		// Nothing of this object's is left in the zone: wait for the others
 		// without reading Azure. Every read counts against the
 		// subscription's Private DNS window, which they need to finish.
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
 		return false, r.requeueSoon(), nil
 	}
-	t := r.dnsTarget(obj, api, zone)
-	existing, err := r.dnsEngine().Links(ctx, t)
+	pending, err := r.dropSlotLinks(ctx, t, s, others)
 	if err != nil {
 		return failed(err)
 	}
-	pending := false
-	for _, l := range existing {
-		if !containsFold(obj.Status.VirtualNetworkLinks, ptr.Deref(l.ID, "")) || others.needs(dns.LinkedVNet(l)) {
-			continue
-		}
-		going, err := r.dnsEngine().DropLink(ctx, t, l, true)
-		if err != nil {
-			return failed(err)
-		}
-		pending = pending || going
-	}
 	if pending {
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "removing virtual network links")
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "removing virtual network links of private DNS zone "+zone.Name)
 		return false, r.requeueSoon(), nil
 	}
-	obj.Status.VirtualNetworkLinks = nil
 	if others.waiting() {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
 		return false, r.requeueSoon(), nil
 	}
-	done, err := r.dnsEngine().DropZone(ctx, t, dnsengine.ZoneRelease{Links: len(existing), OthersLive: others.live, Live: r.liveOwner})
+	done, err := r.dnsEngine().DropZone(ctx, t, dnsengine.ZoneRelease{Links: -1, OthersLive: others.live, Needed: others.needs, Live: r.liveOwner})
 	if err != nil {
 		return failed(err)
 	}
@@ -350,8 +372,39 @@ func (r *Reconciler) releaseDNS(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting private DNS zone "+zone.Name)
 		return false, r.requeueSoon(), nil
 	}
-	obj.Status.DNSZoneID = ""
+	if s.st.id == &obj.Status.DNSZoneID {
+		obj.Status.DNSZoneID, obj.Status.DNSIdentityRef = "", nil
+	} else {
+		dropEntry(obj, *s.st.id)
+	}
 	return true, ctrl.Result{}, nil
+}
+
+// dropSlotLinks starts deleting the links of a slot the object used and
+// no other live object needs; it reports whether any is going. The links
+// are listed once and not watched: the zone's own link count says when
+// they are gone (DropZone), which saves a subscription's scarce reads.
+func (r *Reconciler) dropSlotLinks(ctx context.Context, t dnsengine.Target, s slot, others users) (bool, error) {
+	if len(*s.st.links) == 0 {
+		return false, nil
+	}
+	existing, err := r.dnsEngine().Links(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	pending := false
+	for _, l := range existing {
+		if !containsFold(*s.st.links, ptr.Deref(l.ID, "")) || others.needs(dns.LinkedVNet(l)) {
+			continue
+		}
+		going, err := r.dnsEngine().DropLink(ctx, t, l, true)
+		if err != nil {
+			return false, err
+		}
+		pending = pending || going
+	}
+	*s.st.links = nil
+	return pending, nil
 }
 
 // liveOwner says whether the AzurePrivateEndpoint o is live (not gone, not
@@ -396,10 +449,10 @@ func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 	for i := range list.Items {
 		o := &list.Items[i]
 		switch {
-		case o.UID == obj.UID || o.Spec.DNS == nil || zoneOf(o).Key() != zone.Key():
+		case o.UID == obj.UID || !names(o, zone):
 		case o.DeletionTimestamp == nil:
 			u.live, u.nets = true, append(u.nets, vnets(o)...)
-		case !strings.EqualFold(o.Status.DNSZoneID, zone.ID()) || len(o.Status.FQDNs) == 0 && len(o.Status.VirtualNetworkLinks) == 0:
+		case !holds(o, zone):
 		case o.Namespace == obj.Namespace:
 			u.leaving = append(u.leaving, o.Name)
 		default:

@@ -128,11 +128,11 @@ func (r *Reconciler) address(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 // in status) was deleted behind the operator's back, or healed.
 func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI, want pe.Desired) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionPrivateEndpointReady
-	if len(obj.Status.FQDNs) > 0 {
+	if len(allFQDNs(obj)) > 0 {
 		// The endpoint the records pointed at is gone and its address back
 		// in the subnet, for whoever asks next: the records go before a new
 		// endpoint is made, and come back with its address once Approved.
-		if res, err := r.removeRecords(ctx, obj, api.dns); err != nil {
+		if res, err := r.removeRecords(ctx, obj, api); err != nil {
 			return res, err
 		}
 	}
@@ -189,7 +189,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	// Records exist only while an Approved endpoint of the object holds
 	// their address: they go while Rejected or Disconnected, and before a
 	// heal deletes the endpoint (its address is freed then).
-	if res, err := r.removeRecords(ctx, obj, api.dns); err != nil {
+	if res, err := r.removeRecords(ctx, obj, api); err != nil {
 		return res, false, err
 	}
 	if st != pe.StateDisconnected && (st != pe.StateRejected || !r.Opts.HealRejected) {

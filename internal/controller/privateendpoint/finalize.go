@@ -56,7 +56,7 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 		res, err := r.fail(ctx, obj, cond, err)
 		return false, res, err
 	}
-	if done, res, err := r.releaseDNS(ctx, obj, api.dns); !done || err != nil {
+	if done, res, err := r.releaseDNS(ctx, obj, api); !done || err != nil {
 		return false, res, err
 	}
 	name := obj.AzurePrivateEndpointName()

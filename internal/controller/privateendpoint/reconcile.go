@@ -132,7 +132,7 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
 	}
 	obj.Status.Target = target
-	zres, zoneReady, linked, dnsOK, err := r.dnsInfra(ctx, obj, api.dns)
+	zres, zoneReady, linked, dnsOK, err := r.dnsInfra(ctx, obj, api)
 	if err != nil {
 		return zres, err
 	}
@@ -144,7 +144,7 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 	if !approved || err != nil || !zoneReady {
 		return lowest(res, zres), err
 	}
-	dres, err := r.dnsRecords(ctx, obj, api.dns, linked)
+	dres, err := r.dnsRecords(ctx, obj, api, linked)
 	if err != nil {
 		return dres, err
 	}

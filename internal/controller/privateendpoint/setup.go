@@ -120,7 +120,9 @@ type dnsAPI = privatedns.API
 // azureAPI is what the controller needs from Azure for one object.
 type azureAPI struct {
 	endpoints endpointAPI
-	dns       dnsAPI
+	// dnsFor is the Private DNS API of a subscription with an identity
+	// (nil: the object's own), within the process's budget.
+	dnsFor func(ctx context.Context, subscription string, ref *v1alpha1.IdentityReference) (dnsAPI, error)
 }
 
 // SubjectOf is the credential subject of an object: its identityRef, or the
@@ -150,10 +152,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, zoneIndex, func(o client.Object) []string {
-		if e, ok := o.(*v1alpha1.AzurePrivateEndpoint); ok && e.Spec.DNS != nil {
-			return []string{zoneOf(e).Key()}
+		e, ok := o.(*v1alpha1.AzurePrivateEndpoint)
+		if !ok {
+			return nil
 		}
-		return nil
+		var keys []string
+		for _, z := range zonesOf(e) {
+			keys = append(keys, z.Key())
+		}
+		return keys
 	}); err != nil {
 		return err
 	}
@@ -188,10 +195,19 @@ func sdkFor(clients *azure.Clients, engine *dnsengine.Engine) func(context.Conte
 		if err != nil {
 			return azureAPI{}, err
 		}
-		df, err := clients.PrivateDNSFor(ctx, subject, obj.Spec.SubscriptionID)
-		if err != nil {
-			return azureAPI{}, err
+		dnsFor := func(ctx context.Context, subscription string, ref *v1alpha1.IdentityReference) (dnsAPI, error) {
+			s := subject
+			if ref != nil {
+				// A zone's own identity (central DNS), with the same
+				// namespace rules as spec.identityRef.
+				s = azureobject.Subject("AzurePrivateEndpoint", obj.Namespace, obj.Name, obj.Spec.AzureEnvironment, ref)
+			}
+			df, err := clients.PrivateDNSFor(ctx, s, subscription)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Paced(privatedns.SDK{Factory: df}, subscription), nil
 		}
-		return azureAPI{endpoints: privateendpoints.NewSDK(nf), dns: engine.Paced(privatedns.SDK{Factory: df}, obj.Spec.SubscriptionID)}, nil
+		return azureAPI{endpoints: privateendpoints.NewSDK(nf), dnsFor: dnsFor}, nil
 	}
 }

@@ -52,6 +52,13 @@ func TestValidation(t *testing.T) {
 			o.Spec.DNS.VirtualNetworkLinks = []string{cSubnet}
 		}, "spec.dns.virtualNetworkLinks[0]"},
 		{"an unknown zone mode", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneMode = "Mine" }, "spec.dns.zoneMode"},
+		{"an additional zone that is the zone itself", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.DNS.AdditionalZones = []v1alpha1.PrivateEndpointDNSZone{{ZoneName: o.Spec.DNS.ZoneName, Records: []string{"x"}}}
+		}, "an additional zone must not be the zone of spec.dns.zoneName"},
+		{"an additional zone without records", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.DNS.AdditionalZones = []v1alpha1.PrivateEndpointDNSZone{{ZoneName: "base.example.com"}}
+		}, "spec.dns.additionalZones[0].records"},
+		{"a zone subscription that is not one", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneSubscriptionID = "hub" }, "spec.dns.zoneSubscriptionID"},
 	}
 	for i, c := range cases {
 		obj := ape("invalid-"+string(rune('a'+i)), someService)
@@ -78,7 +85,7 @@ func TestValidation(t *testing.T) {
 			o.Spec.PrivateLinkServiceID, o.Spec.PrivateLinkServiceRef = "", &v1alpha1.LocalObjectReference{Name: "svc"}
 		}, "the target"},
 		{"a static address later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.IPAddress = "10.9.2.10" }, "spec.ipAddress is immutable"},
-		{"another zone", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneName = "other.internal" }, "spec.dns.zoneName, zoneResourceGroup and zoneMode are immutable"},
+		{"another zone", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneName = "other.internal" }, "spec.dns.zoneName, zoneResourceGroup, zoneSubscriptionID and zoneMode are immutable"},
 		{"sharing the zone later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneMode = v1alpha1.ZoneModeShared }, "immutable"},
 	}
 	for _, u := range updates {

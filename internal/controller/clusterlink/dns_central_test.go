@@ -1,0 +1,93 @@
+package clusterlink_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestWiringCentralDNS: the MC-side names in one shared zone of a hub
+// subscription (an Azure landing zone's central DNS), written with the
+// hub's own identity, whose principal may touch nothing else. The WC's API
+// name resolves from the MC's network, and every request on the hub zone
+// is the hub principal's.
+func TestWiringCentralDNS(t *testing.T) {
+	const (
+		hubSub    = "33333333-3333-3333-3333-333333333333"
+		hubRG     = "dns-hub-rg"
+		hubClient = "hub-dns-writer"
+	)
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	if err := w.Sim.Seed(azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: hubSub, Name: hubRG, Location: "westeurope"}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Sim.AddPrincipal(azuresim.Principal{TenantID: testworld.TenantID, ClientID: hubClient, ClientSecret: "hub-secret", Scopes: []string{"/subscriptions/" + hubSub}})
+	if err := w.CreateIdentity(ctx, sandbox.Identity{Namespace: testworld.IdentityNS, Name: "hub-dns", SecretName: "hub-dns-secret", //nolint:gosec // G101: azuresim's test principal
+		TenantID: testworld.TenantID, ClientID: hubClient, ClientSecret: "hub-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
+			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"},
+			MCZoneSubscription: hubSub, MCZoneResourceGroup: hubRG, MCZoneIdentity: &capz.ObjectRef{Namespace: testworld.IdentityNS, Name: "hub-dns"}}
+	})
+	u := wired(t, w, "wc1", true, true)
+	dnsReady(t, w, "wc1")
+	resolves(t, w, vnetID(mcSub, "mc-rg", "mc-vnet"), "api.wc1."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	if !zoneExists(t, w, hubSub, hubRG, baseDomain) {
+		t.Errorf("no zone %s in the hub subscription", baseDomain)
+	}
+	if zoneExists(t, w, mcSub, "mc-rg", baseDomain) {
+		t.Errorf("a zone %s in the management cluster's resource group", baseDomain)
+	}
+	c := w.Sim.Counters()
+	for _, x := range []struct {
+		typ  string
+		want int
+	}{{"Microsoft.Network/privateDnsZones", 1}, {"Microsoft.Network/privateDnsZones/virtualNetworkLinks", 1}, {"Microsoft.Network/privateDnsZones/A", 1}} {
+		if n := c.SumFor(hubClient, "PUT", x.typ, 200, 299); n != x.want {
+			t.Errorf("the hub principal made %d successful PUTs of %s, want %d (%s)", n, x.typ, x.want, fmt.Sprint(c.Requests))
+		}
+	}
+}
+
+// TestWiringZoneLimit: with a zone per workload cluster, the operator
+// warns near Azure's limit of zones per subscription and per linked
+// network, and gives a cluster beyond it no zone (a Warning, no
+// GSDNSZoneReady) instead of letting Azure refuse it; the clusters within
+// the limit are wired and resolve.
+func TestWiringZoneLimit(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1, ZoneLimit: 2}
+	})
+	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
+	for _, name := range []string{"wc1", "wc2"} {
+		u := wired(t, w, name, true, true)
+		dnsReady(t, w, name)
+		resolves(t, w, mcVNet, "api."+name+"."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	}
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, clusterlink.ReasonDNSZoneLimitNear)
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	wired(t, w, "wc3", true, true)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc3"}, clusterlink.ReasonDNSZoneLimit)
+	if zoneExists(t, w, mcSub, "mc-rg", "wc3."+baseDomain) {
+		t.Error("a zone beyond the limit was created")
+	}
+	if u, _ := w.Get(context.Background(), wcNS, "wc3"); conditionTrue(u, clusterlink.ConditionGSDNSZoneReady) {
+		t.Error("wc3 has GSDNSZoneReady without a zone")
+	}
+}
