@@ -53,6 +53,11 @@ type Config struct {
 	// take longer than a benchmark run.
 	DNS       bool
 	DNSWindow time.Duration
+	// DNSPerCluster keeps DNS mode's default layout, a zone per WC in the
+	// MC's subscription (at N = 1,000 Azure's limit of zones per
+	// subscription and per linked network); otherwise every WC's API name
+	// goes into one shared MC-side zone ({{.BaseDomain}}, api.{{.Cluster}}).
+	DNSPerCluster bool
 }
 
 // DNSBaseDomain is the base domain of the benchmark's DNS mode.
@@ -206,6 +211,9 @@ func (b *bench) startOperator(ctx context.Context, name string, extra ...string)
 	}, extra...)
 	if b.cfg.DNS {
 		args = append(args, "--wiring-dns", "--wiring-dns-base-domain="+DNSBaseDomain)
+		if !b.cfg.DNSPerCluster {
+			args = append(args, "--wiring-dns-mc-zone={{.BaseDomain}}", "--wiring-dns-mc-records=api.{{.Cluster}}")
+		}
 	}
 	op, err := b.sb.StartOperator(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), args...)
 	if err != nil {

@@ -92,16 +92,19 @@ How to read it:
   the zone and then its link, each read again at the recheck interval
   (10 s) until it has succeeded.
 - **What the limits change.** Every subscription may make 500 Private
-  DNS reads in 5 minutes, whoever makes them. The ` + "`AzurePrivateEndpoint`" + `
-  controller has no Private DNS budget of its own (the wiring's DNS mode
-  has one): once a subscription's window is full, each object retries its
-  DNS reads into 429s until the window slides. That sets the time with own
-  zones (about six DNS reads per object while converging, N/K objects per
-  subscription), and after a restart, when every object's DNS check falls
-  into one window, it makes the storm of 429s in the restart and steady
-  rows. One budget per subscription shared by every object, and spreading
-  the checks after a restart, would remove both; the writes are already at
-  the minimum.
+  DNS reads and 1,000 writes in 5 minutes, whoever makes them. Every
+  Private DNS request of the operator first takes from one budget per
+  subscription (` + "`--private-dns-max-reads-per-5m`" + ` 400,
+  ` + "`--private-dns-max-writes-per-5m`" + ` 800, shared by both DNS writers)
+  and is not sent over it, so Azure has no reason to answer 429: an object
+  over the budget waits for the window to slide. Creation reads nothing
+  but a new zone's and a new link's provisioning (own zones; nothing for a
+  shared zone another object saw in place), since zones, links and
+  records are created with ` + "`If-None-Match: *`" + `. After a restart, an
+  object whose status says its DNS is in place gets its first check at a
+  random point of the check interval. Deletion is what the read budget
+  limits: each object reads its records (one list), its links (one list)
+  and its zone (before its delete, and to see it gone).
 - **Pacing.** The operator reads ` + "`x-ms-ratelimit-remaining-subscription-<class>`" + `
   from every answer and, when the remaining budget is down to a reserve,
   requeues the object for the refill time instead of sending the request:

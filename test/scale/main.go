@@ -45,6 +45,7 @@ type options struct {
 	scenario            string
 	dns                 bool
 	dnsWindow           time.Duration
+	dnsPerCluster       bool
 	consumerN           int
 	consumerConcurrency int
 	consumerMarkdown    string
@@ -71,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
 	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode: converge, then watch DNS for --dns-window (no restart, steady or delete phase).")
 	fs.DurationVar(&o.dnsWindow, "dns-window", 10*time.Minute, "With --wiring-dns, how long DNS is watched after the wiring converged.")
+	fs.BoolVar(&o.dnsPerCluster, "dns-per-cluster-zones", false, "With --wiring-dns, keep DNS mode's default layout (a zone per WC in the MC's subscription) instead of one shared MC-side zone.")
 	fs.IntVar(&o.consumerN, "consumer-n", 1000, "AzurePrivateEndpoint objects in the consumer scenario.")
 	fs.IntVar(&o.consumerConcurrency, "consumer-concurrency", 4, "--private-endpoint-concurrency in the consumer scenario (the operator's default is 4).")
 	fs.StringVar(&o.consumerMarkdown, "consumer-markdown", "", "Write the consumer scenario's report here (e.g. docs/benchmarks-consumer.md).")
@@ -175,7 +177,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		res, err := Run(ctx, Config{
 			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
-			DNS: opts.dns, DNSWindow: opts.dnsWindow,
+			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)

@@ -176,7 +176,11 @@ func report(opts options, results []Result) string {
 	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal) and the resource providers' windows per subscription; Azure's resource-count limits; CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
 	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)")
 	if opts.dns {
-		b.WriteString(", in DNS mode (`--wiring-dns --wiring-dns-base-domain=" + DNSBaseDomain + "`, default zones: one per WC in the MC's subscription, one in each WC's group); the convergence rows include the wait for every WC's GSDNSZoneReady; the emulator enforces the Private DNS and Network request windows per subscription (500 DNS reads, 1,000 Network writes per 5 minutes), the rows show the busiest window against them")
+		layout := "one shared MC-side zone (`--wiring-dns-mc-zone={{.BaseDomain}} --wiring-dns-mc-records=api.{{.Cluster}}`) and one zone in each WC's group"
+		if opts.dnsPerCluster {
+			layout = "default zones: one per WC in the MC's subscription, one in each WC's group"
+		}
+		b.WriteString(", in DNS mode (`--wiring-dns --wiring-dns-base-domain=" + DNSBaseDomain + "`, " + layout + "); the convergence rows include the wait for every WC's GSDNSZoneReady; the emulator enforces the Private DNS and Network request windows per subscription (500 DNS reads, 1,000 Network writes per 5 minutes), the rows show the busiest window against them")
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "- Steady state: the operator restarted with `--drift-check-interval=%s` and measured for %s, i.e. time-compressed %.0f× against the default 10 minutes; per-hour figures are scaled to the default\n\n",

@@ -19,13 +19,10 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
-// Event reasons of the DNS mode.
+// Event reasons of the DNS mode; what it does to zones, links and records
+// is recorded with the engine's (dnsengine.Reason*).
 const (
-	ReasonDNSZoneCreated      = "DNSZoneCreated"
-	ReasonDNSRecordWritten    = "DNSRecordWritten"
-	ReasonDNSRecordDeleted    = "DNSRecordDeleted"
 	ReasonDNSRecordNotOwned   = "DNSRecordSetNotOwned"
-	ReasonDNSReleased         = "DNSReleased"
 	ReasonDNSNotReleased      = "DNSNotReleased"
 	ReasonInvalidDNS          = "InvalidDNSNames"
 	ReasonDNSNameRefused      = "DNSZoneNameRefused"
