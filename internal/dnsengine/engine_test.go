@@ -183,7 +183,7 @@ func converge2(t *testing.T, e *dnsengine.Engine, tg dnsengine.Target, rels []st
 		if !st.Ready {
 			continue
 		}
-		l, err := e.EnsureLink(ctx, tg, vnet, tg.Zone.Owner(tg.Owner.Value()))
+		l, err := e.EnsureLink(ctx, tg, vnet, tg.Zone.Owner(tg.Owner))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,6 +331,7 @@ func TestClaims(t *testing.T) {
 		{"own value", ape, ape.Value(), nil, true},
 		{"the other kind's value", ape, wc.Value(), nil, false},
 		{"shared is nobody's", ape, dns.SharedOwner, nil, false},
+		{"a kind's shared value is nobody's", ape, dns.SharedValue(dns.KindAzurePrivateEndpoint), nil, false},
 		{"no owner is nobody's", wc, "", nil, false},
 		{"earlier value, no cluster of that name", ape, "ns/wc1", nil, true},
 		{"earlier value, a cluster of that name", ape, "ns/wc1", map[string]bool{"AzureCluster ns/wc1": true}, false},
@@ -491,4 +492,36 @@ func release(t *testing.T, w *world, zone string, dropLinks bool) (int, bool) {
 	}
 	r1, _ := api.counts()
 	return r1 - r0, z == nil && done
+}
+
+// TestSharedIsPerKind: a zone the wiring shares ("shared:AzureCluster") is
+// someone else's for an AzurePrivateEndpoint that names it: its records go
+// in, but it never deletes the zone or its link — the wiring's clusters
+// need them. A zone of earlier versions ("shared") stays shared for both.
+func TestSharedIsPerKind(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	wiring := dns.Owner{Kind: dns.KindAzureCluster, Namespace: "org-a", Name: "wc1"}
+	e := &dnsengine.Engine{}
+	converge2(t, e, target(w.sdk, "wired.example.internal", true, wiring), []string{"api.wc1"}, "10.9.2.7", false)
+
+	other := &dnsengine.Engine{}
+	tg := target(w.sdk, "wired.example.internal", true, owner("hc1"))
+	st, err := other.EnsureZone(ctx, tg, false)
+	if err != nil || !st.Ready || !st.Foreign {
+		t.Fatalf("the wiring's shared zone for an AzurePrivateEndpoint: %+v, %v; want ready and someone else's", st, err)
+	}
+	links, err := other.Links(ctx, tg)
+	if err != nil || len(links) != 1 {
+		t.Fatalf("links: %d, %v", len(links), err)
+	}
+	if going, err := other.DropLink(ctx, tg, links[0], true); err != nil || going {
+		t.Errorf("an AzurePrivateEndpoint deletes the wiring's shared link: going %v, %v", going, err)
+	}
+	if done, err := other.DropZone(ctx, tg, dnsengine.ZoneRelease{Links: -1}); err != nil || !done {
+		t.Errorf("release of the wiring's shared zone: done %v, %v", done, err)
+	}
+	if z, err := w.sdk.Zone(ctx, rg, "wired.example.internal"); err != nil || z == nil {
+		t.Errorf("the wiring's shared zone was deleted by an AzurePrivateEndpoint (%v)", err)
+	}
 }

@@ -85,7 +85,7 @@ func (e *Engine) Links(ctx context.Context, t Target) ([]*armprivatedns.VirtualN
 func (e *Engine) DropLink(ctx context.Context, t Target, l *armprivatedns.VirtualNetworkLink, mayDropShared bool) (bool, error) {
 	tag, vnet := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
 	mine, err := e.Claims(ctx, t.Owner, tag)
-	if err != nil || !mine && (tag != dns.SharedOwner || !mayDropShared) {
+	if err != nil || !mine && (!dns.IsShared(tag, t.Owner.Kind) || !mayDropShared) {
 		return false, err
 	}
 	e.seen.ForgetPrefix(linkKey(t.Zone, vnet))

@@ -43,10 +43,10 @@ func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, e
 		return observed == nil, err
 	}
 	tag := dns.TagOwner(observed.Tags)
-	if mine, err := e.Claims(ctx, t.Owner, tag); err != nil || !mine && tag != dns.SharedOwner {
+	if mine, err := e.Claims(ctx, t.Owner, tag); err != nil || !mine && !dns.IsShared(tag, t.Owner.Kind) {
 		return err == nil, err // not made for this owner: it stays
 	}
-	if tag == dns.SharedOwner && r.OthersLive {
+	if dns.IsShared(tag, t.Owner.Kind) && r.OthersLive {
 		return true, nil
 	}
 	if ZoneProvisioning(observed) == armprivatedns.ProvisioningStateDeleting {
@@ -80,7 +80,7 @@ func (e *Engine) emptied(ctx context.Context, t Target, z *armprivatedns.Private
 		}
 		r.Links = n
 	}
-	if tag == dns.SharedOwner && r.Links == 0 && RecordSetCount(z) > 1 && r.Live != nil {
+	if dns.IsShared(tag, t.Owner.Kind) && r.Links == 0 && RecordSetCount(z) > 1 && r.Live != nil {
 		swept, err := e.sweep(ctx, t, r.Live)
 		if err != nil || swept > 0 {
 			return false, err

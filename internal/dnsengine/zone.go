@@ -57,7 +57,7 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 	}
 	tag := dns.TagOwner(observed.Tags)
 	if tag == "" && t.AdoptZone {
-		if err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, ptr.Deref(observed.Etag, ""), dns.ZoneBody(observed, z.Owner(t.Owner.Value()))); err != nil {
+		if err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, ptr.Deref(observed.Etag, ""), dns.ZoneBody(observed, z.Owner(t.Owner))); err != nil {
 			return ZoneState{}, err
 		}
 		t.event(ReasonZoneAdopted, "adopting private DNS zone %s", z.Name)
@@ -71,7 +71,7 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 // whether it did (false: Azure said it exists).
 func (e *Engine) createZone(ctx context.Context, t Target) (bool, error) {
 	z := t.Zone
-	err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner.Value())))
+	err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner)))
 	if azure.IsPreconditionFailed(err) {
 		return false, nil
 	}
@@ -91,7 +91,7 @@ func (e *Engine) zoneState(ctx context.Context, t Target, tag string) (ZoneState
 	if err != nil {
 		return ZoneState{}, err
 	}
-	return ZoneState{Ready: true, Owner: tag, Foreign: !mine && tag != dns.SharedOwner}, nil
+	return ZoneState{Ready: true, Owner: tag, Foreign: !mine && !dns.IsShared(tag, t.Owner.Kind)}, nil
 }
 
 // CreatedHere says whether this process created the zone within the check

@@ -88,13 +88,13 @@ func metrics() []metric {
 			}
 			return fmt.Sprintf("%.1f / %.1f", float64(reads)/float64(max(1, r.DNSReady)), float64(writes)/float64(max(1, r.DNSReady)))
 		})},
-		{"DNS mode: busiest 5 min of the MC's subscription, reads / writes", "≤ 250 / 500 (half of Azure's 500 / 1,000)", "", dnsValue(func(r Result) string {
+		{"DNS mode: busiest 5 min of the MC's subscription, reads / writes", "≤ 400 / 800 (the default budget; Azure: 500 / 1,000)", "", dnsValue(func(r Result) string {
 			if len(r.DNSRates) == 0 {
 				return "–"
 			}
 			return fmt.Sprintf("%d / %d", r.DNSRates[0].PeakReads, r.DNSRates[0].PeakWrites)
 		})},
-		{"DNS mode: busiest 5 min of a WC subscription, reads / writes", "≤ 250 / 500", "", dnsValue(func(r Result) string {
+		{"DNS mode: busiest 5 min of a WC subscription, reads / writes", "≤ 400 / 800", "", dnsValue(func(r Result) string {
 			if len(r.DNSRates) < 2 {
 				return "–"
 			}

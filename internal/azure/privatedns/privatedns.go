@@ -19,7 +19,7 @@ import (
 )
 
 // OwnerTag marks zones and virtual network links the operator created: the
-// owning object's Owner.Value, or SharedOwner.
+// owning object's Owner.Value, or SharedValue of its kind.
 const OwnerTag = "azure-private-endpoint-operator.giantswarm.io_owner"
 
 // OwnerMetadata marks record sets the operator wrote (record sets carry
@@ -73,10 +73,22 @@ func ParseOwner(value string) (Owner, bool) {
 // know whether an object of the other kind has o's name).
 func (o Owner) IsLegacy(value string) bool { return value == o.Legacy() }
 
-// SharedOwner is the owner value of a zone or link that several objects
-// use (zone mode Shared): it is deleted when the last of them no longer
-// needs it. It cannot clash with a namespace/name.
+// SharedOwner is the owner value earlier versions wrote on a zone or link
+// that several objects use (zone mode Shared, the wiring's shared zone),
+// whatever their kind. It is still read as shared by objects of either
+// kind; what the operator creates now carries SharedValue.
 const SharedOwner = "shared"
+
+// SharedValue is the owner value of a zone or link that several objects of
+// one kind use ("shared:AzurePrivateEndpoint"): it is deleted when the last
+// of them no longer needs it, and never by an object of the other kind —
+// an AzurePrivateEndpoint that names the wiring's shared zone uses it as
+// someone else's. It cannot clash with an Owner's Value (no '/').
+func SharedValue(kind string) string { return SharedOwner + ":" + kind }
+
+// IsShared says whether tag marks a zone or link shared by objects of kind
+// (SharedValue), or by objects of any kind (SharedOwner, earlier versions).
+func IsShared(tag, kind string) bool { return tag == SharedOwner || tag == SharedValue(kind) }
 
 // DefaultRecords are the record names when spec.dns.records is empty: a
 // cluster's API and its ingress wildcard.
@@ -102,12 +114,12 @@ func (z Zone) Key() string {
 }
 
 // Owner is the owner value the operator puts on a zone or link it creates
-// for the object named owner.
-func (z Zone) Owner(owner string) string {
+// for o: o's Value, or the shared value of o's kind.
+func (z Zone) Owner(o Owner) string {
 	if z.Shared {
-		return SharedOwner
+		return SharedValue(o.Kind)
 	}
-	return owner
+	return o.Value()
 }
 
 // ZoneFromID reads a zone resource ID (as in status.dnsZoneID).

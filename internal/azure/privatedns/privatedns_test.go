@@ -35,7 +35,8 @@ func TestNames(t *testing.T) {
 	if _, ok := ZoneFromID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"); ok {
 		t.Error("a virtual network ID read as a zone")
 	}
-	if z.Owner("ns/a") != "ns/a" || (Zone{Shared: true}).Owner("ns/a") != SharedOwner {
+	a := Owner{Kind: KindAzurePrivateEndpoint, Namespace: "ns", Name: "a"}
+	if z.Owner(a) != a.Value() || (Zone{Shared: true}).Owner(a) != "shared:AzurePrivateEndpoint" {
 		t.Error("owner values")
 	}
 }
@@ -176,5 +177,29 @@ func TestParseOwner(t *testing.T) {
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("ParseOwner(%q) = %+v, %v; want %+v, %v", tc.value, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestIsShared: a kind's shared value is shared for that kind only; the
+// value of earlier versions for either.
+func TestIsShared(t *testing.T) {
+	for _, c := range []struct {
+		tag, kind string
+		want      bool
+	}{
+		{SharedValue(KindAzureCluster), KindAzureCluster, true},
+		{SharedValue(KindAzureCluster), KindAzurePrivateEndpoint, false},
+		{SharedValue(KindAzurePrivateEndpoint), KindAzurePrivateEndpoint, true},
+		{SharedOwner, KindAzurePrivateEndpoint, true},
+		{SharedOwner, KindAzureCluster, true},
+		{"AzureCluster:ns/a", KindAzureCluster, false},
+		{"", KindAzureCluster, false},
+	} {
+		if got := IsShared(c.tag, c.kind); got != c.want {
+			t.Errorf("IsShared(%q, %s) = %v, want %v", c.tag, c.kind, got, c.want)
+		}
+	}
+	if _, ok := ParseOwner(SharedValue(KindAzureCluster)); ok {
+		t.Error("a shared value parsed as an owner")
 	}
 }

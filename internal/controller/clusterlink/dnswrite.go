@@ -330,7 +330,7 @@ func linkOwner(set DNSSet) string {
 	if set.Side == DNSSideWC {
 		return set.owner().Value()
 	}
-	return set.Zone.Owner(set.owner().Value())
+	return set.Zone.Owner(set.owner())
 }
 
 // releaseDNS undoes a deleted WC's DNS, both sides, in order: its records,

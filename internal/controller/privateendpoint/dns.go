@@ -186,7 +186,7 @@ func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateE
 func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, s slot) (bool, error) {
 	ready, used := true, []string{}
 	for _, v := range vnets(obj) {
-		l, err := r.dnsEngine().EnsureLink(ctx, t, v, t.Zone.Owner(t.Owner.Value()))
+		l, err := r.dnsEngine().EnsureLink(ctx, t, v, t.Zone.Owner(t.Owner))
 		if err != nil {
 			return false, err
 		}
