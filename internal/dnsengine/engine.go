@@ -31,7 +31,6 @@ package dnsengine
 
 import (
 	"context"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -161,18 +160,10 @@ func (e *Engine) otherKindExists(ctx context.Context, o dns.Owner) (bool, error)
 	return false, err
 }
 
-// Spread marks key as checked at a random point of the last check
-// interval, so that its first check falls somewhere in the next one: a
-// restarted process whose objects' status says their DNS is in place does
-// not read it all at once (Azure allows 500 Private DNS reads per 5
-// minutes and subscription). It does nothing to a key already known.
-func (e *Engine) Spread(m *memo.Memo, key, fp string) {
-	if m.Known(key) {
-		return
-	}
-	back := time.Duration(rand.Int64N(int64(e.check()))) //nolint:gosec // G404: spreads checks; nothing to guess
-	m.Set(key, fp, e.now().Add(-back))
-}
+// Spread marks key in m as checked at a random point of the last check
+// interval, unless it is known (memo.Spread): a restarted process whose
+// objects' status says their DNS is in place does not read it all at once.
+func (e *Engine) Spread(m *memo.Memo, key, fp string) { m.Spread(key, fp, e.now(), e.check()) }
 
 // Fresh says whether key was set with fp within the check interval (m is
 // the caller's memo).

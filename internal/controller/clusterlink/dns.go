@@ -59,8 +59,10 @@ type DNSConfig struct {
 	// owner (written by another tool, dns-operator-azure say).
 	Adopt bool
 	// ReadsPer5m and WritesPer5m bound the Private DNS requests of each
-	// subscription in any 5 minutes. Default half of Azure's limits (500
-	// reads, 1,000 writes); negative: no bound.
+	// subscription in any 5 minutes when Setup makes the engine itself
+	// (tests; the binary passes the process's engine, whose budget is
+	// --private-dns-max-*). Default half of Azure's limits (500 reads,
+	// 1,000 writes); negative: no bound.
 	ReadsPer5m, WritesPer5m int
 	// AllowedBaseDomains are the base domains a workload cluster's
 	// <prefix>/base-domain annotation may name (equal to or under one of

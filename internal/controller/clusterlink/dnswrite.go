@@ -3,7 +3,6 @@ package clusterlink
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -237,10 +236,7 @@ func (r *WCReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, 
 	}
 	now := r.Clock.Now()
 	for _, set := range sets {
-		memo := set.Owner + "|" + string(set.Side)
-		if !r.dnsSeen.Known(memo) {
-			r.dnsSeen.Set(memo, set.Fingerprint(r.Opts.DNS.TTL), now.Add(-time.Duration(rand.Int64N(int64(r.Opts.DNS.Check))))) //nolint:gosec // G404: spreads checks; nothing to guess
-		}
+		r.dnsSeen.Spread(set.Owner+"|"+string(set.Side), set.Fingerprint(r.Opts.DNS.TTL), now, r.Opts.DNS.Check)
 	}
 }
 

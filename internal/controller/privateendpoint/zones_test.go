@@ -88,4 +88,14 @@ func TestSeveralZonesAndCentralDNS(t *testing.T) {
 		t.Errorf("status still holds the removed zone: %+v", got.Status.DNSZones)
 	}
 	resolves(t, w, cVNet, "api.hs1.hypershift.local", azuresim.ResolveOK, ip)
+
+	// An additional zone passes the same guard as spec.dns.zoneName: one
+	// that would shadow Azure's own names is never created.
+	evil := ape("hs2", svc.Status.ResourceID)
+	evil.Spec.DNS.AdditionalZones = []v1alpha1.PrivateEndpointDNSZone{{ZoneName: "privatelink.vaultcore.azure.net", Records: []string{"@"}}}
+	create(t, w, evil)
+	waitCondition(t, w, "hs2", v1alpha1.ConditionDNSReady, metav1.ConditionFalse, privateendpoint.ReasonZoneNameRefused)
+	if zones := resources(w, "Microsoft.Network/privateDnsZones", "privatelink.vaultcore"); len(zones) != 0 {
+		t.Errorf("an additional zone shadowing Azure's names was created: %v", zones)
+	}
 }
