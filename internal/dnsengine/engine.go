@@ -190,6 +190,7 @@ func (e *Engine) ForgetRecord(z dns.Zone, rel string) { e.seen.ForgetPrefix(reco
 func recordKey(z dns.Zone, rel string) string { return "record|" + z.Key() + "|" + rel }
 func zoneKey(z dns.Zone) string               { return "zone|" + z.Key() }
 func createdKey(z dns.Zone) string            { return "created|" + z.Key() }
+func existsKey(z dns.Zone) string             { return "exists|" + z.Key() }
 func linkKey(z dns.Zone, vnet string) string  { return "link|" + z.Key() + "|" + strings.ToLower(vnet) }
 func linkPutKey(z dns.Zone, vnet string) string {
 	return "linkput|" + z.Key() + "|" + strings.ToLower(vnet)

@@ -89,8 +89,10 @@ func (e *Engine) emptied(ctx context.Context, t Target, z *armprivatedns.Private
 	return true, nil
 }
 
-// linksLeft is how many links a zone has, from its own count, listing
-// them only when it has some. pending says whether any is still being
+// linksLeft is how many links a zone has, from its own count
+// (properties.numberOfVirtualNetworkLinks, which Azure returns with every
+// zone: ASO's recording in internal/azuresim/conformance/testdata/
+// private-dns-zone.json), listing them only when it has some. pending says whether any is still being
 // deleted — or is one the operator made for the owner (or shared, with no
 // other live user) that is not: its delete is started again (an earlier
 // one failed, or was never sent).

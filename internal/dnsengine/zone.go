@@ -36,7 +36,7 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 	if tag, ok := e.seen.Get(zoneKey(z), e.now(), e.check()); ok {
 		return e.zoneState(ctx, t, tag)
 	}
-	if !existing && !e.seen.Known(createdKey(z)) {
+	if !existing && !e.seen.Known(createdKey(z)) && !e.seen.Known(existsKey(z)) {
 		created, err := e.createZone(ctx, t)
 		if err != nil || created {
 			return ZoneState{Progress: "creating private DNS zone " + z.Name}, err
@@ -73,6 +73,9 @@ func (e *Engine) createZone(ctx context.Context, t Target) (bool, error) {
 	z := t.Zone
 	err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner)))
 	if azure.IsPreconditionFailed(err) {
+		// It exists: read it from now on instead of asking again (a zone
+		// being deleted would otherwise cost a write on every pass).
+		e.seen.Set(existsKey(z), "", e.now())
 		return false, nil
 	}
 	if err != nil {

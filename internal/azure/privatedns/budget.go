@@ -92,28 +92,6 @@ func (b *Budget) Take(subscription string, write bool) time.Duration {
 	return 0
 }
 
-// Used is how many reads or writes of a subscription's budget the last 5
-// minutes spent.
-func (b *Budget) Used(subscription string, write bool) int {
-	class := "reads"
-	if write {
-		class = "writes"
-	}
-	now := time.Now()
-	if b.Now != nil {
-		now = b.Now()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, t := range b.logs[strings.ToLower(subscription)+"|"+class] {
-		if now.Sub(t) < budgetWindow+budgetMargin {
-			n++
-		}
-	}
-	return n
-}
-
 // Paced wraps an API so that every request first takes from the budget of
 // its subscription; without a token it is not sent, and the error is a
 // transient one with the wait (the caller requeues).

@@ -325,7 +325,11 @@ func (s SDK) Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZ
 
 // PutZone starts creating or updating the zone: etag "" creates it only
 // if it does not exist (If-None-Match: *; 412 when it does), otherwise it
-// updates only the version the operator read (If-Match).
+// updates only the version the operator read (If-Match). Source: Azure's
+// Private DNS REST specification, as armprivatedns documents these
+// options ("Set to '*' to allow a new Private DNS zone to be created, but
+// to prevent updating an existing zone"; the same for links and record
+// sets); ARM answers an unmet condition with 412 PreconditionFailed.
 func (s SDK) PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error {
 	opts := &armprivatedns.PrivateZonesClientBeginCreateOrUpdateOptions{IfNoneMatch: new("*")}
 	if etag != "" {
