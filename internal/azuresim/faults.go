@@ -102,9 +102,18 @@ func (f *Fault) matches(method, path, principal string) bool {
 
 // apply acts out a request fault. It returns true when the request has been
 // answered (or dropped) and must not go further.
-func (f *Fault) apply(w http.ResponseWriter, _ *http.Request) bool {
+func (f *Fault) apply(w http.ResponseWriter, r *http.Request) bool {
 	if f.Latency > 0 {
-		time.Sleep(f.Latency)
+		t := time.NewTimer(f.Latency)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			// The client gave up (its try timeout, or it stopped): no
+			// answer is read any more, and a held request must not keep
+			// the server from shutting down.
+			panic(http.ErrAbortHandler)
+		}
 	}
 	if f.Drop {
 		if hj, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {

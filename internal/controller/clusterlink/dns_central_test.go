@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -89,5 +90,48 @@ func TestWiringZoneLimit(t *testing.T) {
 	}
 	if u, _ := w.Get(context.Background(), wcNS, "wc3"); conditionTrue(u, clusterlink.ConditionGSDNSZoneReady) {
 		t.Error("wc3 has GSDNSZoneReady without a zone")
+	}
+}
+
+// TestDNSNeverHoldsTheWiring: DNS mode is a controller of its own. With
+// every Private DNS request hanging (a zone service that does not answer),
+// one wiring worker still wires every workload cluster — endpoints,
+// annotations, GSPrivateLinksReady — and once Private DNS answers again
+// the DNS controller catches up on what the wiring published. When the
+// wiring wrote DNS itself, each cluster's pass waited for Private DNS
+// (three tries of 30 s) after its annotations, and the clusters behind it
+// in the queue waited too.
+func TestDNSNeverHoldsTheWiring(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	ctx := context.Background()
+	hang, err := w.Sim.AddFault(azuresim.Fault{PathRegex: `(?i)/providers/Microsoft\.Network/privateDnsZones/`, Latency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"wc1", "wc2", "wc3", "wc4"}
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster(names[0], 20), wcCluster(names[1], 21), wcCluster(names[2], 22), wcCluster(names[3], 23))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.MaxConcurrentReconciles = 1
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1}
+	})
+	for _, name := range names {
+		wired(t, w, name, true, true)
+	}
+	if n := w.Sim.Counters().Faults; len(n) == 0 {
+		t.Fatal("no Private DNS request was held: the test shows nothing")
+	}
+	for _, name := range names {
+		if u, err := w.Get(ctx, wcNS, name); err != nil || conditionTrue(u, clusterlink.ConditionGSDNSZoneReady) {
+			t.Fatalf("%s: GSDNSZoneReady while Private DNS does not answer (%v)", name, err)
+		}
+	}
+	w.Sim.RemoveFault(hang)
+	for _, name := range names {
+		dnsReady(t, w, name)
+		u, err := w.Get(ctx, wcNS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resolves(t, w, vnetID(mcSub, "mc-rg", "mc-vnet"), "api."+name+"."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
 	}
 }

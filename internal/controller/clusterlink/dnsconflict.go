@@ -86,7 +86,7 @@ func WCSideConflict(mc, wc *capz.AzureCluster, created time.Time, peers []Peer, 
 // dnsPeers lists the other workload clusters of the WC's resource group
 // that the operator wires (they carry its finalizer) and that are not
 // being deleted.
-func (r *WCReconciler) dnsPeers(ctx context.Context, wc *capz.AzureCluster) ([]Peer, error) {
+func (r *DNSReconciler) dnsPeers(ctx context.Context, wc *capz.AzureCluster) ([]Peer, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 	if err := r.Client.List(ctx, list, client.MatchingFields{groupIndex: resourceGroupKey(wc.SubscriptionID, wc.ResourceGroup)}, client.UnsafeDisableDeepCopy); err != nil {

@@ -3,13 +3,10 @@ package clusterlink
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
@@ -55,7 +52,7 @@ func (a AzureDNS) For(ctx context.Context, set DNSSet) (dns.API, error) {
 }
 
 // dnsTarget is the engine's view of a set's zone for its WC.
-func (r *WCReconciler) dnsTarget(u *unstructured.Unstructured, api dns.API, set DNSSet) dnsengine.Target {
+func (r *DNSReconciler) dnsTarget(u *unstructured.Unstructured, api dns.API, set DNSSet) dnsengine.Target {
 	return dnsengine.Target{
 		API: api, Zone: set.Zone, Owner: set.owner(), AdoptRecords: r.Opts.DNS.Adopt,
 		Event: func(reason, msg string) { r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg) },
@@ -71,195 +68,26 @@ const (
 	dnsBlocked                 // a record set belongs to someone else: a person must act
 )
 
-// reconcileDNS brings the WC's DNS sets (DesiredDNS) in place and sets
-// GSDNSZoneReady once every direction's records are written and linked.
-// DNS in place is read again only every DNS.Check (a memo per WC and side).
-func (r *WCReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
-	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
-	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hadDNS)
-	problems, err := r.refuseConflict(ctx, u, wc, mc, sets, problems)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), hadDNS)
-	for _, p := range problems {
-		r.warnOnce(u, p.Reason, p.Message)
-	}
-	ready := len(sets) > 0 && len(problems) == 0
-	summary := dnsSummary(sets)
-	r.seedDNSMemo(u, sets, summary)
-	result := ctrl.Result{}
-	if slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Refused }) {
-		// Looked at again when the cluster that holds the names may be gone.
-		result = ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}
-	}
-	r.noteNoDNS(key(wc), sets)
-	for _, set := range sets {
-		if set.IP == "" && !hadDNS && !set.Refused && !wroteRecord(&r.dnsSeen, set) {
-			// Not approved yet, and no record was ever written: nothing to
-			// remove, and no read to spend on finding that out.
-			r.noteHeld(key(wc), set.Side, "", true)
-			ready = false
-			continue
-		}
-		state, err := r.ensureDNS(ctx, u, set)
-		r.noteHeld(key(wc), set.Side, set.IP, err == nil && state != dnsWaiting)
-		if err != nil {
-			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			result, ready = lowestNonZeroResult(result, res), false
-			continue
-		}
-		switch state {
-		case dnsDone:
-		case dnsWaiting:
-			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
-		case dnsBlocked:
-			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck})
-		}
-		ready = ready && state == dnsDone && set.IP != ""
-	}
-	if ready {
-		if err := r.setCondition(ctx, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", summary, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return result, nil
-}
-
-// refuseConflict refuses the WC-side set when another WC of the resource
-// group holds those names (WCSideConflict): the set is marked Refused, and
-// its records go. It returns problems with the conflict added.
-func (r *WCReconciler) refuseConflict(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, sets []DNSSet, problems []Problem) ([]Problem, error) {
-	i := slices.IndexFunc(sets, func(s DNSSet) bool { return s.Side == DNSSideWC })
-	if i < 0 {
-		return problems, nil
-	}
-	peers, err := r.dnsPeers(ctx, wc)
-	if err != nil {
-		return nil, err
-	}
-	if p := WCSideConflict(mc, wc, u.GetCreationTimestamp().Time, peers, r.Opts.DNS, r.Opts.annotation); p != nil {
-		problems = append(problems, *p)
-		sets[i].IP, sets[i].Refused = "", true // what this cluster wrote there goes
-	}
-	return problems, nil
-}
-
-// What the records of one side of a WC hold, as the last DNS pass left
-// them: the rule "a record holds only the address of an Approved endpoint
-// of its cluster" asks that a heal delete an endpoint, and a layout switch
-// retire one, only once the records no longer hold its address
-// (dnsAllowsHeal, dnsHolds). Unknown (never passed, or a pass that did not
-// finish) holds everything back.
-const (
-	heldPrefix = "held|"
-	// heldNothing is what a side holds whose records the operator does not
-	// write (no endpoints, or names it cannot build).
-	heldNothing = "-"
-)
-
-// noteHeld records what one side's records hold after a pass; a pass that
-// did not finish (known false) makes it unknown.
-func (r *WCReconciler) noteHeld(wc string, side DNSSide, ip string, known bool) {
-	k := heldPrefix + wc + "|" + string(side)
-	if !known {
-		r.dnsSeen.ForgetPrefix(k)
-		return
-	}
-	r.dnsSeen.Set(k, ip, r.Clock.Now())
-}
-
-// noteNoDNS records heldNothing for the sides of a WC that have no set.
-func (r *WCReconciler) noteNoDNS(wc string, sets []DNSSet) {
-	for _, side := range []DNSSide{DNSSideMC, DNSSideWC} {
-		if !slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Side == side }) {
-			r.noteHeld(wc, side, heldNothing, true)
-		}
-	}
-}
-
-// dnsSide is the side whose records take the IP of a direction's
-// endpoints: the MC's network resolves the WC's API (MC→WC endpoints), the
-// WC's network the MC's ingress (WC→MC endpoints).
-func dnsSide(d Direction) DNSSide {
-	if d == DirectionMCToWC {
-		return DNSSideMC
-	}
-	return DNSSideWC
-}
-
-// dnsAllowsHeal says whether an endpoint whose address is ip may be
-// deleted: the DNS mode is off, or the side's records are known not to
-// hold ip (an address Azure gives to the next endpoint in the subnet).
-func (r *WCReconciler) dnsAllowsHeal(wc string, d Direction, ip string) bool {
-	if !r.Opts.DNS.Enabled {
-		return true
-	}
-	held, ok := r.dnsSeen.Value(heldPrefix + wc + "|" + string(dnsSide(d)))
-	return ok && (held == heldNothing || held == "" || ip != "" && held != ip)
-}
-
-// dnsHolds says whether the records of a direction's side hold ip (or the
-// operator writes none there), so that the endpoint they held before may
-// go.
-func (r *WCReconciler) dnsHolds(wc string, d Direction, ip string) bool {
-	if !r.Opts.DNS.Enabled {
-		return true
-	}
-	held, ok := r.dnsSeen.Value(heldPrefix + wc + "|" + string(dnsSide(d)))
-	return ok && (held == heldNothing || held == ip)
-}
-
-// dnsSummary is GSDNSZoneReady's message: every name, its address and the
-// network it resolves from. It is also what a restarted operator compares
-// with: a cluster whose condition says what its DNS should be is not read
-// again at once (seedDNSMemo).
-func dnsSummary(sets []DNSSet) string {
-	parts := make([]string, 0, len(sets))
-	for _, s := range sets {
-		parts = append(parts, fmt.Sprintf("%s -> %s from %s", strings.Join(dns.FQDNs(s.Records, s.Zone.Name), ", "), s.IP, s.VNet[strings.LastIndex(s.VNet, "/")+1:]))
-	}
-	return reasonDNSZoneReadyMessage + ": " + strings.Join(parts, "; ")
-}
-
-// seedDNSMemo: a process that starts finds every cluster's DNS unread. A
-// cluster whose GSDNSZoneReady says its DNS is what it should be gets its
-// first check at a random point of the check interval instead of at once,
-// so that a restart does not read every cluster's DNS in one go (Azure
-// Private DNS allows 500 reads per 5 minutes and subscription).
-func (r *WCReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, summary string) {
-	if conditionMessage(u, ConditionGSDNSZoneReady) != summary || !hasCondition(u, ConditionGSDNSZoneReady) {
-		return
-	}
-	now := r.Clock.Now()
-	for _, set := range sets {
-		r.dnsSeen.Spread(set.Owner+"|"+string(set.Side), set.Fingerprint(r.Opts.DNS.TTL), now, r.Opts.DNS.Check)
-	}
-}
-
 // ensureDNS brings one set in place: the zone (created when missing, any
 // existing one used), its link to the network (any link to it will do),
 // and the records, each written only when missing or different and never
 // over a record set someone else wrote. Without IP, it removes the
 // operator's records and nothing else.
-func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (dnsState, error) {
+func (r *DNSReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (dnsState, error) {
 	memo, fp := set.Owner+"|"+string(set.Side), set.Fingerprint(r.Opts.DNS.TTL)
 	now := r.Clock.Now()
-	if r.dnsSeen.Fresh(memo, fp, now, r.Opts.DNS.Check) {
+	if r.seen.Fresh(memo, fp, now, r.Opts.DNS.Check) {
 		return dnsDone, nil
 	}
 	// While Azure works, one look per pending recheck, whatever else
 	// brings the cluster back (its own annotation and condition writes).
 	waitMemo := "wait|" + memo
-	if r.dnsSeen.Fresh(waitMemo, fp, now, r.Opts.pendingRecheck()) {
+	if r.seen.Fresh(waitMemo, fp, now, r.Opts.pendingRecheck()) {
 		return dnsWaiting, nil
 	}
 	state, err := r.ensureDNSNow(ctx, u, set, memo, fp, now)
 	if err == nil && state == dnsWaiting {
-		r.dnsSeen.Set(waitMemo, fp, now)
+		r.seen.Set(waitMemo, fp, now)
 	}
 	return state, err
 }
@@ -269,7 +97,7 @@ func (r *WCReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructur
 // 5 minutes and subscription): what is seen in place is not read again
 // within the check interval, across passes and clusters (the engine's
 // memo), and what was never written is created without reading first.
-func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstructured, set DNSSet, memo, fp string, now time.Time) (dnsState, error) {
+func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstructured, set DNSSet, memo, fp string, now time.Time) (dnsState, error) {
 	api, err := r.DNS.For(ctx, set)
 	if err != nil {
 		return dnsWaiting, err
@@ -281,7 +109,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 				return dnsWaiting, err
 			}
 		}
-		r.dnsSeen.Set(memo, fp, now)
+		r.seen.Set(memo, fp, now)
 		return dnsDone, nil
 	}
 	if set.VNet == "" {
@@ -297,7 +125,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 		return dnsWaiting, err
 	}
 	state := dnsDone
-	r.dnsSeen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", now)
+	r.seen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", now)
 	for _, rel := range set.Records {
 		taken, err := r.dnsEngine().WriteRecord(ctx, t, rel, []string{set.IP}, r.Opts.DNS.TTL, had)
 		if err != nil {
@@ -314,7 +142,7 @@ func (r *WCReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstruc
 		state = dnsWaiting
 	}
 	if state == dnsDone {
-		r.dnsSeen.Set(memo, fp, now)
+		r.seen.Set(memo, fp, now)
 	}
 	return state, nil
 }
@@ -336,7 +164,7 @@ func linkOwner(set DNSSet) string {
 // everything is released; an error a person must fix (the identity is
 // gone, say) is reported and lets the cluster go, so that DNS never blocks
 // a deletion.
-func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (bool, error) {
+func (r *DNSReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (bool, error) {
 	if mc == nil {
 		mc = &capz.AzureCluster{} // the MC is gone: only the WC side
 	}
@@ -360,11 +188,10 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 	}
 	if done {
 		r.zones.forget(key(wc))
-		r.dnsSeen.ForgetPrefix(key(wc) + "|")
-		r.dnsSeen.ForgetPrefix("wait|" + key(wc) + "|")
-		r.dnsSeen.ForgetPrefix("release|" + key(wc) + "|")
-		r.dnsSeen.ForgetPrefix("wrote|" + key(wc) + "|")
-		r.dnsSeen.ForgetPrefix(heldPrefix + key(wc) + "|")
+		r.seen.ForgetPrefix(key(wc) + "|")
+		r.seen.ForgetPrefix("wait|" + key(wc) + "|")
+		r.seen.ForgetPrefix("release|" + key(wc) + "|")
+		r.seen.ForgetPrefix("wrote|" + key(wc) + "|")
 		for _, set := range sets {
 			for _, rel := range set.Records {
 				r.dnsEngine().ForgetRecord(set.Zone, rel)
@@ -379,7 +206,7 @@ func (r *WCReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructu
 
 // releaseSet releases one side; it reports whether nothing is left to wait
 // for.
-func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (bool, error) {
+func (r *DNSReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructured, set DNSSet) (bool, error) {
 	api, err := r.DNS.For(ctx, set)
 	if err != nil {
 		return false, err
@@ -390,13 +217,13 @@ func (r *WCReconciler) releaseSet(ctx context.Context, u *unstructured.Unstructu
 	step := "release|" + set.Owner + "|" + string(set.Side) + "|"
 	now := r.Clock.Now()
 	for _, rel := range set.Records {
-		if r.dnsSeen.Fresh(step+"record|"+rel, "", now, r.Opts.DNS.Check) {
+		if r.seen.Fresh(step+"record|"+rel, "", now, r.Opts.DNS.Check) {
 			continue
 		}
 		if err := r.dnsEngine().DeleteRecord(ctx, t, rel, "its cluster is being deleted"); err != nil {
 			return false, err
 		}
-		r.dnsSeen.Set(step+"record|"+rel, "", now)
+		r.seen.Set(step+"record|"+rel, "", now)
 	}
 	links, err := r.dnsEngine().Links(ctx, t)
 	if err != nil {
@@ -448,4 +275,4 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 }
 
 // dnsEngine is the process's Private DNS engine.
-func (r *WCReconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }
+func (r *DNSReconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }

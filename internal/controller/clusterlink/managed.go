@@ -192,14 +192,14 @@ func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Un
 				"AzurePrivateLinkService %s/%s exists and was not created by the operator for this cluster (no label %s=%s); the operator leaves it alone and creates none",
 				wc.Namespace, existing.Name, ManagedForLabel, wc.Name))
 		}
-		return wc, nil
+		return asWired(wc, existing, foreign, r.Opts), nil
 	}
 	if !ManagesLink(wc, r.Opts) {
 		if HandingOver(wc, existing) {
 			// Deleted once the declared link serves (finishHandOver).
-			return WithHandOver(wc, existing), nil
+			return asWired(wc, existing, foreign, r.Opts), nil
 		}
-		return wc, r.leaveManagedLink(ctx, u, wc, existing)
+		return asWired(wc, existing, foreign, r.Opts), r.leaveManagedLink(ctx, u, wc, existing)
 	}
 	want := DesiredManagedLink(mc, wc, u.GetUID(), r.Opts.AnnotationPrefix)
 	if !upToDate(existing, want) {
@@ -211,7 +211,36 @@ func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Un
 				"created AzurePrivateLinkService %s/%s for the API server load balancer %s (upstream CAPZ has no private link services)", wc.Namespace, want.GetName(), wc.APIServerLBName)
 		}
 	}
-	return WithManagedLink(wc, existing), nil
+	return asWired(wc, existing, foreign, r.Opts), nil
+}
+
+// linksAsWired is, read only, the WC as ensureManagedLink shows it to the
+// wiring: for the DNS controller, which follows the wiring.
+func linksAsWired(ctx context.Context, c client.Reader, wc *capz.AzureCluster, opts Options) (*capz.AzureCluster, error) {
+	if !opts.PrivateLinkServices {
+		return wc, nil
+	}
+	existing, foreign, err := managedLink(ctx, c, wc)
+	if err != nil {
+		return nil, err
+	}
+	return asWired(wc, existing, foreign, opts), nil
+}
+
+// asWired is the WC as the wiring sees it, given its managed
+// AzurePrivateLinkService (existing, nil if none; foreign: someone
+// else's): the managed link when the operator provides it, the managed
+// link after the declared ones while handing over, else as declared.
+func asWired(wc *capz.AzureCluster, existing *v1alpha1.AzurePrivateLinkService, foreign bool, opts Options) *capz.AzureCluster {
+	switch {
+	case foreign:
+		return wc
+	case ManagesLink(wc, opts):
+		return WithManagedLink(wc, existing)
+	case HandingOver(wc, existing):
+		return WithHandOver(wc, existing)
+	}
+	return wc
 }
 
 // releaseManagedLink deletes a deleted WC's managed AzurePrivateLinkService

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -42,7 +44,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}
 	mcr := &MCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Orphans: orphans}
-	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans, DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}}
+	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
 	selected := opts.selected
@@ -64,9 +66,11 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		wcb = wcb.Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(wcOfManagedLink))
 	}
 	if opts.DNS.Enabled {
-		// Workload clusters of one resource group share their WC-side zone
-		// (WCSideConflict).
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), groupIndex, resourceGroupOf); err != nil {
+		wcr.dns = newDNSHandOff()
+		// The DNS controller wakes the clusters the wiring holds back for
+		// their records (dnshandoff.go).
+		wcb = wcb.WatchesRawSource(source.Channel(wcr.dns.wake, &handler.EnqueueRequestForObject{}))
+		if err := setupDNS(mgr, opts, clients, rec, wcr); err != nil {
 			return err
 		}
 	}
@@ -82,6 +86,26 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		return err
 	}
 	return wcb.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Complete(wcr)
+}
+
+// setupDNS registers the DNS mode's controller, which follows what the
+// wiring (wcr) publishes on the workload clusters and reads the MC through
+// its snapshot.
+func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events.EventRecorder, wcr *WCReconciler) error {
+	// Workload clusters of one resource group share their WC-side zone
+	// (WCSideConflict).
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), groupIndex, resourceGroupOf); err != nil {
+		return err
+	}
+	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec,
+		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}, handOff: wcr.dns, mc: &wcr.mc}
+	return ctrl.NewControllerManagedBy(mgr).Named("wiring-dns").
+		For(newAzureCluster()).
+		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
+		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
+		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient()))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(dr)
 }
 
 // wcOfManagedLink maps a managed AzurePrivateLinkService to its WC.

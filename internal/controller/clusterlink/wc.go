@@ -23,7 +23,6 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
 // WCReconciler wires one workload cluster: its finalizer, its private
@@ -41,18 +40,16 @@ type WCReconciler struct {
 	Endpoints endpointClient
 	// Orphans deletes endpoints CAPZ left behind; nil leaves them.
 	Orphans orphanSweeper
-	// DNS writes the wiring's Private DNS (Opts.DNS.Enabled).
-	DNS dnsClients
 	// Clock drives healing; the real clock when nil.
 	Clock clock.PassiveClock
 
-	memory  eventMemory
-	dnsSeen memo.Memo
-	// zones counts the per-cluster layout's MC-side zones (zonelimit.go).
-	zones zoneLimit
-	mc    mcSnapshot
-	heal  heal.Tracker
-	once  sync.Once
+	memory eventMemory
+	// dns is what the DNS controller says of each cluster's records (DNS
+	// mode; nil otherwise).
+	dns  *dnsHandOff
+	mc   mcSnapshot
+	heal heal.Tracker
+	once sync.Once
 	// asoHeals are the ASO objects (namespace/name → UID) deleted to heal
 	// an endpoint, until CAPZ has been asked again (healaso.go).
 	asoHeals sync.Map
@@ -147,14 +144,9 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	toMC, p1 := WCToMC(mc, wc, r.Opts.Config)
-	toWC, p2 := MCToWC(mc, wc, r.Opts.Config, names(mcs.owned.Endpoints))
-	// An entry of the operator's name that someone else holds is theirs:
-	// neither written over nor observed as the operator's.
-	wcOwners := capz.EndpointOwners(u)
-	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, OlderInWC(r.Opts.AdoptFieldManagers, wc, mc)), key(wc))
-	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, OlderInMC(r.Opts.AdoptFieldManagers)), key(mc))
-	r.reportProblems(u, slices.Concat(p1, p2, p3, p4))
+	p := planEndpoints(u, wc, mcs, r.Opts)
+	toWC, toMC, wcOwners := p.toWC, p.toMC, p.wcOwners
+	r.reportProblems(u, p.problems)
 
 	current := capz.CurrentOwned(u, wc, capz.FieldManager)
 	// Entries of an earlier layout stay while the MC cannot be judged (an
@@ -191,24 +183,18 @@ func (r *WCReconciler) wire(ctx context.Context, u *unstructured.Unstructured, w
 			return ctrl.Result{}, err
 		}
 	}
-	result, err := r.followUp(ctx, u, wc, mc, toWC, toMC, o)
+	result, err := r.sweepOrphans(ctx, wc, toMC, o)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return result, o.err
 }
 
-// followUp is what comes after the WC's write: its DNS (DNS mode) and the
-// orphans CAPZ left; it returns the sooner of their results and o's.
-func (r *WCReconciler) followUp(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, o observation) (ctrl.Result, error) {
+// sweepOrphans comes after the WC's write: it deletes the WC's endpoints
+// to the MC that CAPZ left in Azure, and returns the sooner of its result
+// and o's.
+func (r *WCReconciler) sweepOrphans(ctx context.Context, wc *capz.AzureCluster, toMC []Endpoint, o observation) (ctrl.Result, error) {
 	result := o.result
-	if r.Opts.DNS.Enabled && o.err == nil && knownLBType(mc.APIServerLBType) {
-		res, err := r.reconcileDNS(ctx, u, wc, mc, toWC, toMC, o.annotations)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		result = lowestNonZeroResult(result, res)
-	}
 	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil && len(toMC) > 0 {
 		res, err := r.Orphans.Sweep(ctx, wc, wcEndpointName(wc.Name), uniqueNames(toMC)...)
 		if err != nil {
@@ -217,6 +203,43 @@ func (r *WCReconciler) followUp(ctx context.Context, u *unstructured.Unstructure
 		result = lowestNonZeroResult(result, res)
 	}
 	return result, nil
+}
+
+// plan is what the wiring serves for one WC: the MC's endpoints to it
+// (toWC) and its endpoints to the MC (toMC), each without the entries of
+// the operator's name that someone else holds (neither written over nor
+// observed as the operator's), the field managers of the WC's entries,
+// and the problems found on the way. The DNS controller reads the same
+// plan to know which sides have endpoints.
+type plan struct {
+	toWC, toMC []Endpoint
+	wcOwners   map[capz.EndpointKey][]string
+	problems   []Problem
+}
+
+// planEndpoints computes the plan of wc (as the wiring sees it, with its
+// managed private link) against the MC as mcs shows it.
+func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState, opts Options) plan {
+	mc := mcs.view
+	toMC, p1 := WCToMC(mc, wc, opts.Config)
+	toWC, p2 := MCToWC(mc, wc, opts.Config, names(mcs.owned.Endpoints))
+	wcOwners := capz.EndpointOwners(u)
+	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, OlderInWC(opts.AdoptFieldManagers, wc, mc)), key(wc))
+	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, OlderInMC(opts.AdoptFieldManagers)), key(mc))
+	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p3, p4)}
+}
+
+// dnsAllowsHeal says whether an endpoint whose address is ip may be
+// deleted: the DNS mode is off, or the DNS controller says the side's
+// records do not hold ip (dnsHandOff.allowsHeal).
+func (r *WCReconciler) dnsAllowsHeal(wc string, d Direction, ip string) bool {
+	return !r.Opts.DNS.Enabled || r.dns.allowsHeal(wc, d, ip)
+}
+
+// dnsHolds says whether the records of a direction's side hold ip (or the
+// DNS mode is off), so that the endpoint they held before may go.
+func (r *WCReconciler) dnsHolds(wc string, d Direction, ip string) bool {
+	return !r.Opts.DNS.Enabled || r.dns.holds(wc, d, ip)
 }
 
 // uniqueNames lists the endpoints' names, each once.
@@ -472,7 +495,7 @@ func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructur
 	if broken && r.heal.Grace > 0 && !r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) {
 		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
 			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
-		return r.Opts.pendingRecheck() // the DNS pass of this reconcile removes the records first
+		return r.Opts.pendingRecheck() // the DNS controller removes the records, then wakes this cluster
 	}
 	heal, wait := r.heal.Observe(key, broken)
 	if heal {
@@ -635,17 +658,10 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",
 			"management cluster %s does not exist; releasing the finalizer without cleaning up its private endpoints", r.Opts.ManagementCluster)
 	}
-	if r.Opts.DNS.Enabled {
-		done, err := r.releaseDNS(ctx, u, wc, mcs.view)
-		if err != nil {
-			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, "removing the private DNS of the cluster", err)
-			if err != nil || res.RequeueAfter > 0 {
-				return res, err
-			}
-		}
-		if !done {
-			return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
-		}
+	if r.Opts.DNS.Enabled && !r.dns.isReleased(key(wc), u.GetUID()) {
+		// The DNS controller removes the cluster's DNS and wakes this
+		// reconcile when it is gone.
+		return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
 	}
 	if err := r.apply(ctx, u, wc, capz.CurrentOwned(u, wc, capz.FieldManager), capz.Owned{}); err != nil {
 		return ctrl.Result{}, err
@@ -669,6 +685,9 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 	key := wc.Namespace + "/" + wc.Name
 	endpointStates.set(key, nil)
 	r.memory.forget(key)
+	if r.dns != nil {
+		r.dns.forget(key)
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -678,6 +697,12 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 // CAPZ's Ready summary includes every condition. A True condition is
 // written again only when exact and its message differs.
 func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
+	return setTrueCondition(ctx, r.Client, r.APIReader, u, typ, reason, message, exact)
+}
+
+// setTrueCondition is setCondition for either controller that writes a
+// WC's conditions; reader (c when nil) reads past the cache.
+func setTrueCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
 	current := func(o *unstructured.Unstructured) bool {
 		return hasCondition(o, typ) && (!exact || conditionMessage(o, typ) == message)
 	}
@@ -686,9 +711,8 @@ func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstruc
 	}
 	// Right after the annotations were applied the cache is stale, and an
 	// optimistically locked patch of a stale object fails: read the API.
-	reader := r.APIReader
 	if reader == nil {
-		reader = r.Client
+		reader = c
 	}
 	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
 	if err != nil || fresh == nil || current(fresh) {
@@ -709,7 +733,7 @@ func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstruc
 		"message":            message,
 	})
 	_ = unstructured.SetNestedSlice(fresh.Object, kept, "status", "conditions")
-	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+	if err := c.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
 		client.FieldOwner(capz.FieldManager)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -769,8 +793,13 @@ func (r *WCReconciler) reportTransitions(u *unstructured.Unstructured, before, a
 }
 
 func (r *WCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
-	if r.memory.first(u.GetNamespace()+"/"+u.GetName(), reason+":"+msg) {
-		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
+	warnOnce(r.Recorder, &r.memory, u, reason, msg)
+}
+
+// warnOnce emits a Warning Event the first time mem sees it for u.
+func warnOnce(rec events.EventRecorder, mem *eventMemory, u *unstructured.Unstructured, reason, msg string) {
+	if mem.first(u.GetNamespace()+"/"+u.GetName(), reason+":"+msg) {
+		rec.Eventf(u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
 	}
 }
 

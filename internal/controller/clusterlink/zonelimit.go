@@ -63,7 +63,7 @@ func (z *zoneLimit) forget(wc string) {
 // checkZoneLimit applies the limit to the MC-side set of a per-cluster
 // layout: it warns near the limit, and drops the set (no zone, no
 // records) beyond it, returning the problem that says why.
-func (r *WCReconciler) checkZoneLimit(u *unstructured.Unstructured, sets []DNSSet, problems []Problem, wc string, had bool) ([]DNSSet, []Problem) {
+func (r *DNSReconciler) checkZoneLimit(u *unstructured.Unstructured, sets []DNSSet, problems []Problem, wc string, had bool) ([]DNSSet, []Problem) {
 	limit := r.Opts.DNS.ZoneLimit
 	out := sets[:0]
 	for _, s := range sets {
