@@ -2,8 +2,6 @@ package clusterlink
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,14 +113,4 @@ func (r *WCReconciler) asoEndpoint(ctx context.Context, owner *capz.AzureCluster
 		return nil, nil // not provably CAPZ's: the heal goes to Azure as on the fork
 	}
 	return obj, nil
-}
-
-// requestCAPZReconcile writes HealRequestedAnnotation on owner.
-func (r *WCReconciler) requestCAPZReconcile(ctx context.Context, owner *capz.AzureCluster, endpoint string) error {
-	target := &unstructured.Unstructured{}
-	target.SetGroupVersionKind(capz.AzureClusterGVK)
-	target.SetNamespace(owner.Namespace)
-	target.SetName(owner.Name)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, r.Opts.annotation(HealRequestedAnnotation), endpoint+" "+r.Clock.Now().UTC().Format(time.RFC3339Nano))
-	return client.IgnoreNotFound(r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(healFieldManager)))
 }

@@ -2,11 +2,9 @@ package clusterlink
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,47 +173,9 @@ func toUnstructuredSpec(p *v1alpha1.AzurePrivateLinkService) (map[string]any, er
 	return k8sruntime.DefaultUnstructuredConverter.ToUnstructured(&p.Spec)
 }
 
-// ensureManagedLink applies the WC's managed AzurePrivateLinkService when
-// it is missing or differs, deletes it when the WC opted out, and returns
-// the WC as the wiring sees it.
-func (r *WCReconciler) ensureManagedLink(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (*capz.AzureCluster, error) {
-	if !r.Opts.PrivateLinkServices {
-		return wc, nil
-	}
-	existing, foreign, err := managedLink(ctx, r.Client, wc)
-	if err != nil {
-		return nil, err
-	}
-	if foreign {
-		if ManagesLink(wc, r.Opts) {
-			r.warnOnce(u, ReasonPrivateLinkServiceNameTaken, fmt.Sprintf(
-				"AzurePrivateLinkService %s/%s exists and was not created by the operator for this cluster (no label %s=%s); the operator leaves it alone and creates none",
-				wc.Namespace, existing.Name, ManagedForLabel, wc.Name))
-		}
-		return asWired(wc, existing, foreign, r.Opts), nil
-	}
-	if !ManagesLink(wc, r.Opts) {
-		if HandingOver(wc, existing) {
-			// Deleted once the declared link serves (finishHandOver).
-			return asWired(wc, existing, foreign, r.Opts), nil
-		}
-		return asWired(wc, existing, foreign, r.Opts), r.leaveManagedLink(ctx, u, wc, existing)
-	}
-	want := DesiredManagedLink(mc, wc, u.GetUID(), r.Opts.AnnotationPrefix)
-	if !upToDate(existing, want) {
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
-			return nil, err
-		}
-		if existing == nil {
-			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceRequested, "ManagePrivateLink",
-				"created AzurePrivateLinkService %s/%s for the API server load balancer %s (upstream CAPZ has no private link services)", wc.Namespace, want.GetName(), wc.APIServerLBName)
-		}
-	}
-	return asWired(wc, existing, foreign, r.Opts), nil
-}
-
-// linksAsWired is, read only, the WC as ensureManagedLink shows it to the
-// wiring: for the DNS controller, which follows the wiring.
+// linksAsWired is the WC as the wiring sees it (asWired), with the managed
+// private link service the managed-link controller keeps, read from the
+// cache: for the wiring and for the DNS controller, which follows it.
 func linksAsWired(ctx context.Context, c client.Reader, wc *capz.AzureCluster, opts Options) (*capz.AzureCluster, error) {
 	if !opts.PrivateLinkServices {
 		return wc, nil
@@ -241,54 +201,6 @@ func asWired(wc *capz.AzureCluster, existing *v1alpha1.AzurePrivateLinkService, 
 		return WithHandOver(wc, existing)
 	}
 	return wc
-}
-
-// releaseManagedLink deletes a deleted WC's managed AzurePrivateLinkService
-// at once: waiting for garbage collection would deadlock, since CAPZ cannot
-// delete the load balancer while a private link service uses it.
-func (r *WCReconciler) releaseManagedLink(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster) error {
-	if !r.Opts.PrivateLinkServices {
-		return nil
-	}
-	p, foreign, err := managedLink(ctx, r.Client, wc)
-	if err != nil || p == nil || foreign {
-		return err
-	}
-	return r.deleteManagedLink(ctx, u, p)
-}
-
-func (r *WCReconciler) deleteManagedLink(ctx context.Context, u *unstructured.Unstructured, p *v1alpha1.AzurePrivateLinkService) error {
-	if p.DeletionTimestamp != nil {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceReleased, "ManagePrivateLink",
-		"deleting AzurePrivateLinkService %s/%s, which the operator created for this cluster", p.Namespace, p.Name)
-	return nil
-}
-
-// leaveManagedLink decides what becomes of the managed service of a WC the
-// loop no longer serves: none, nothing; a link the WC declares (CAPZ v1.27
-// and later) under the same name, kept, as CAPZ cannot take it over; under
-// another name, handed over (HandingOver); otherwise (an opt-out) deleted
-// at once.
-func (r *WCReconciler) leaveManagedLink(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, existing *v1alpha1.AzurePrivateLinkService) error {
-	if existing == nil {
-		return nil
-	}
-	if len(wc.PrivateLinks) > 0 {
-		if _, same := findLink(wc, existing.AzurePrivateLinkServiceName()); same {
-			// Azure refuses to change a private link service's primary NAT
-			// IP configuration, which CAPZ names differently.
-			r.warnOnce(u, ReasonPrivateLinkServiceNotHandedOver, fmt.Sprintf(
-				"spec.networkSpec.apiServerLB.privateLinks declares %s, the private link service the operator made for this cluster (AzurePrivateLinkService %s/%s); CAPZ cannot take it over, because Azure refuses to change its primary NAT IP configuration, which CAPZ names <subnet>-natipconfig-1. The operator keeps serving it: remove the link from privateLinks, or declare one under another name",
-				existing.AzurePrivateLinkServiceName(), existing.Namespace, existing.Name))
-			return nil
-		}
-	}
-	return r.deleteManagedLink(ctx, u, existing)
 }
 
 // A WC wired through its managed service whose owner then declares
@@ -320,32 +232,4 @@ func WithHandOver(wc *capz.AzureCluster, pls *v1alpha1.AzurePrivateLinkService) 
 		Name: pls.AzurePrivateLinkServiceName(), AllowedSubscriptions: pls.Spec.Visibility, AutoApprovedSubscriptions: pls.Spec.AutoApproval,
 	})
 	return &out
-}
-
-// finishHandOver deletes a handing-over WC's managed service (wc as its
-// spec declares its links) once the
-// first declared link's endpoint serves the API server annotation: it is
-// ready, the WC already carries its address, and the MC-side records
-// (DNS mode) hold it. The MC's endpoint to the managed service goes with
-// the service (the next MC reconcile no longer keeps it).
-func (r *WCReconciler) finishHandOver(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, toWC []Endpoint, o observation) error {
-	if !r.Opts.PrivateLinkServices || len(toWC) == 0 {
-		return nil
-	}
-	pls, _, err := managedLink(ctx, r.Client, wc)
-	if err != nil || !HandingOver(wc, pls) {
-		return err
-	}
-	api := r.Opts.annotation(AnnotationAPIServerIP)
-	ip := o.annotations[api]
-	if strings.EqualFold(toWC[0].Link, pls.AzurePrivateLinkServiceName()) || !o.apiSourceReady || ip == "" || u.GetAnnotations()[api] != ip ||
-		!r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionMCToWC, ip) {
-		return nil
-	}
-	if err := r.deleteManagedLink(ctx, u, pls); err != nil {
-		return err
-	}
-	r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonPrivateLinkServiceHandedOver, "ManagePrivateLink",
-		"private link %s serves the API server (endpoint %s, %s): the private link service the operator made for this cluster goes, and the management cluster's endpoint to it", toWC[0].Link, toWC[0].Name, ip)
-	return nil
 }

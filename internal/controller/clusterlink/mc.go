@@ -2,13 +2,10 @@ package clusterlink
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -97,27 +94,6 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// applyMC applies the operator's endpoints to the MC when they differ.
-func (r *MCReconciler) applyMC(ctx context.Context, mcU *unstructured.Unstructured, mc *capz.AzureCluster, current, want capz.Owned) error {
-	if want.Equal(current) {
-		return nil
-	}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(mc.Namespace, mc.Name, mcU.GetUID())),
-		client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil // the MC was deleted or replaced: its event brings us back
-		}
-		return err
-	}
-	mcWrites.Inc()
-	n := 0
-	for _, eps := range want.Endpoints {
-		n += len(eps)
-	}
-	ctrl.LoggerFrom(ctx).Info("Applied the management cluster's private endpoints", "endpoints", n)
-	return nil
-}
-
 func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {
 	var out []*capz.AzureCluster
 	for _, wc := range wcs {
@@ -154,12 +130,7 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 		}
 		view, errs := capz.FromUnstructured(u)
 		pls := links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}]
-		switch {
-		case ManagesLink(view, r.Opts):
-			view = WithManagedLink(view, pls)
-		case r.Opts.PrivateLinkServices && HandingOver(view, pls):
-			view = WithHandOver(view, pls)
-		}
+		view = asWired(view, pls, false, r.Opts) // managedLinks holds only the clusters' own
 		isPaused, err := paused(ctx, r.Client, u, view)
 		if err != nil {
 			return nil, nil, err
@@ -176,41 +147,6 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 		}
 	}
 	return active, held, nil
-}
-
-// removeStale removes the entries StaleEntries found (an older operator
-// wrote them with Update, so they are not the operator's under server-side
-// apply). Each removal is guarded by a test of the entry's name, so a
-// concurrent change fails the patch instead of removing the wrong entry.
-func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, stale []StaleEntry) error {
-	wrote, err := removeStale(ctx, r.Client, mcU, stale)
-	if wrote {
-		mcWrites.Inc()
-	}
-	return err
-}
-
-// removeStale removes stale entries (StaleEntries) of an AzureCluster with
-// one JSON patch, each guarded by its name; it reports whether it wrote.
-func removeStale(ctx context.Context, c client.Client, u *unstructured.Unstructured, stale []StaleEntry) (bool, error) {
-	if len(stale) == 0 {
-		return false, nil
-	}
-	ops := make([]map[string]any, 0, 2*len(stale))
-	for _, e := range stale {
-		path := fmt.Sprintf("/spec/networkSpec/subnets/%d/privateEndpoints/%d", e.Subnet, e.Entry)
-		ops = append(ops,
-			map[string]any{"op": "test", "path": path + "/name", "value": e.Name},
-			map[string]any{"op": "remove", "path": path})
-	}
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		return false, err
-	}
-	if err := c.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return true, nil
 }
 
 func (r *MCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {

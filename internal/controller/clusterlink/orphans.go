@@ -2,6 +2,7 @@ package clusterlink
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -272,4 +273,28 @@ func asoCandidate(obj capz.ASOObject) capz.PrivateEndpoint {
 		pe.Connections = append(pe.Connections, capz.PrivateLinkServiceConnection{PrivateLinkServiceID: id})
 	}
 	return pe
+}
+
+// orphanSweeper deletes endpoints of ac that CAPZ left in Azure: those
+// matches accepts that are not wanted.
+type orphanSweeper interface {
+	Sweep(ctx context.Context, ac *capz.AzureCluster, matches func(capz.PrivateEndpoint) bool, wanted ...string) (ctrl.Result, error)
+}
+
+// wcEndpointName matches the operator's WC-side naming contract.
+func wcEndpointName(wcName string) func(capz.PrivateEndpoint) bool {
+	return func(pe capz.PrivateEndpoint) bool {
+		return strings.HasPrefix(pe.Name, wcName+"-to-") && strings.HasSuffix(pe.Name, "-privateendpoint")
+	}
+}
+
+// uniqueNames lists the endpoints' names, each once.
+func uniqueNames(eps []Endpoint) []string {
+	out := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		if !slices.Contains(out, ep.Name) {
+			out = append(out, ep.Name)
+		}
+	}
+	return out
 }

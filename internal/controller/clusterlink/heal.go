@@ -1,0 +1,61 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// maybeHeal heals a broken endpoint when its time has come, and otherwise
+// says how long until it may be healed (0: not broken, or healed now). In
+// DNS mode the grace period starts only once the records no longer hold
+// the endpoint's address ip: deleting it frees that address for the next
+// endpoint made in the subnet, anybody's.
+func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, ip, key string) time.Duration {
+	broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
+	if err := r.followASOHeal(ctx, owner, ep); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "asking CAPZ to make a healed endpoint's ASO object again", "endpoint", ep.Name)
+	}
+	if broken && r.heal.Grace > 0 && !r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) {
+		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
+			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
+		return r.Opts.pendingRecheck() // the DNS controller removes the records, then wakes this cluster
+	}
+	heal, wait := r.heal.Observe(key, broken)
+	if heal {
+		r.healEndpoint(ctx, u, owner, ep, state)
+	}
+	return wait
+}
+
+// healEndpoint deletes a broken endpoint — through its ASO object where
+// CAPZ makes endpoints through ASO (healaso.go), else in Azure; CAPZ, which
+// made it from the AzureCluster's spec, makes it again, connected to the
+// private link service as it is now, and the new IP is published when it
+// is approved.
+func (r *WCReconciler) healEndpoint(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state string) {
+	if done, err := r.healThroughASO(ctx, u, owner, ep, state); done || err != nil {
+		if err != nil {
+			c := azure.Classify(err)
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, c.Reason, "Heal",
+				"cannot delete the ASO PrivateEndpoint of %s private endpoint %s to heal it: %s", state, ep.Name, c.Message)
+		}
+		return
+	}
+	if err := r.Endpoints.Delete(ctx, owner, ep.Name); err != nil {
+		c := azure.Classify(err)
+		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, c.Reason, "Heal",
+			"cannot delete %s private endpoint %s to heal it: %s", state, ep.Name, c.Message)
+		return
+	}
+	r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointHealed, "Heal",
+		"private endpoint %s in %s/%s was %s for longer than %s: deleted in Azure so that CAPZ recreates it against private link service %s",
+		ep.Name, owner.Namespace, owner.Name, state, r.Opts.HealDisconnectedAfter, ep.Connections[0].PrivateLinkServiceID)
+}

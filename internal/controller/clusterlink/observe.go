@@ -1,0 +1,229 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// observation is what Azure says, turned into annotations and a result.
+type observation struct {
+	annotations map[string]string
+	states      map[Direction]string
+	ready       bool
+	// sourceReady: the endpoint the ingress annotation takes its IP from
+	// in the configured layout is ready (a layout switch may finish);
+	// apiSourceReady: the first MC→WC endpoint is (a hand-over may finish).
+	sourceReady, apiSourceReady bool
+	result                      ctrl.Result
+	err                         error
+}
+
+// observe reads both directions' endpoints and computes the annotations.
+// An annotation takes the IP of its direction's first endpoint, and is set
+// only when that endpoint is provisioned, approved and has an IP; it is
+// removed when Azure says otherwise; it is left alone when Azure cannot be
+// read. Every endpoint of a direction is observed: the cluster is ready only
+// when all are, and a broken one is healed (see heal.Tracker). During a
+// layout switch the ingress annotation never goes empty: while the first of
+// toMC is not ready, it keeps its IP if that is the IP of another ready
+// endpoint to the MC, of this layout or of the earlier one (retiring, see
+// Retiring). It never moves to an endpoint that is not the first.
+func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC, retiring []Endpoint, current map[string]string) observation {
+	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.driftCheck()}}
+	for k, v := range current {
+		o.annotations[k] = v
+	}
+	var results []ctrl.Result
+	for _, d := range []struct {
+		eps, fallback []Endpoint
+		owner         *capz.AzureCluster // whose identity and resource group
+		annName       string
+	}{
+		{toWC, tail(toWC), mc, r.Opts.annotation(AnnotationAPIServerIP)},
+		{toMC, slices.Concat(tail(toMC), retiring), wc, r.Opts.annotation(AnnotationMCIngressIP)},
+	} {
+		if len(d.eps)+len(d.fallback) == 0 {
+			delete(o.annotations, d.annName)
+			continue
+		}
+		results = append(results, r.observeDirection(ctx, u, &o, d.eps, d.fallback, d.owner, d.annName)...)
+	}
+	if len(results) > 0 {
+		// Something waits: the soonest of its rechecks, not the drift check.
+		o.result = ctrl.Result{}
+		for _, res := range results {
+			o.result = lowestNonZeroResult(o.result, res)
+		}
+	}
+	if o.err != nil {
+		o.result = ctrl.Result{} // controller-runtime retries an error with its backoff
+	}
+	return o
+}
+
+// observeDirection observes the endpoints of one direction, held by owner,
+// into o, and returns the rechecks they ask for. fallback endpoints may
+// keep the annotation (see observe); those not in eps are neither healed
+// nor reported.
+func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Unstructured, o *observation, eps, fallback []Endpoint, owner *capz.AzureCluster, annName string) []ctrl.Result {
+	dir := slices.Concat(eps, fallback)[0].Direction
+	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, uniqueNames(slices.Concat(eps, fallback))...)
+	if err != nil {
+		o.ready = false
+		o.states[dir] = stateUnknown
+		res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", owner.Namespace, owner.Name), err)
+		if err != nil {
+			o.err = err
+		}
+		return []ctrl.Result{res}
+	}
+	var results []ctrl.Result
+	for i, ep := range eps {
+		results = append(results, r.observeEndpoint(ctx, u, o, ep, i == 0, obs, owner, annName)...)
+	}
+	if len(fallback) > 0 && (len(eps) == 0 || o.annotations[annName] == "") {
+		o.fallBack(obs, fallback, annName, u.GetAnnotations()[annName], len(eps) == 0)
+	}
+	return results
+}
+
+// fallbackIP is was, the IP the annotation holds now, when a ready
+// endpoint among eps has it; otherwise "".
+func fallbackIP(obs map[string]privateendpoints.Observation, eps []Endpoint, was string) string {
+	for _, ep := range eps {
+		ob, exists := obs[strings.ToLower(ep.Name)]
+		if state, _ := endpointState(ob, exists, ep); state == stateReady && was != "" && ob.IP == was {
+			return was
+		}
+	}
+	return ""
+}
+
+// tail is eps without its first.
+func tail(eps []Endpoint) []Endpoint {
+	if len(eps) == 0 {
+		return nil
+	}
+	return eps[1:]
+}
+
+// endpointState says where an endpoint is and who must act.
+func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (string, string) {
+	pls := ep.Connections[0].PrivateLinkServiceID
+	switch {
+	case !exists:
+		return stateProvisioning, fmt.Sprintf("private endpoint %s is not in Azure yet; CAPZ creates it from the AzureCluster spec", ep.Name)
+	case ob.ProvisioningState != "Succeeded":
+		return stateProvisioning, fmt.Sprintf("private endpoint %s is being provisioned (%s)", ep.Name, ob.ProvisioningState)
+	case ob.ConnectionState == privateendpoints.StatePending:
+		return statePending, fmt.Sprintf("the connection of private endpoint %s waits for approval: the owner of private link service %s must approve it", ep.Name, pls)
+	case ob.ConnectionState == privateendpoints.StateRejected:
+		return stateRejected, fmt.Sprintf("the owner of private link service %s rejected private endpoint %s (%s); approve it there or remove the link", pls, ep.Name, ob.ConnectionDescription)
+	case ob.ConnectionState == privateendpoints.StateDisconnected:
+		return stateDisconnected, fmt.Sprintf("private endpoint %s was disconnected from private link service %s (removed or deleted by its owner)", ep.Name, pls)
+	case ob.IP == "":
+		return stateProvisioning, fmt.Sprintf("private endpoint %s has no IP yet", ep.Name)
+	case ob.Ready():
+		return stateReady, ""
+	}
+	return stateUnknown, fmt.Sprintf("private endpoint %s is in state %q", ep.Name, ob.ConnectionState)
+}
+
+// endpointClient reads, from Azure, the private endpoints in a cluster's
+// resource group, keyed by lower-case name, and deletes one (healing).
+type endpointClient interface {
+	// ResourceGroupEndpoints reads the group's endpoints; the IPs of names
+	// are resolved, the others' may be empty.
+	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error)
+	Delete(ctx context.Context, ac *capz.AzureCluster, name string) error
+}
+
+// AzureEndpoints reads a cluster's endpoints with that cluster's identity,
+// through the shared observer (one list per subscription or group).
+type AzureEndpoints struct {
+	Clients  *azure.Clients
+	Observer *privateendpoints.Observer
+}
+
+// ResourceGroupEndpoints implements endpointClient.
+func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error) {
+	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, names...)
+	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
+		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
+	}
+	return obs, err
+}
+
+// Delete implements endpointClient: it starts the deletion of an endpoint
+// in the cluster's resource group and does not wait for it (the next
+// observation shows it gone). Not found is success.
+func (a AzureEndpoints) Delete(ctx context.Context, ac *capz.AzureCluster, name string) error {
+	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
+	if err != nil {
+		return err
+	}
+	if _, err := f.NewPrivateEndpointsClient().BeginDelete(ctx, ac.ResourceGroup, name, nil); err != nil && !azure.IsNotFound(err) {
+		return err
+	}
+	a.Observer.Invalidate(cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	return nil
+}
+
+// observeEndpoint records one endpoint of a direction in o (first: the
+// one whose IP the direction's annotation takes), heals it when broken long
+// enough, and returns the rechecks it asks for.
+func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unstructured, o *observation, ep Endpoint, first bool,
+	obs map[string]privateendpoints.Observation, owner *capz.AzureCluster, annName string) []ctrl.Result {
+	dir := ep.Direction
+	ob, exists := obs[strings.ToLower(ep.Name)]
+	state, note := endpointState(ob, exists, ep)
+	if first || (o.states[dir] == stateReady && state != stateReady) {
+		o.states[dir] = state // the first endpoint's, or the first trouble
+	}
+	healKey := owner.Namespace + "/" + owner.Name + "/" + ep.Name
+	if state == stateReady {
+		r.heal.Ready(healKey)
+		if first {
+			o.annotations[annName] = ob.IP
+			o.sourceReady = o.sourceReady || dir == DirectionWCToMC
+			o.apiSourceReady = o.apiSourceReady || dir == DirectionMCToWC
+		}
+		return nil
+	}
+	if first {
+		delete(o.annotations, annName)
+	}
+	o.ready = false
+	r.noteState(u, ep, state, note)
+	results := []ctrl.Result{{RequeueAfter: r.Opts.pendingRecheck()}}
+	if wait := r.maybeHeal(ctx, u, owner, ep, state, ob.IP, healKey); wait > 0 {
+		results = append(results, ctrl.Result{RequeueAfter: wait})
+	}
+	return results
+}
+
+// fallBack keeps the annotation on was, the IP it holds, while a ready
+// endpoint among eps has it (a layout switch); none is not ready.
+func (o *observation) fallBack(obs map[string]privateendpoints.Observation, eps []Endpoint, annName, was string, none bool) {
+	if ip := fallbackIP(obs, eps, was); ip != "" {
+		o.annotations[annName] = ip
+	} else {
+		delete(o.annotations, annName)
+	}
+	if none {
+		o.ready = false // nothing of the configured layout is wired
+	}
+}

@@ -1,0 +1,33 @@
+package clusterlink
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// plan is what the wiring serves for one WC: the MC's endpoints to it
+// (toWC) and its endpoints to the MC (toMC), each without the entries of
+// the operator's name that someone else holds (neither written over nor
+// observed as the operator's), the field managers of the WC's entries,
+// and the problems found on the way. The DNS controller reads the same
+// plan to know which sides have endpoints.
+type plan struct {
+	toWC, toMC []Endpoint
+	wcOwners   map[capz.EndpointKey][]string
+	problems   []Problem
+}
+
+// planEndpoints computes the plan of wc (as the wiring sees it, with its
+// managed private link) against the MC as mcs shows it.
+func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState, opts Options) plan {
+	mc := mcs.view
+	toMC, p1 := WCToMC(mc, wc, opts.Config)
+	toWC, p2 := MCToWC(mc, wc, opts.Config, mcs.ownedNames)
+	wcOwners := capz.EndpointOwners(u)
+	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, OlderInWC(opts.AdoptFieldManagers, wc, mc)), key(wc))
+	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, OlderInMC(opts.AdoptFieldManagers)), key(mc))
+	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p3, p4)}
+}

@@ -1,0 +1,158 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+)
+
+// reportProblems emits each new problem once, as a Warning Event.
+func (r *WCReconciler) reportProblems(u *unstructured.Unstructured, problems []Problem) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	current := make([]string, 0, len(problems))
+	for _, p := range problems {
+		id := p.Reason + ":" + p.Message
+		current = append(current, id)
+		if r.memory.first(key, id) {
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, p.Reason, "Wire", "%s", p.Message)
+		}
+	}
+	r.memory.keepOnly(key, current)
+}
+
+// noteState emits an Event when an endpoint enters a waiting state.
+func (r *WCReconciler) noteState(u *unstructured.Unstructured, ep Endpoint, state, note string) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	if !r.memory.first(key, "state:"+string(ep.Direction)+":"+state) {
+		return
+	}
+	reason := map[string]string{
+		statePending: ReasonEndpointPending, stateRejected: ReasonEndpointRejected,
+		stateDisconnected: ReasonEndpointDisconnected, stateProvisioning: ReasonEndpointProvisioning,
+	}[state]
+	if reason == "" {
+		reason = ReasonEndpointNotReady
+	}
+	typ := corev1.EventTypeNormal
+	if state == stateRejected || state == stateDisconnected || state == statePending {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(u, nil, typ, reason, "Observe", "%s", note)
+}
+
+// reportTransitions emits an Event for each IP annotation set, changed or
+// removed.
+func (r *WCReconciler) reportTransitions(u *unstructured.Unstructured, before, after map[string]string) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
+		was, had := before[name]
+		now, has := after[name]
+		switch {
+		case has && (!had || was != now):
+			r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, ReasonEndpointReady, "Annotate", "private endpoint is approved with IP %s; annotation %s set", now, name)
+			r.memory.resetStates(key)
+		case had && !has:
+			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointNotReady, "Annotate", "annotation %s removed: its private endpoint is no longer ready", name)
+		}
+	}
+}
+
+func (r *WCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
+	warnOnce(r.Recorder, &r.memory, u, reason, msg)
+}
+
+// warnOnce emits a Warning Event the first time mem sees it for u.
+func warnOnce(rec events.EventRecorder, mem *eventMemory, u *unstructured.Unstructured, reason, msg string) {
+	if mem.first(u.GetNamespace()+"/"+u.GetName(), reason+":"+msg) {
+		rec.Eventf(u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
+	}
+}
+
+// eventMemory remembers which events a WC has had, so that a state or a
+// problem is reported when it begins, not on every reconcile.
+type eventMemory struct {
+	mu   sync.Mutex
+	seen map[string]map[string]bool
+}
+
+func (m *eventMemory) first(key, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]map[string]bool{}
+	}
+	if m.seen[key] == nil {
+		m.seen[key] = map[string]bool{}
+	}
+	if m.seen[key][id] {
+		return false
+	}
+	m.seen[key][id] = true
+	return true
+}
+
+// keepOnly forgets remembered problems that are gone, so they are reported
+// again if they come back.
+func (m *eventMemory) keepOnly(key string, ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.seen[key] {
+		if !strings.HasPrefix(id, "state:") && !slices.Contains(ids, id) {
+			delete(m.seen[key], id)
+		}
+	}
+}
+
+// resetStates forgets waiting states once an endpoint is ready.
+func (m *eventMemory) resetStates(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.seen[key] {
+		if strings.HasPrefix(id, "state:") {
+			delete(m.seen[key], id)
+		}
+	}
+}
+
+func (m *eventMemory) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seen, key)
+}
+
+// classifyAndReport turns an Azure error into a result, an event and a log
+// line that match its class (docs/design.md, *Classify errors once*).
+func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client.Object, opts Options, what string, err error) (ctrl.Result, error) {
+	c := azure.Classify(err)
+	log := ctrl.LoggerFrom(ctx)
+	switch c.Class {
+	case azure.ClassWait:
+		return ctrl.Result{RequeueAfter: opts.PendingRecheck}, nil
+	case azure.ClassTransient:
+		if c.Reason == azure.ReasonThrottled && c.RetryAfter > 0 {
+			// Pacing within a budget is how the operator stays inside
+			// Azure's limits, not news (metrics count it).
+			log.V(1).Info("Azure request held back", "what", what, "message", c.Message)
+		} else {
+			log.Info("Azure is temporarily unavailable", "what", what, "reason", c.Reason, "message", c.Message)
+		}
+		if c.RetryAfter > 0 {
+			return ctrl.Result{RequeueAfter: c.RetryAfter}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("%s: %s", what, c.Message)
+	default:
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Observe", "%s: %s", what, c.Message)
+		log.Info("Azure refused a request; a person must act", "what", what, "reason", c.Reason, "message", c.Message)
+		return ctrl.Result{RequeueAfter: opts.TerminalRecheck}, nil
+	}
+}

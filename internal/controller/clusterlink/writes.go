@@ -1,0 +1,203 @@
+package clusterlink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Every write of an AzureCluster the operator makes is in this file: the
+// WC's entries, annotations and finalizer (apply, one server-side apply
+// and a guarded JSON patch for what it cannot remove), the MC's entries
+// (applyMC), stale entries of the older operator (removeStale), the
+// compatibility conditions (setTrueCondition), and the heal request that
+// makes CAPZ reconcile (requestCAPZReconcile). Decisions are made
+// elsewhere; these only write what was decided.
+
+// apply writes the operator's fields of a WC when they differ. Fields an
+// older operator wrote with Update are shared, so server-side apply alone
+// cannot remove them; a guarded JSON patch removes what must go.
+// current is what the operator owns of u now (capz.CurrentOwned).
+func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, current, want capz.Owned) error {
+	if !want.Equal(current) {
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(wc.Namespace, wc.Name, u.GetUID())),
+			client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return nil // deleted or replaced meanwhile: its event brings us back
+			}
+			return err
+		}
+		wcWrites.Inc()
+	}
+	var ops []map[string]any
+	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
+		if _, keep := want.Annotations[name]; !keep {
+			if _, present := u.GetAnnotations()[name]; present {
+				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + capz.JSONPointerEscape(name)})
+			}
+		}
+	}
+	if !slices.Contains(want.Finalizers, Finalizer) {
+		if i := slices.Index(u.GetFinalizers(), Finalizer); i >= 0 {
+			ops = append(ops,
+				map[string]any{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", i), "value": Finalizer},
+				map[string]any{"op": "remove", "path": fmt.Sprintf("/metadata/finalizers/%d", i)})
+		}
+	}
+	if len(ops) == 0 || !want.Equal(current) {
+		// After an apply, u is stale: the next reconcile removes leftovers.
+		return nil
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	wcWrites.Inc()
+	return client.IgnoreNotFound(r.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)))
+}
+
+// setCondition writes a compatibility condition (GSPrivateLinksReady,
+// GSDNSZoneReady) True, with a JSON patch of that one condition, so that a
+// concurrent status write (CAPZ's, or the other controller's condition) is
+// neither lost nor a conflict. It is never written False:
+// CAPZ's Ready summary includes every condition. A True condition is
+// written again only when exact and its message differs.
+func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
+	return setTrueCondition(ctx, r.Client, r.APIReader, u, typ, reason, message, exact)
+}
+
+// setTrueCondition is setCondition for either controller that writes a
+// WC's conditions; reader (c when nil) reads past the cache.
+func setTrueCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
+	current := func(o *unstructured.Unstructured) bool {
+		return hasCondition(o, typ) && (!exact || conditionMessage(o, typ) == message)
+	}
+	if current(u) {
+		return nil
+	}
+	// Right after the annotations were applied the cache is stale: a
+	// condition written a moment ago may not be in it yet, and would be
+	// added twice. Read the API.
+	if reader == nil {
+		reader = c
+	}
+	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	if err != nil || fresh == nil || current(fresh) {
+		return err
+	}
+	cond := map[string]any{
+		"type": typ, "status": "True",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"reason":             reason,
+		"message":            message,
+	}
+	conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
+	var ops []map[string]any
+	switch i := slices.IndexFunc(conds, func(c any) bool { m, ok := c.(map[string]any); return ok && m["type"] == typ }); {
+	case i >= 0:
+		path := fmt.Sprintf("/status/conditions/%d", i)
+		ops = []map[string]any{{"op": "test", "path": path + "/type", "value": typ}, {"op": "replace", "path": path, "value": cond}}
+	case len(conds) > 0:
+		ops = []map[string]any{{"op": "add", "path": "/status/conditions/-", "value": cond}}
+	default:
+		// No list yet: only a write locked on the object's version may
+		// create it without replacing one made meanwhile.
+		before := fresh.DeepCopy()
+		_ = unstructured.SetNestedSlice(fresh.Object, []any{cond}, "status", "conditions")
+		if err := c.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+			client.FieldOwner(capz.FieldManager)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		wcWrites.Inc()
+		return nil
+	}
+	// A JSON patch of the one condition, guarded by its type where it
+	// replaces one: other status writes (CAPZ's, the other controller's
+	// condition) between the read and the write do not make it fail, and
+	// it changes nothing else.
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := c.Status().Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	wcWrites.Inc()
+	return nil
+}
+
+// applyMC applies the operator's endpoints to the MC when they differ.
+func (r *MCReconciler) applyMC(ctx context.Context, mcU *unstructured.Unstructured, mc *capz.AzureCluster, current, want capz.Owned) error {
+	if want.Equal(current) {
+		return nil
+	}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.ApplyConfiguration(mc.Namespace, mc.Name, mcU.GetUID())),
+		client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the MC was deleted or replaced: its event brings us back
+		}
+		return err
+	}
+	mcWrites.Inc()
+	n := 0
+	for _, eps := range want.Endpoints {
+		n += len(eps)
+	}
+	ctrl.LoggerFrom(ctx).Info("Applied the management cluster's private endpoints", "endpoints", n)
+	return nil
+}
+
+// removeStale removes the entries StaleEntries found (an older operator
+// wrote them with Update, so they are not the operator's under server-side
+// apply). Each removal is guarded by a test of the entry's name, so a
+// concurrent change fails the patch instead of removing the wrong entry.
+func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstructured, stale []StaleEntry) error {
+	wrote, err := removeStale(ctx, r.Client, mcU, stale)
+	if wrote {
+		mcWrites.Inc()
+	}
+	return err
+}
+
+// removeStale removes stale entries (StaleEntries) of an AzureCluster with
+// one JSON patch, each guarded by its name; it reports whether it wrote.
+func removeStale(ctx context.Context, c client.Client, u *unstructured.Unstructured, stale []StaleEntry) (bool, error) {
+	if len(stale) == 0 {
+		return false, nil
+	}
+	ops := make([]map[string]any, 0, 2*len(stale))
+	for _, e := range stale {
+		path := fmt.Sprintf("/spec/networkSpec/subnets/%d/privateEndpoints/%d", e.Subnet, e.Entry)
+		ops = append(ops,
+			map[string]any{"op": "test", "path": path + "/name", "value": e.Name},
+			map[string]any{"op": "remove", "path": path})
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return false, err
+	}
+	if err := c.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
+}
+
+// requestCAPZReconcile writes HealRequestedAnnotation on owner.
+func (r *WCReconciler) requestCAPZReconcile(ctx context.Context, owner *capz.AzureCluster, endpoint string) error {
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(capz.AzureClusterGVK)
+	target.SetNamespace(owner.Namespace)
+	target.SetName(owner.Name)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, r.Opts.annotation(HealRequestedAnnotation), endpoint+" "+r.Clock.Now().UTC().Format(time.RFC3339Nano))
+	return client.IgnoreNotFound(r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(healFieldManager)))
+}
