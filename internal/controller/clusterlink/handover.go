@@ -2,7 +2,6 @@ package clusterlink
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,8 +25,9 @@ func (r *WCReconciler) finishHandOver(ctx context.Context, u *unstructured.Unstr
 	}
 	api := r.Opts.annotation(AnnotationAPIServerIP)
 	ip := o.annotations[api]
-	if strings.EqualFold(toWC[0].Link, pls.AzurePrivateLinkServiceName()) || !o.apiSourceReady || ip == "" || u.GetAnnotations()[api] != ip ||
-		!r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionMCToWC, ip) {
+	if !handOverDone(toWC[0], pls.AzurePrivateLinkServiceName(), o.apiSourceReady, u.GetAnnotations()[api], ip, func() bool {
+		return r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionMCToWC, ip)
+	}) {
 		return nil
 	}
 	if err := deleteManagedLink(ctx, r.Client, r.Recorder, u, pls); err != nil {

@@ -19,11 +19,11 @@ import (
 // the endpoint's address ip: deleting it frees that address for the next
 // endpoint made in the subnet, anybody's.
 func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, ip, key string) time.Duration {
-	broken := state == stateDisconnected || (state == stateRejected && r.Opts.HealRejected)
+	broken := breaksFor(state, r.Opts.HealRejected)
 	if err := r.followASOHeal(ctx, owner, ep); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "asking CAPZ to make a healed endpoint's ASO object again", "endpoint", ep.Name)
 	}
-	if broken && r.heal.Grace > 0 && !r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) {
+	if healWaitsForDNS(broken, r.heal.Grace > 0, func() bool { return r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) }) {
 		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
 			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
 		return r.Opts.pendingRecheck() // the DNS controller removes the records, then wakes this cluster

@@ -19,8 +19,9 @@ func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation
 	ingress := r.Opts.annotation(AnnotationMCIngressIP)
 	// The records follow the annotation (DNS mode): the earlier layout's
 	// endpoints go only once they hold the new address.
-	switched := len(toMC) > 0 && o.sourceReady && u.GetAnnotations()[ingress] == o.annotations[ingress] &&
-		r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionWCToMC, o.annotations[ingress])
+	switched := layoutSwitched(toMC, o.sourceReady, u.GetAnnotations()[ingress], o.annotations[ingress], func() bool {
+		return r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionWCToMC, o.annotations[ingress])
+	})
 	if len(retiring) == 0 || switched {
 		return toMC, switched
 	}

@@ -125,7 +125,7 @@ func (o *OrphanCleaner) sweepAzure(ctx context.Context, ac *capz.AzureCluster, k
 	var candidates []string
 	for name, ob := range obs {
 		candidate := capz.PrivateEndpoint{Name: ob.Name, Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: ob.PrivateLinkServiceID}}}
-		if keep[name] || live[name] || !ownedByCAPZ(ob.Tags, ac) || !matches(candidate) {
+		if !orphanCandidate(candidate, keep[name], live[name], ownedByCAPZ(ob.Tags, ac), matches) {
 			continue
 		}
 		candidates = append(candidates, name)
@@ -238,8 +238,7 @@ func (o *OrphanCleaner) sweepASO(ctx context.Context, ac *capz.AzureCluster, obj
 	var candidates []string
 	for _, obj := range objs {
 		name := strings.ToLower(obj.AzureName)
-		if obj.Deleting || obj.Controller != ac.Name || obj.ClusterName != clusterNameOf(ac) || keep[name] ||
-			!matches(asoCandidate(obj)) {
+		if !orphanCandidate(asoCandidate(obj), keep[name], obj.Deleting, obj.Controller == ac.Name && obj.ClusterName == clusterNameOf(ac), matches) {
 			continue
 		}
 		byName[name] = obj

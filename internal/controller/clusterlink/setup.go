@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -90,9 +91,12 @@ func setupManagedLinks(mgr ctrl.Manager, opts Options, rec events.EventRecorder,
 	r := &ManagedLinkReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, mc: &wcr.mc}
 	return ctrl.NewControllerManagedBy(mgr).Named("managed-private-link-service").
 		For(newAzureCluster()).
-		// Drift of the object, and the MC's subscription (visibility).
+		// Drift of the object, and the MC's subscription (the services'
+		// visibility): at 1,000 WCs, every other MC change mapped to every
+		// WC would be a thousand reconciles for nothing.
 		Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(wcOfManagedLink)).
-		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
+		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster)),
+			builder.WithPredicates(subscriptionChanged())).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)

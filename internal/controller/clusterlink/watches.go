@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -123,4 +124,20 @@ func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstruct
 		}
 	}
 	return out
+}
+
+// subscriptionChanged passes creations and deletions, and updates that
+// change an AzureCluster's subscription.
+func subscriptionChanged() predicate.Funcs {
+	sub := func(o client.Object) string {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return ""
+		}
+		s, _, _ := unstructured.NestedString(u.Object, "spec", "subscriptionID")
+		return s
+	}
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld == nil || e.ObjectNew == nil || sub(e.ObjectOld) != sub(e.ObjectNew)
+	}}
 }
