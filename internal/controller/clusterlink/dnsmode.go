@@ -60,16 +60,8 @@ func (r *DNSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.Clock = clock.RealClock{}
 		}
 	})
-	if req.NamespacedName == r.Opts.ManagementCluster {
-		return ctrl.Result{}, nil
-	}
-	u, err := getAzureCluster(ctx, r.Client, req.NamespacedName)
+	u, wc, errs, err := readActiveWC(ctx, r.Client, req, r.Opts.ManagementCluster)
 	if err != nil || u == nil {
-		return ctrl.Result{}, err
-	}
-	wc, errs := capz.FromUnstructured(u)
-	isPaused, err := paused(ctx, r.Client, u, wc)
-	if err != nil || isPaused {
 		return ctrl.Result{}, err
 	}
 	mcs, err := r.mc.read(ctx, r.Client, r.Opts.ManagementCluster)

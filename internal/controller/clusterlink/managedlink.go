@@ -36,16 +36,8 @@ type ManagedLinkReconciler struct {
 // phases: read, pause, deletion (at once, before the wiring's finalizer
 // goes), what the cluster asks for, apply or delete.
 func (r *ManagedLinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if req.NamespacedName == r.Opts.ManagementCluster {
-		return ctrl.Result{}, nil
-	}
-	u, err := getAzureCluster(ctx, r.Client, req.NamespacedName)
+	u, wc, errs, err := readActiveWC(ctx, r.Client, req, r.Opts.ManagementCluster)
 	if err != nil || u == nil {
-		return ctrl.Result{}, err
-	}
-	wc, errs := capz.FromUnstructured(u)
-	isPaused, err := paused(ctx, r.Client, u, wc)
-	if err != nil || isPaused {
 		return ctrl.Result{}, err
 	}
 	if wc.Deleting {

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -32,4 +34,23 @@ func paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, 
 	}
 	p, _, _ := unstructured.NestedBool(cl.Object, "spec", "paused")
 	return p, nil
+}
+
+// readActiveWC is the read and pause phases the WC controllers besides the
+// wiring share: the MC's own request, a WC that is gone and a paused one
+// are nothing to do (u nil). What could be parsed comes with the parse
+// errors: a deletion needs only names and IDs.
+func readActiveWC(ctx context.Context, c client.Reader, req ctrl.Request, mc types.NamespacedName) (*unstructured.Unstructured, *capz.AzureCluster, field.ErrorList, error) {
+	if req.NamespacedName == mc {
+		return nil, nil, nil, nil
+	}
+	u, err := getAzureCluster(ctx, c, req.NamespacedName)
+	if err != nil || u == nil {
+		return nil, nil, nil, err
+	}
+	wc, errs := capz.FromUnstructured(u)
+	if isPaused, err := paused(ctx, c, u, wc); err != nil || isPaused {
+		return nil, nil, nil, err
+	}
+	return u, wc, errs, nil
 }
