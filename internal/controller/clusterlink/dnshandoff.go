@@ -126,6 +126,15 @@ func (h *dnsHandOff) isReleased(wc string, uid types.UID) bool {
 	return false
 }
 
+// releasedAlready says, without waiting for it, whether the DNS of the
+// deleted cluster wc (uid) is gone: the DNS controller's later passes of a
+// cluster still being deleted read nothing again.
+func (h *dnsHandOff) releasedAlready(wc string, uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.released[wc] == uid
+}
+
 // forget drops a cluster whose finalizer the wiring released.
 func (h *dnsHandOff) forget(wc string) {
 	h.mu.Lock()

@@ -42,6 +42,9 @@ func TestDNSHandOffRelease(t *testing.T) {
 		if got := (types.NamespacedName{Namespace: ev.Object.GetNamespace(), Name: ev.Object.GetName()}).String(); got != wc {
 			t.Errorf("woke %s, want %s", got, wc)
 		}
+		if !h.releasedAlready(wc, "uid-1") || h.releasedAlready(wc, "uid-2") || len(h.waiting) != 0 {
+			t.Error("releasedAlready is for its UID only, and never waits")
+		}
 		if !h.isReleased(wc, "uid-1") || h.isReleased(wc, "uid-2") {
 			t.Error("a release counts for its UID only")
 		}

@@ -100,7 +100,9 @@ func (r *DNSReconciler) warnOnce(u *unstructured.Unstructured, reason, msg strin
 // reported and lets the cluster go (releaseDNS): DNS never blocks a
 // deletion.
 func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(u, Finalizer) {
+	if !controllerutil.ContainsFinalizer(u, Finalizer) || r.handOff.releasedAlready(key(wc), u.GetUID()) {
+		// Released already: the MC's and the wiring's writes while the
+		// cluster goes bring it back here, and Azure is not read again.
 		return ctrl.Result{}, nil
 	}
 	done, err := r.releaseDNS(ctx, u, wc, mcs.view)
