@@ -29,69 +29,127 @@ type MCReconciler struct {
 	memory eventMemory
 }
 
-// Reconcile applies the MC's desired private endpoints.
+// Reconcile applies the MC's desired private endpoints, in phases: gather
+// (the MC and every selected WC), decide (decideMC, pure), report, apply
+// (one write of the whole set, or the removal of entries an older operator
+// left), sweep (orphaned endpoints in Azure).
 func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	mcU, err := getAzureCluster(ctx, r.Client, r.Opts.ManagementCluster)
-	if err != nil || mcU == nil {
+	seen, err := r.gather(ctx)
+	if err != nil || seen == nil {
 		return ctrl.Result{}, err
 	}
-	mc, errs := capz.FromUnstructured(mcU)
-	if isPaused, err := paused(ctx, r.Client, mcU, mc); err != nil || isPaused {
-		// clusterctl move pauses the MC: nothing is written to it.
+	plan := decideMC(seen, r.Opts)
+	r.report(ctx, seen, plan)
+	if !plan.want.Equal(seen.current) {
+		// seen.u is stale after the apply: its own event brings the MC
+		// back, and the next pass removes what an older operator left.
+		return ctrl.Result{}, r.applyMC(ctx, seen.u, seen.mc, seen.current, plan.want)
+	}
+	if err := r.removeStale(ctx, seen.u, plan.stale); err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan.sweep && r.Orphans != nil {
+		return r.Orphans.Sweep(ctx, seen.mc, isMCEndpointName)
+	}
+	return ctrl.Result{}, nil
+}
+
+// mcSeen is what one MC pass reads.
+type mcSeen struct {
+	u       *unstructured.Unstructured
+	mc      *capz.AzureCluster
+	specErr error // the MC's spec could not be read whole
+	// active are the WCs to wire (a deleting one gets nothing, so its
+	// endpoints go); held are paused or unreadable ones, whose entries
+	// stay exactly as they are.
+	active, held []*capz.AzureCluster
+	current      capz.Owned
+	owners       map[capz.EndpointKey][]string
+}
+
+// gather reads the MC and the selected WCs; nil when there is nothing to
+// do: the MC does not exist, or it is paused (clusterctl move pauses it:
+// nothing is written to it).
+func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
+	u, err := getAzureCluster(ctx, r.Client, r.Opts.ManagementCluster)
+	if err != nil || u == nil {
+		return nil, err
+	}
+	mc, errs := capz.FromUnstructured(u)
+	if isPaused, err := paused(ctx, r.Client, u, mc); err != nil || isPaused {
 		if isPaused {
-			log.V(1).Info("The management cluster is paused")
+			ctrl.LoggerFrom(ctx).V(1).Info("The management cluster is paused")
 			mcPaused.Inc()
 		}
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	active, held, err := r.workloadClusters(ctx)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
-	current := capz.CurrentOwned(mcU, mc, capz.FieldManager)
-	if len(errs) > 0 {
-		// Nothing new is wired into a malformed MC, but deleted WCs are
-		// still let go: their endpoints leave, the rest stay.
-		r.warnOnce(mcU, ReasonInvalidSpec, errs.ToAggregate().Error())
-		want := capz.Owned{Endpoints: WithoutEndpointsOf(current.Endpoints, deletingOnly(active))}
-		return ctrl.Result{}, r.applyMC(ctx, mcU, mc, current, want)
+	return &mcSeen{
+		u: u, mc: mc, specErr: errs.ToAggregate(), active: active, held: held,
+		current: capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
+	}, nil
+}
+
+// mcPlan is what one MC pass does: apply want when it differs from what the
+// operator holds; otherwise remove stale entries and sweep.
+type mcPlan struct {
+	want      capz.Owned
+	stale     []StaleEntry // only once want is applied
+	sweep     bool         // the orphan sweep runs: only once want is applied
+	conflicts []Problem    // two WCs needing one name: a Warning on the WC
+	taken     []Problem    // a name held by someone else: a Warning on the MC
+}
+
+// decideMC decides an MC pass. Nothing new is wired into a malformed MC,
+// but deleted WCs are still let go: their endpoints leave, the rest stay.
+func decideMC(seen *mcSeen, opts Options) mcPlan {
+	if seen.specErr != nil {
+		return mcPlan{want: capz.Owned{Endpoints: WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active))}}
 	}
-	owners := capz.EndpointOwners(mcU)
-	desired, problems := DesiredMC(mc, active, r.Opts.Config, names(current.Endpoints))
-	desired, taken := SkipTaken(desired, TakenNames(mc, owners, OlderInMC(r.Opts.AdoptFieldManagers)), key(mc))
-	var reported []string
+	older := OlderInMC(opts.AdoptFieldManagers)
+	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, names(seen.current.Endpoints))
+	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
+	plan := mcPlan{want: capz.Owned{Endpoints: CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)}, taken: taken}
 	for _, p := range problems {
+		// The others (waiting for private links) are the WC's own
+		// reconcile's to report.
 		if p.Reason == ReasonNameConflict {
-			r.eventOn(ctx, p)
+			plan.conflicts = append(plan.conflicts, p)
 		}
 	}
-	for _, p := range taken {
-		// The WC's own reconcile reports it on the WC; the MC gets it too,
-		// once while it lasts.
-		reported = append(reported, p.Reason+":"+p.Message)
-		r.warnOnce(mcU, p.Reason, p.Message)
+	if !plan.want.Equal(seen.current) {
+		return plan
 	}
-	r.memory.keepOnly(key(mc), reported)
-	want := capz.Owned{Endpoints: CarryHeld(groupBySubnet(desired), current.Endpoints, held)}
-	if !want.Equal(current) {
-		// mcU is stale after the apply: its own event brings the MC back,
-		// and the next reconcile removes what an older operator left.
-		return ctrl.Result{}, r.applyMC(ctx, mcU, mc, current, want)
-	}
-	groups := slices.Concat(active, held)
-	stale := StaleEntries(mc, owners, OlderInMC(r.Opts.AdoptFieldManagers), names(want.Endpoints), func(pe capz.PrivateEndpoint) bool {
+	groups := slices.Concat(seen.active, seen.held)
+	plan.stale = StaleEntries(seen.mc, seen.owners, older, names(plan.want.Endpoints), func(pe capz.PrivateEndpoint) bool {
 		return isMCEndpointName(pe) && slices.ContainsFunc(groups, func(wc *capz.AzureCluster) bool {
 			return targetsGroup(pe.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup)
 		})
 	})
-	if err := r.removeStale(ctx, mcU, stale); err != nil {
-		return ctrl.Result{}, err
+	plan.sweep = opts.DeleteOrphanedEndpoints
+	return plan
+}
+
+// report emits the pass's Warnings: a malformed MC and taken names on the
+// MC, once while they last; name conflicts on the WC concerned.
+func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) {
+	if seen.specErr != nil {
+		r.warnOnce(seen.u, ReasonInvalidSpec, seen.specErr.Error())
+		return
 	}
-	if r.Opts.DeleteOrphanedEndpoints && r.Orphans != nil {
-		return r.Orphans.Sweep(ctx, mc, isMCEndpointName)
+	for _, p := range plan.conflicts {
+		r.eventOn(ctx, p)
 	}
-	return ctrl.Result{}, nil
+	reported := make([]string, 0, len(plan.taken))
+	for _, p := range plan.taken {
+		// The WC's own reconcile reports it on the WC; the MC gets it too.
+		reported = append(reported, p.Reason+":"+p.Message)
+		r.warnOnce(seen.u, p.Reason, p.Message)
+	}
+	r.memory.keepOnly(key(seen.mc), reported)
 }
 
 func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {
