@@ -555,7 +555,7 @@ func TestHealFlagMapsToOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := o.linkOptions().HealDisconnectedAfter; got != tc.want {
+		if got := o.linkOptions().Heal.DisconnectedAfter; got != tc.want {
 			t.Errorf("--heal-disconnected-after=%s: options get %s, want %s", tc.flag, got, tc.want)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
 // inClusterNamespaceFile exists in every pod that mounts a service account
@@ -151,7 +152,7 @@ func (o *options) apeOptions() privateendpoint.Options {
 	return privateendpoint.Options{
 		DriftInterval: o.apeDrift, Recheck: o.apeRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.apeConcurrency,
 		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck, ZoneGuard: o.zoneGuard(),
-		HealDisconnectedAfter: o.healDisconnectedAfter, HealRejected: o.healRejected,
+		Heal: heal.Policy{DisconnectedAfter: o.healDisconnectedAfter, Rejected: o.healRejected},
 	}
 }
 
@@ -162,20 +163,18 @@ func (o *options) linkOptions() clusterlink.Options {
 			MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet,
 			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
 		},
-		ManagementCluster:         types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
-		AnnotationPrefix:          o.annotationPrefix,
-		WatchFilter:               o.watchFilter,
-		PendingRecheck:            o.pendingRecheck,
-		DriftCheck:                o.driftCheck,
-		TerminalRecheck:           o.terminalRecheck,
-		MCWriteDelay:              o.mcWriteDelay,
-		MaxConcurrentReconciles:   o.maxConcurrentReconciles,
-		DeleteOrphanedEndpoints:   o.deleteOrphanedEndpoints,
-		PrivateLinkServices:       o.plsController,
-		ManagePrivateLinkServices: o.managePLS,
-		AdoptFieldManagers:        commaList(o.adoptFieldManagers),
-		HealDisconnectedAfter:     offIfZero(o.healDisconnectedAfter),
-		HealRejected:              o.healRejected,
+		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
+		AnnotationPrefix:        o.annotationPrefix,
+		WatchFilter:             o.watchFilter,
+		PendingRecheck:          o.pendingRecheck,
+		DriftCheck:              o.driftCheck,
+		TerminalRecheck:         o.terminalRecheck,
+		MCWriteDelay:            o.mcWriteDelay,
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		DeleteOrphanedEndpoints: o.deleteOrphanedEndpoints,
+		ManagedLinks:            clusterlink.ManagedLinks{PrivateLinkServices: o.plsController, ManagePrivateLinkServices: o.managePLS},
+		AdoptFieldManagers:      commaList(o.adoptFieldManagers),
+		Heal:                    heal.Policy{DisconnectedAfter: offIfZero(o.healDisconnectedAfter), Rejected: o.healRejected},
 		DNS: clusterlink.DNSConfig{
 			Enabled: o.dns.enabled, Adopt: o.dns.adopt, BaseDomain: o.dns.baseDomain,
 			MCZone: o.dns.mcZone, WCZone: o.dns.wcZone, MCRecords: commaList(o.dns.mcRecords), WCRecords: commaList(o.dns.wcRecords),

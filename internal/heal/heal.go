@@ -5,11 +5,32 @@
 package heal
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 )
+
+// Policy is what the operator heals, the same for the wiring and
+// AzurePrivateEndpoint (--heal-disconnected-after, --heal-rejected).
+type Policy struct {
+	// DisconnectedAfter is how long an endpoint stays broken before it is
+	// healed (the Tracker's Grace); 0 or less: never.
+	DisconnectedAfter time.Duration
+	// Rejected heals Rejected endpoints too. Off by default: a rejection is
+	// usually a person's decision.
+	Rejected bool
+}
+
+// Breaks says whether an endpoint in a connection state counts as broken:
+// Disconnected always (the service's owner removed the connection, or the
+// service is gone), Rejected only when the policy says so. States compare
+// without case: Azure writes "Disconnected", the wiring's annotations
+// "disconnected".
+func (p Policy) Breaks(state string) bool {
+	return strings.EqualFold(state, "Disconnected") || (p.Rejected && strings.EqualFold(state, "Rejected"))
+}
 
 // MaxBackoff bounds the wait between two heals of one endpoint.
 const MaxBackoff = time.Hour

@@ -46,3 +46,24 @@ func TestTracker(t *testing.T) {
 		t.Errorf("zero grace: heal %v wait %s", heal, wait)
 	}
 }
+
+func TestPolicyBreaks(t *testing.T) {
+	for _, tc := range []struct {
+		state    string
+		rejected bool
+		want     bool
+	}{
+		{"Disconnected", false, true},
+		{"disconnected", false, true},
+		{"Rejected", false, false},
+		{"Rejected", true, true},
+		{"rejected", true, true},
+		{"Pending", true, false},
+		{"Approved", true, false},
+		{"", true, false},
+	} {
+		if got := (Policy{DisconnectedAfter: time.Minute, Rejected: tc.rejected}).Breaks(tc.state); got != tc.want {
+			t.Errorf("Breaks(%q) with Rejected=%v = %v, want %v", tc.state, tc.rejected, got, tc.want)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func reconciles(t *testing.T, controller string) float64 {
 // min), which are the bound when the endpoint is deleted behind a live
 // object. The operator itself never deletes an endpoint in Azure.
 func TestHealsThroughASO(t *testing.T) {
-	w, _, _ := managedWorld(t, testenv.SchemaUpstream, func(o *clusterlink.Options) { o.HealDisconnectedAfter = time.Second })
+	w, _, _ := managedWorld(t, testenv.SchemaUpstream, func(o *clusterlink.Options) { o.Heal.DisconnectedAfter = time.Second })
 	const name = "wc1-to-mc-privatelink-privateendpoint"
 	before := endpointInstance(t, w, wcSub, "wc1-rg", name)
 

@@ -9,21 +9,14 @@ import (
 // Every decision that deletes a private endpoint, or lets one go, is made
 // here, in pure functions over facts the controllers gathered. The
 // controllers only act on the answer (heal.go, layout.go, handover.go,
-// orphans.go; the MC's stale entries are StaleEntries in decide.go). Each
+// orphans.go; the MC's stale entries are StaleEntries in decide.go; which
+// connection states count as broken is heal.Policy.Breaks, the rule
+// AzurePrivateEndpoint heals by too). Each
 // asks for the address to be out of the DNS records first where a record
 // could still hold it (DNS mode; dnsOK is true without it): Azure gives a
 // freed address to the next endpoint in the subnet, anybody's. dnsOK is
 // asked last, only when everything else allows the step: asking marks the
 // cluster as waiting for the DNS controller (dnsHandOff).
-
-// breaksFor says whether an endpoint in state counts as broken: a heal
-// deletes it after the grace period (heal.Tracker) so that CAPZ makes it
-// again. Disconnected always (the service's owner removed the connection,
-// or the service is gone); Rejected only when the operator is told to
-// (healRejected: a rejection is usually a person's decision).
-func breaksFor(state string, healRejected bool) bool {
-	return state == stateDisconnected || (state == stateRejected && healRejected)
-}
 
 // healWaitsForDNS says whether a broken endpoint's grace period must not
 // start yet: the records may still hold its address.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
 // TestDeleteDecisions: every decision that deletes an endpoint or lets one
@@ -25,10 +26,10 @@ func TestDeleteDecisions(t *testing.T) {
 		want   bool
 		asks   bool
 	}{
-		{"disconnected breaks", func(func() bool) bool { return breaksFor(stateDisconnected, false) }, true, true, false},
-		{"rejected breaks only when told", func(func() bool) bool { return breaksFor(stateRejected, false) }, true, false, false},
-		{"rejected, told", func(func() bool) bool { return breaksFor(stateRejected, true) }, true, true, false},
-		{"pending never breaks", func(func() bool) bool { return breaksFor(statePending, true) }, true, false, false},
+		{"disconnected breaks", func(func() bool) bool { return heal.Policy{}.Breaks(stateDisconnected) }, true, true, false},
+		{"rejected breaks only when told", func(func() bool) bool { return heal.Policy{}.Breaks(stateRejected) }, true, false, false},
+		{"rejected, told", func(func() bool) bool { return heal.Policy{Rejected: true}.Breaks(stateRejected) }, true, true, false},
+		{"pending never breaks", func(func() bool) bool { return heal.Policy{Rejected: true}.Breaks(statePending) }, true, false, false},
 		{"a heal waits for the records", func(d func() bool) bool { return healWaitsForDNS(true, true, d) }, false, true, true},
 		{"records moved: the grace period starts", func(d func() bool) bool { return healWaitsForDNS(true, true, d) }, true, false, true},
 		{"healing off: nothing waits", func(d func() bool) bool { return healWaitsForDNS(true, false, d) }, false, false, false},

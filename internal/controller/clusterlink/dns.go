@@ -307,3 +307,33 @@ func or(a, b string) string {
 	}
 	return b
 }
+
+func (c *DNSConfig) setDefaults() {
+	if c.MCZone == "" {
+		c.MCZone = DefaultMCZoneTemplate
+	}
+	if c.WCZone == "" {
+		c.WCZone = DefaultWCZoneTemplate
+	}
+	if len(c.MCRecords) == 0 {
+		c.MCRecords = DefaultMCRecords
+	}
+	if len(c.WCRecords) == 0 {
+		c.WCRecords = DefaultWCRecords
+	}
+	if c.TTL <= 0 {
+		c.TTL = 300
+	}
+	if c.ZoneLimit <= 0 {
+		c.ZoneLimit = AzureZoneLimit
+	}
+	if c.Check <= 0 {
+		c.Check = time.Hour
+	}
+	if c.ReadsPer5m == 0 {
+		c.ReadsPer5m = dns.AzureReadsPer5m / 2
+	}
+	if c.WritesPer5m == 0 {
+		c.WritesPer5m = dns.AzureWritesPer5m / 2
+	}
+}

@@ -94,7 +94,7 @@ func FuzzDesired(f *testing.F) {
 		_ = HoldsEndpointsOf(current.Endpoints, wc)
 		_ = WithoutEndpointsOf(current.Endpoints, []*capz.AzureCluster{wc})
 		_ = capz.Owned{Endpoints: want}.ApplyConfiguration(mc.Namespace, mc.Name, "")
-		_ = ManagesLink(wc, Options{PrivateLinkServices: true})
+		_ = ManagesLink(wc, Options{ManagedLinks: ManagedLinks{PrivateLinkServices: true}})
 		_ = DesiredManagedLink(mc, wc, "uid", DefaultAnnotationPrefix)
 	})
 }

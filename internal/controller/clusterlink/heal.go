@@ -19,7 +19,7 @@ import (
 // the endpoint's address ip: deleting it frees that address for the next
 // endpoint made in the subnet, anybody's.
 func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, ip, key string) time.Duration {
-	broken := breaksFor(state, r.Opts.HealRejected)
+	broken := r.Opts.Heal.Breaks(state)
 	if err := r.followASOHeal(ctx, owner, ep); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "asking CAPZ to make a healed endpoint's ASO object again", "endpoint", ep.Name)
 	}
@@ -57,5 +57,5 @@ func (r *WCReconciler) healEndpoint(ctx context.Context, u *unstructured.Unstruc
 	}
 	r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointHealed, "Heal",
 		"private endpoint %s in %s/%s was %s for longer than %s: deleted in Azure so that CAPZ recreates it against private link service %s",
-		ep.Name, owner.Namespace, owner.Name, state, r.Opts.HealDisconnectedAfter, ep.Connections[0].PrivateLinkServiceID)
+		ep.Name, owner.Namespace, owner.Name, state, r.Opts.Heal.DisconnectedAfter, ep.Connections[0].PrivateLinkServiceID)
 }

@@ -63,7 +63,7 @@ func (r *WCReconciler) healThroughASO(ctx context.Context, u *unstructured.Unstr
 	}
 	r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointHealed, "Heal",
 		"private endpoint %s in %s/%s was %s for longer than %s: deleted its ASO PrivateEndpoint %s (ASO deletes the endpoint in Azure), so that CAPZ makes it again against private link service %s",
-		ep.Name, owner.Namespace, owner.Name, state, r.Opts.HealDisconnectedAfter, k, ep.Connections[0].PrivateLinkServiceID)
+		ep.Name, owner.Namespace, owner.Name, state, r.Opts.Heal.DisconnectedAfter, k, ep.Connections[0].PrivateLinkServiceID)
 	return true, r.requestCAPZReconcile(ctx, owner, ep.Name)
 }
 

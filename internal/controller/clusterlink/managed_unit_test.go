@@ -13,7 +13,7 @@ import (
 
 func TestManagesLink(t *testing.T) {
 	ann := DefaultAnnotationPrefix + "/" + ManageAnnotation
-	on := Options{AnnotationPrefix: DefaultAnnotationPrefix, PrivateLinkServices: true, ManagePrivateLinkServices: true}
+	on := Options{AnnotationPrefix: DefaultAnnotationPrefix, ManagedLinks: ManagedLinks{PrivateLinkServices: true, ManagePrivateLinkServices: true}}
 	off := on
 	off.ManagePrivateLinkServices = false
 	noController := on

@@ -14,6 +14,18 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
+// ManagedLinks are the settings of the managed-private-link-service
+// controller.
+type ManagedLinks struct {
+	// PrivateLinkServices enables the upstream-CAPZ loop: the controller
+	// runs, so private WCs without privateLinks may get an
+	// AzurePrivateLinkService (see ManagePrivateLinkServices).
+	PrivateLinkServices bool
+	// ManagePrivateLinkServices is the loop's default for every WC; the
+	// annotation <prefix>/manage-private-link-service overrides it per WC.
+	ManagePrivateLinkServices bool
+}
+
 // ManagedLinkReconciler keeps the AzurePrivateLinkService the operator
 // makes for a workload cluster whose CAPZ makes none (ManagesLink):
 // created and kept as DesiredManagedLink says, deleted when the cluster

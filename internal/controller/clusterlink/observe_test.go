@@ -17,6 +17,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
 // fakeEndpoints answers ResourceGroupEndpoints per cluster name, with no
@@ -265,13 +266,13 @@ func TestObserveHealsDisconnected(t *testing.T) {
 	} {
 		clk := clocktesting.NewFakePassiveClock(time.Unix(1_000_000, 0))
 		start := clk.Now()
-		opts := Options{HealDisconnectedAfter: 2 * time.Minute, HealRejected: c.healRejected}
+		opts := Options{Heal: heal.Policy{DisconnectedAfter: 2 * time.Minute, Rejected: c.healRejected}}
 		opts.setDefaults()
 		az := &recordingEndpoints{fakeEndpoints: broken(c.state)}
 		rec := events.NewFakeRecorder(100)
 		// An API server without ASO: the heal goes to Azure, as on the fork.
 		r := &WCReconciler{Client: fake.NewClientBuilder().Build(), Opts: opts, Endpoints: az, Recorder: rec}
-		r.heal.Clock, r.heal.Grace = clk, opts.HealDisconnectedAfter
+		r.heal.Clock, r.heal.Grace = clk, opts.Heal.DisconnectedAfter
 		u := &unstructured.Unstructured{}
 		u.SetNamespace(wc.Namespace)
 		u.SetName(wc.Name)

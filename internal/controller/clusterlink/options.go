@@ -7,11 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
-// Options configure the AzureCluster controllers. Every field has a flag.
+// Options configure the AzureCluster controllers; every field has a flag.
+// The fields here are read by the wiring and, for the cluster they name and
+// the annotations they write, by every controller of the package; a
+// controller's own settings are in its own file: ManagedLinks
+// (managedlink.go), DNSConfig (dns.go), heal.Policy (internal/heal).
 type Options struct {
 	Config
 	// DNSEngine is the process's Private DNS engine, shared with the
@@ -43,27 +47,18 @@ type Options struct {
 	// DeleteOrphanedEndpoints deletes, in Azure, private endpoints the
 	// operator removed from spec that CAPZ left behind (upstream CAPZ does).
 	DeleteOrphanedEndpoints bool
-	// PrivateLinkServices enables the upstream-CAPZ loop: the
-	// AzurePrivateLinkService controller runs, so private WCs without
-	// privateLinks may get one (see ManagePrivateLinkServices).
-	PrivateLinkServices bool
-	// ManagePrivateLinkServices is the loop's default for every WC; the
-	// annotation <prefix>/manage-private-link-service overrides it per WC.
-	ManagePrivateLinkServices bool
+	// ManagedLinks are the managed-private-link-service controller's.
+	ManagedLinks
 	// AdoptFieldManagers are the field managers of the older operator:
 	// endpoint entries they hold are taken over (upgrade), and removed when
 	// stale. An entry of the operator's name held by any other manager is
 	// left alone (ReasonPrivateEndpointNameTaken). The cache keeps these
 	// managers' managedFields (TrimManagedFields).
 	AdoptFieldManagers []string
-	// HealDisconnectedAfter is how long an endpoint the operator asked for
-	// may stay Disconnected before it is deleted in Azure, so that CAPZ
-	// recreates it against the private link service as it is now. Default
-	// 2m; negative turns healing off.
-	HealDisconnectedAfter time.Duration
-	// HealRejected heals Rejected endpoints the same way (off by default: a
-	// rejection is usually a person's decision).
-	HealRejected bool
+	// Heal is when an endpoint the operator asked for is deleted in Azure,
+	// so that CAPZ recreates it against the private link service as it is
+	// now. Heal.DisconnectedAfter defaults to 2m; negative turns healing off.
+	Heal heal.Policy
 	// DNS is the DNS mode (off by default).
 	DNS DNSConfig
 
@@ -101,8 +96,8 @@ func (o *Options) setDefaults() {
 	if o.tickPhase == 0 {
 		o.tickPhase = time.Duration(rand.Int64N(int64(time.Hour))) + 1 //nolint:gosec // G404: spreads replicas' ticks; nothing to guess
 	}
-	if o.HealDisconnectedAfter == 0 {
-		o.HealDisconnectedAfter = 2 * time.Minute
+	if o.Heal.DisconnectedAfter == 0 {
+		o.Heal.DisconnectedAfter = 2 * time.Minute
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
@@ -110,64 +105,7 @@ func (o *Options) setDefaults() {
 	o.DNS.setDefaults()
 }
 
-func (c *DNSConfig) setDefaults() {
-	if c.MCZone == "" {
-		c.MCZone = DefaultMCZoneTemplate
-	}
-	if c.WCZone == "" {
-		c.WCZone = DefaultWCZoneTemplate
-	}
-	if len(c.MCRecords) == 0 {
-		c.MCRecords = DefaultMCRecords
-	}
-	if len(c.WCRecords) == 0 {
-		c.WCRecords = DefaultWCRecords
-	}
-	if c.TTL <= 0 {
-		c.TTL = 300
-	}
-	if c.ZoneLimit <= 0 {
-		c.ZoneLimit = AzureZoneLimit
-	}
-	if c.Check <= 0 {
-		c.Check = time.Hour
-	}
-	if c.ReadsPer5m == 0 {
-		c.ReadsPer5m = dns.AzureReadsPer5m / 2
-	}
-	if c.WritesPer5m == 0 {
-		c.WritesPer5m = dns.AzureWritesPer5m / 2
-	}
-}
-
 func (o *Options) annotation(name string) string { return o.AnnotationPrefix + "/" + name }
-
-// driftCheck is how long until a converged cluster's next drift check.
-func (o *Options) driftCheck() time.Duration {
-	return untilTick(time.Now(), o.DriftCheck, o.tickPhase)
-}
-
-// pendingRecheck is how long until a waiting cluster's next look at Azure.
-func (o *Options) pendingRecheck() time.Duration {
-	return untilTick(time.Now(), o.PendingRecheck, o.tickPhase)
-}
-
-// untilTick returns the time from now to the next tick of a clock that ticks
-// every interval, offset by phase; never zero. Rechecks of every cluster
-// land on the same ticks, so one observation of Azure (a list per
-// subscription, shared for the observer's TTL) serves all of them: a drift
-// check of 1,000 clusters costs a few lists, not 1,000. The per-process
-// random phase keeps different operators from ticking together.
-func untilTick(now time.Time, interval, phase time.Duration) time.Duration {
-	if interval <= 0 {
-		return time.Second
-	}
-	since := now.Sub(time.Unix(0, 0).Add(phase)) % interval
-	if since < 0 {
-		since += interval
-	}
-	return interval - since
-}
 
 func (o *Options) selected(u client.Object) bool {
 	return o.WatchFilter == "" || u.GetLabels()[WatchFilterLabel] == o.WatchFilter

@@ -156,7 +156,7 @@ func TestHealsDisconnected(t *testing.T) {
 	ctx := context.Background()
 	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
 	operator(t, w, func(o *clusterlink.Options) {
-		o.HealDisconnectedAfter = time.Second
+		o.Heal.DisconnectedAfter = time.Second
 		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: time.Hour}
 	})
 	wired(t, w, "wc1", true, true)

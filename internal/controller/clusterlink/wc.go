@@ -59,7 +59,7 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if r.Clock == nil {
 			r.Clock = clock.RealClock{}
 		}
-		r.heal.Clock, r.heal.Grace = r.Clock, r.Opts.HealDisconnectedAfter
+		r.heal.Clock, r.heal.Grace = r.Clock, r.Opts.Heal.DisconnectedAfter
 	})
 	key := req.String()
 	if req.NamespacedName == r.Opts.ManagementCluster {

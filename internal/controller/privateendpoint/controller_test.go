@@ -16,6 +16,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
 
@@ -275,7 +276,7 @@ func message(obj *v1alpha1.AzurePrivateEndpoint, typ string) string {
 // grace period the operator deletes the endpoint, creates it again, and
 // the records follow its new address.
 func TestHealsDisconnected(t *testing.T) {
-	w, svc, _ := world(t, privateendpoint.Options{HealDisconnectedAfter: time.Second})
+	w, svc, _ := world(t, privateendpoint.Options{Heal: heal.Policy{DisconnectedAfter: time.Second}})
 	ctx := context.Background()
 	// Another endpoint holds the subnet's first address until the heal, so
 	// that the recreated endpoint gets a different one.

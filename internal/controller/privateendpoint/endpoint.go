@@ -192,7 +192,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if res, err := r.removeRecords(ctx, obj, api); err != nil {
 		return res, false, err
 	}
-	if st != pe.StateDisconnected && (st != pe.StateRejected || !r.Opts.HealRejected) {
+	if !r.Opts.Heal.Breaks(st) {
 		return ctrl.Result{RequeueAfter: r.Opts.ConnectionCheck}, false, nil
 	}
 	due, wait := r.heal.Observe(key, true)
@@ -209,7 +209,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		return res, false, err
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventHealed, "Heal",
-		"private endpoint %s was %s for longer than %s: deleted to create it again against the private link service as it is now", name, st, r.Opts.HealDisconnectedAfter)
+		"private endpoint %s was %s for longer than %s: deleted to create it again against the private link service as it is now", name, st, r.Opts.Heal.DisconnectedAfter)
 	setCondition(obj, cond, metav1.ConditionFalse, reason, msg+"; the operator deleted the endpoint to create it again")
 	return r.requeueSoon(), false, nil
 }

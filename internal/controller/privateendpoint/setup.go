@@ -26,6 +26,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
 // +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints,verbs=get;list;watch;patch
@@ -65,11 +66,9 @@ type Options struct {
 	// ConnectionCheck is how often a Pending connection is read again: the
 	// provider's decision reaches the consumer only by reading.
 	ConnectionCheck time.Duration
-	// HealDisconnectedAfter is how long an endpoint stays Disconnected
-	// before the operator deletes and recreates it (0: never).
-	HealDisconnectedAfter time.Duration
-	// HealRejected heals Rejected endpoints too.
-	HealRejected bool
+	// Heal is when the operator deletes and recreates a broken endpoint
+	// (Heal.DisconnectedAfter 0: never).
+	Heal heal.Policy
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
 	// DNSEngine is the process's Private DNS engine, shared with the
@@ -142,7 +141,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
 		Azure:    sdkFor(clients, opts.DNSEngine),
 	}
-	r.heal.Clock, r.heal.Grace = r.clock(), opts.HealDisconnectedAfter
+	r.heal.Clock, r.heal.Grace = r.clock(), opts.Heal.DisconnectedAfter
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, refIndex, func(o client.Object) []string {
 		if e, ok := o.(*v1alpha1.AzurePrivateEndpoint); ok && e.Spec.PrivateLinkServiceRef != nil {
 			return []string{e.Spec.PrivateLinkServiceRef.Name}

@@ -1,0 +1,30 @@
+package clusterlink
+
+import "time"
+
+// driftCheck is how long until a converged cluster's next drift check.
+func (o *Options) driftCheck() time.Duration {
+	return untilTick(time.Now(), o.DriftCheck, o.tickPhase)
+}
+
+// pendingRecheck is how long until a waiting cluster's next look at Azure.
+func (o *Options) pendingRecheck() time.Duration {
+	return untilTick(time.Now(), o.PendingRecheck, o.tickPhase)
+}
+
+// untilTick returns the time from now to the next tick of a clock that ticks
+// every interval, offset by phase; never zero. Rechecks of every cluster
+// land on the same ticks, so one observation of Azure (a list per
+// subscription, shared for the observer's TTL) serves all of them: a drift
+// check of 1,000 clusters costs a few lists, not 1,000. The per-process
+// random phase keeps different operators from ticking together.
+func untilTick(now time.Time, interval, phase time.Duration) time.Duration {
+	if interval <= 0 {
+		return time.Second
+	}
+	since := now.Sub(time.Unix(0, 0).Add(phase)) % interval
+	if since < 0 {
+		since += interval
+	}
+	return interval - since
+}
