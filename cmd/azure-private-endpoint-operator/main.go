@@ -39,6 +39,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/cpgate"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/identityguard"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 )
@@ -162,6 +163,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		if err := privateendpoint.Setup(ctx, mgr, apeOpts, clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}
+	}
+	if err := identityguard.Setup(ctx, mgr, opts.guardOptions()); err != nil {
+		return nil, fmt.Errorf("setting up the identity guard (--protect-identities): %w", err)
 	}
 	// Without gates the gate still runs (when Cluster API's
 	// KubeadmControlPlane CRD is installed) to lift the pauses an earlier

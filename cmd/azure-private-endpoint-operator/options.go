@@ -22,6 +22,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/identityguard"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
@@ -74,6 +75,7 @@ type options struct {
 	adoptFieldManagers      string
 	healDisconnectedAfter   time.Duration
 	healRejected            bool
+	protectIdentities       bool
 	secretRecheck           time.Duration
 	azureObserveTTL         time.Duration
 
@@ -116,6 +118,18 @@ type dnsFlags struct {
 
 // zoneGuard is the zone-name guard both DNS writers use.
 func (o *options) zoneGuard() dnsguard.Guard { return dnsguard.New(commaList(o.dns.deniedZones)) }
+
+// guardOptions are the identity guard's options.
+func (o *options) guardOptions() identityguard.Options {
+	g := identityguard.Options{
+		Protect: o.protectIdentities, ManagementCluster: o.linkOptions().ManagementCluster,
+		PrivateEndpoints: o.apeController, PrivateLinkServices: o.plsController,
+	}
+	if id := o.mcZoneIdentity(); id != nil && o.dns.enabled {
+		g.WiringIdentities = []types.NamespacedName{{Namespace: id.Namespace, Name: id.Name}}
+	}
+	return g
+}
 
 // mcZoneIdentity is --wiring-dns-mc-zone-identity (nil when unset).
 func (o *options) mcZoneIdentity() *capz.ObjectRef {
@@ -363,6 +377,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"How long a private endpoint the operator asked for (in a cluster's spec, or an AzurePrivateEndpoint) may stay Disconnected (its private link service was deleted or recreated) before it is deleted in Azure so that CAPZ (or the operator) recreates it; retried with backoff, an Event each time. 0 turns healing off.")
 	fs.BoolVar(&o.healRejected, "heal-rejected", false,
 		"Heal Rejected private endpoints too (delete them in Azure after --heal-disconnected-after so that the request is made again). Off by default: a rejection is usually a person's decision.")
+	fs.BoolVar(&o.protectIdentities, "protect-identities", true,
+		"Put a finalizer (privatelink.giantswarm.io/identity-in-use) on every AzureClusterIdentity, and on the Secret it reads, while an object the operator manages needs it to delete Azure resources (an AzurePrivateEndpoint, an AzurePrivateLinkService, a cluster the wiring holds), so that deleting a namespace in any order leaves nothing behind in Azure and no object stuck. Off, the finalizers put on earlier are taken off.")
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
