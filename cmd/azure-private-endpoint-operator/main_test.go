@@ -67,6 +67,7 @@ func TestParseFlags(t *testing.T) {
 			deleteOrphanedEndpoints: true,
 			adoptFieldManagers:      "manager",
 			healDisconnectedAfter:   2 * time.Minute,
+			protectIdentities:       true,
 			secretRecheck:           5 * time.Minute,
 			azureObserveTTL:         10 * time.Second,
 			kubeAPIQPS:              50,

@@ -175,6 +175,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	if err := r.holdIdentity(ctx, u, spec, true); err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, step := range []func(context.Context, *unstructured.Unstructured, *azureClients, *clusterSpec) error{
 		r.ensureNetwork, r.writeIDs, r.ensureLoadBalancers, r.ensurePrivateLinks, r.ensurePrivateEndpoints,
 	} {
@@ -609,7 +612,7 @@ func (r *Reconciler) delete(ctx context.Context, u *unstructured.Unstructured, a
 	if err := r.Client.Update(ctx, u); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.holdIdentity(ctx, u, s, false)
 }
 
 func (az *azureClients) putResourceGroup(ctx context.Context, s *clusterSpec) error {

@@ -2,7 +2,10 @@ package capzsim_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +43,9 @@ func TestForkMode(t *testing.T) {
 	testworld.Eventually(t, testworld.Timeout, "the WC's private links and the MC's ingress link", func(ctx context.Context) (bool, string) {
 		return privateLinksProvisioned(ctx, t, w)
 	})
+	// CAPZ holds the identity for each cluster using it (a finalizer named
+	// after the cluster), and lets it go when the cluster's cleanup ends.
+	identityFinalizers(t, w, "org-giantswarm/mc", "org-a/wc1")
 
 	// An endpoint in the MC's spec (as the operator writes it) is created.
 	setEndpoints(t, w, "org-giantswarm", "mc", "mc-nodes", map[string]any{
@@ -75,6 +81,30 @@ func TestForkMode(t *testing.T) {
 		_, err := w.Get(ctx, "org-a", "wc1")
 		left := w.Sim.Resources("Microsoft.Resources/resourceGroups")
 		return err != nil && len(left) == 1, fmt.Sprint(err, left)
+	})
+	identityFinalizers(t, w, "org-giantswarm/mc")
+}
+
+// identityFinalizers waits until the test world's identity carries CAPZ's
+// finalizer exactly for the clusters named (namespace/name), as CAPZ's
+// controllers/helpers.go names it: the AzureCluster finalizer and the hex
+// SHA-224 of "<namespace>-<name>".
+func identityFinalizers(t *testing.T, w *testworld.World, clusters ...string) {
+	t.Helper()
+	var want []string
+	for _, c := range clusters {
+		sum := sha256.Sum224([]byte(strings.Replace(c, "/", "-", 1)))
+		want = append(want, "azurecluster.infrastructure.cluster.x-k8s.io/"+hex.EncodeToString(sum[:]))
+	}
+	slices.Sort(want)
+	testworld.Eventually(t, testworld.Timeout, fmt.Sprintf("the identity held for %v", clusters), func(ctx context.Context) (bool, string) {
+		id := &unstructured.Unstructured{}
+		id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+		if err := w.Client.Get(ctx, types.NamespacedName{Namespace: testworld.IdentityNS, Name: testworld.IdentityName}, id); err != nil {
+			return false, err.Error()
+		}
+		got := slices.Sorted(slices.Values(id.GetFinalizers()))
+		return slices.Equal(got, want), fmt.Sprint(got)
 	})
 }
 

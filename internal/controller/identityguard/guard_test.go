@@ -202,8 +202,9 @@ func TestNamespaceDeletedFirstIdentity(t *testing.T) {
 }
 
 // TestWiringHoldsClusterAndMCIdentities: a cluster the wiring holds (its
-// finalizer) keeps its own identity and the management cluster's; once
-// the wiring lets it go, both are free again.
+// finalizer) keeps its own identity and the management cluster's, also
+// after CAPZ's own cleanup of the cluster ended and CAPZ let go of the
+// identity; once the wiring lets it go, both are free again.
 func TestWiringHoldsClusterAndMCIdentities(t *testing.T) {
 	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream})
 	w.Namespace(t, ns)
@@ -233,10 +234,26 @@ func TestWiringHoldsClusterAndMCIdentities(t *testing.T) {
 	}
 	protected(t, w, "Secret", "mc-secret", true)
 
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(wc), wc); err != nil {
+	// The WC is deleted: CAPZ (capzsim) deletes its resource group and
+	// takes its own finalizers off the cluster and off the identity; the
+	// wiring still holds the cluster, so the guard still holds the
+	// identity.
+	if err := w.Client.Delete(ctx, wc); err != nil {
 		t.Fatal(err)
 	}
-	wc.SetFinalizers(slices.DeleteFunc(wc.GetFinalizers(), func(f string) bool { return f == clusterlink.Finalizer }))
+	testworld.Eventually(t, testworld.Timeout, "CAPZ done with the WC", func(ctx context.Context) (bool, string) {
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(wc), wc); err != nil {
+			return false, err.Error()
+		}
+		id := &unstructured.Unstructured{}
+		id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+		if err := w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "wc-id"}, id); err != nil {
+			return false, err.Error()
+		}
+		return slices.Equal(wc.GetFinalizers(), []string{clusterlink.Finalizer}) && slices.Equal(id.GetFinalizers(), []string{identityguard.Finalizer}),
+			fmt.Sprint("cluster ", wc.GetFinalizers(), ", identity ", id.GetFinalizers())
+	})
+	wc.SetFinalizers(nil) // the wiring released it
 	if err := w.Client.Update(ctx, wc); err != nil {
 		t.Fatal(err)
 	}

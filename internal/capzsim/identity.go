@@ -1,0 +1,80 @@
+package capzsim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// identityFinalizer is the finalizer CAPZ puts on a cluster's
+// AzureClusterIdentity: its AzureCluster finalizer, "/", and the hex
+// SHA-224 of "<namespace>-<name>" of the cluster (CAPZ's
+// controllers/helpers.go, clusterIdentityFinalizer, since v1.5.1 and v1.4.4;
+// kubernetes-sigs/cluster-api-provider-azure#2661). CAPZ adds it in
+// EnsureClusterIdentity before it provisions anything, and removes it in the
+// AzureCluster's reconcileDelete right after its own finalizer: the identity
+// is unprotected from then on, whatever other controllers still hold the
+// cluster (the operator's wiring does).
+func identityFinalizer(namespace, name string) string {
+	sum := sha256.Sum224([]byte(namespace + "-" + name))
+	return capzFinalizer + "/" + hex.EncodeToString(sum[:])
+}
+
+// holdIdentity adds (hold) or removes CAPZ's finalizer on the cluster's
+// identity. A missing identity is CAPZ's error on create (it reports it in
+// a condition) and nothing to do on delete.
+func (r *Reconciler) holdIdentity(ctx context.Context, u *unstructured.Unstructured, spec *clusterSpec, hold bool) error {
+	ref := spec.view.IdentityRef
+	if ref == nil {
+		return nil
+	}
+	id := &unstructured.Unstructured{}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, id); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if hold && !r.identityAllows(ctx, id, u.GetNamespace()) {
+		return nil // CAPZ refuses the cluster (NamespaceNotAllowedByIdentity) before it adds the finalizer
+	}
+	orig := id.DeepCopy()
+	f := identityFinalizer(u.GetNamespace(), u.GetName())
+	changed := controllerutil.RemoveFinalizer(id, f)
+	if hold {
+		// The API server refuses a new finalizer on an object being deleted.
+		if id.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		changed = controllerutil.AddFinalizer(id, f)
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, id, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// identityAllows applies the identity's spec.allowedNamespaces to the
+// cluster's namespace, as CAPZ's EnsureClusterIdentity does first.
+func (r *Reconciler) identityAllows(ctx context.Context, id *unstructured.Unstructured, namespace string) bool {
+	parsed, err := azure.ParseIdentity(id)
+	if err != nil {
+		return false
+	}
+	var labels map[string]string
+	if parsed.UsesSelector() {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+			return false
+		}
+		labels = ns.Labels
+	}
+	ok, _ := parsed.AllowedIn(namespace, labels)
+	return ok
+}
