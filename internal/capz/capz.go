@@ -10,6 +10,7 @@
 package capz
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -31,3 +32,17 @@ var (
 		Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster",
 	}
 )
+
+// Object is an empty object of a kind, to read into or to watch.
+func Object(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// List is an empty list of a kind, to list into.
+func List(gvk schema.GroupVersionKind) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
+}

@@ -60,23 +60,11 @@ func delayed(req reconcile.Request, after time.Duration, selected func(client.Ob
 	}
 }
 
-func newAzureCluster() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(capz.AzureClusterGVK)
-	return u
-}
+func newAzureCluster() *unstructured.Unstructured { return capz.Object(capz.AzureClusterGVK) }
 
-func newCluster() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(capz.ClusterGVK)
-	return u
-}
+func newCluster() *unstructured.Unstructured { return capz.Object(capz.ClusterGVK) }
 
-func newIdentity() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
-	return u
-}
+func newIdentity() *unstructured.Unstructured { return capz.Object(capz.AzureClusterIdentityGVK) }
 
 // allWCsWhenMC re-evaluates every WC when the MC changes.
 func allWCsWhenMC(c client.Client, mc types.NamespacedName) handler.MapFunc {

@@ -138,8 +138,7 @@ func (g *guard) reconcileIdentity(ctx context.Context, req reconcile.Request) (r
 }
 
 func (g *guard) reconcileSecret(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ids := &unstructured.UnstructuredList{}
-	ids.SetGroupVersionKind(capz.AzureClusterIdentityGVK.GroupVersion().WithKind("AzureClusterIdentityList"))
+	ids := capz.List(capz.AzureClusterIdentityGVK)
 	if err := g.client.List(ctx, ids, client.MatchingFields{secretIndex: req.String()}); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -323,20 +322,8 @@ func requests(keys []string) []reconcile.Request {
 	return out
 }
 
-func identity() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
-	return u
-}
+func identity() *unstructured.Unstructured { return capz.Object(capz.AzureClusterIdentityGVK) }
 
-func azureCluster() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(capz.AzureClusterGVK)
-	return u
-}
+func azureCluster() *unstructured.Unstructured { return capz.Object(capz.AzureClusterGVK) }
 
-func azureClusters() *unstructured.UnstructuredList {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-	return l
-}
+func azureClusters() *unstructured.UnstructuredList { return capz.List(capz.AzureClusterGVK) }
