@@ -266,6 +266,10 @@ func checkAccess(t *testing.T, c client.Client) {
 		// The control plane gate (--azure-cluster-gates): patch only.
 		{"watch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "", true},
 		{"patch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", true},
+		// The identity guard (--protect-identities): its finalizer on
+		// identities and their Secrets, by patch; nothing else.
+		{"patch", capzGroup, "azureclusteridentities", "", "org-a", true},
+		{"patch", "", "secrets", "", "org-giantswarm", true},
 		// The metrics endpoint's authentication and authorization filter.
 		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
@@ -275,7 +279,10 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"delete", capzGroup, "azureclusters", "", "org-a", false},
 		{"create", capzGroup, "azureclusters", "", "org-a", false},
 		{"update", capzGroup, "azureclusters", "", "org-a", false},
-		{"patch", capzGroup, "azureclusteridentities", "", "org-a", false},
+		{"update", capzGroup, "azureclusteridentities", "", "org-a", false},
+		{"delete", capzGroup, "azureclusteridentities", "", "org-a", false},
+		{"update", "", "secrets", "", "org-giantswarm", false},
+		{"delete", "", "secrets", "", "org-giantswarm", false},
 		{"patch", capiGroup, "clusters", "", "org-a", false},
 		{"update", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", false},
 		{"delete", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", false},
