@@ -112,6 +112,7 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	clients map[string]*azureClients // by subscription
+	holding sync.Map                 // cluster UID → identity "ns/name" it holds (holdIdentity)
 }
 
 // SetupWithManager registers capzsim with a manager.

@@ -141,6 +141,15 @@ func TestSharedIdentitiesAndSecrets(t *testing.T) {
 	protected(t, w, "AzureClusterIdentity", "theirs-only", false)
 	protected(t, w, "Secret", "theirs-secret", false)
 
+	// An identity in use that a person deletes past the guard's finalizer:
+	// its Secret is let go as soon as it is gone.
+	identity(t, w, "forced", "forced-secret")
+	endpoint(t, w, "e4", "forced")
+	protected(t, w, "AzureClusterIdentity", "forced", true)
+	protected(t, w, "Secret", "forced-secret", true)
+	forceDelete(t, w, "forced")
+	protected(t, w, "Secret", "forced-secret", false)
+
 	// Turned off: what it put on comes off, though e3 still uses b.
 	stop()
 	guard(t, w, identityguard.Options{Protect: false, PrivateEndpoints: true})
@@ -272,4 +281,27 @@ func gone(t *testing.T, w *testworld.World, obj client.Object) {
 		}
 		return false, fmt.Sprintf("%v, finalizers %v", err, obj.GetFinalizers())
 	})
+}
+
+// forceDelete deletes an identity and removes every finalizer from it by
+// hand, as a person might.
+func forceDelete(t *testing.T, w *testworld.World, name string) {
+	t.Helper()
+	ctx := context.Background()
+	id := &unstructured.Unstructured{}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	id.SetNamespace(ns)
+	id.SetName(name)
+	if err := w.Client.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, name+" finalizers removed by hand", func(ctx context.Context) (bool, string) {
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(id), id); err != nil {
+			return apierrors.IsNotFound(err), err.Error()
+		}
+		id.SetFinalizers(nil)
+		err := w.Client.Update(ctx, id)
+		return err == nil, fmt.Sprint(err)
+	})
+	gone(t, w, id)
 }
