@@ -235,12 +235,14 @@ func (g *guard) wiringIdentities(ctx context.Context) ([]types.NamespacedName, e
 	if g.opts.ManagementCluster.Name == "" {
 		return out, nil
 	}
+	// Read only, and asked on every event of a held cluster: no copy of
+	// the MC's object, which carries an entry per WC.
 	mc := azureCluster()
-	if err := g.client.Get(ctx, g.opts.ManagementCluster, mc); err != nil {
+	if err := g.client.Get(ctx, g.opts.ManagementCluster, mc, client.UnsafeDisableDeepCopy); err != nil {
 		return out, client.IgnoreNotFound(err)
 	}
-	if ac, _ := capz.FromUnstructured(mc); ac.IdentityRef != nil {
-		out = append(out, types.NamespacedName{Namespace: ac.IdentityRef.Namespace, Name: ac.IdentityRef.Name})
+	if id := identityOf(mc); id != "" {
+		out = append(out, parseKey(id))
 	}
 	return out, nil
 }
@@ -253,9 +255,7 @@ func (g *guard) wiringIdentities(ctx context.Context) ([]types.NamespacedName, e
 func (g *guard) clusterIdentities(ctx context.Context, o client.Object) []reconcile.Request {
 	keys := clusterIdentities(o)
 	if u, ok := o.(*unstructured.Unstructured); ok && client.ObjectKeyFromObject(u) == g.opts.ManagementCluster {
-		if ac, _ := capz.FromUnstructured(u); ac.IdentityRef != nil {
-			keys = append(keys, key(ac.IdentityRef.Namespace, ac.IdentityRef.Name))
-		}
+		keys = append(keys, identityOf(u))
 	}
 	if i := slices.Index(keys, wiringHolds); i >= 0 {
 		keys = slices.Delete(keys, i, i+1)

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 )
 
@@ -79,10 +78,25 @@ func clusterIdentities(o client.Object) []string {
 		return nil
 	}
 	out := []string{wiringHolds}
-	if ac, _ := capz.FromUnstructured(u); ac.IdentityRef != nil {
-		out = append(out, key(ac.IdentityRef.Namespace, ac.IdentityRef.Name))
+	if id := identityOf(u); id != "" {
+		out = append(out, id)
 	}
 	return out
+}
+
+// identityOf is the key of an AzureCluster's spec.identityRef, or "". Its
+// namespace defaults to the cluster's, as CAPZ reads it. Only the two
+// fields are read: the MC's object carries an entry per WC.
+func identityOf(u *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "identityRef", "name")
+	if name == "" {
+		return ""
+	}
+	ns, _, _ := unstructured.NestedString(u.Object, "spec", "identityRef", "namespace")
+	if ns == "" {
+		ns = u.GetNamespace()
+	}
+	return key(ns, name)
 }
 
 // secretOf is the key of the Secret an AzureClusterIdentity reads
