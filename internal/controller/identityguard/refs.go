@@ -84,34 +84,28 @@ func clusterIdentities(o client.Object) []string {
 	return out
 }
 
-// identityOf is the key of an AzureCluster's spec.identityRef, or "". Its
-// namespace defaults to the cluster's, as CAPZ reads it. Only the two
-// fields are read: the MC's object carries an entry per WC.
-func identityOf(u *unstructured.Unstructured) string {
-	name, _, _ := unstructured.NestedString(u.Object, "spec", "identityRef", "name")
-	if name == "" {
-		return ""
-	}
-	ns, _, _ := unstructured.NestedString(u.Object, "spec", "identityRef", "namespace")
-	if ns == "" {
-		ns = u.GetNamespace()
-	}
-	return key(ns, name)
-}
+// identityOf is the key of an AzureCluster's spec.identityRef, or "". Only
+// those fields are read: the MC's object carries an entry per WC.
+func identityOf(u *unstructured.Unstructured) string { return specRef(u, "identityRef") }
 
 // secretOf is the key of the Secret an AzureClusterIdentity reads
-// (spec.clientSecret; its namespace defaults to the identity's, as CAPZ
-// reads it), or "".
+// (spec.clientSecret), or "".
 func secretOf(o client.Object) string {
-	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return ""
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return specRef(u, "clientSecret")
 	}
-	name, _, _ := unstructured.NestedString(u.Object, "spec", "clientSecret", "name")
+	return ""
+}
+
+// specRef is the key of the reference spec.<field> of an object, or ""
+// without a name; its namespace defaults to the object's, as CAPZ reads
+// both identityRef and clientSecret.
+func specRef(u *unstructured.Unstructured, field string) string {
+	name, _, _ := unstructured.NestedString(u.Object, "spec", field, "name")
 	if name == "" {
 		return ""
 	}
-	ns, _, _ := unstructured.NestedString(u.Object, "spec", "clientSecret", "namespace")
+	ns, _, _ := unstructured.NestedString(u.Object, "spec", field, "namespace")
 	if ns == "" {
 		ns = u.GetNamespace()
 	}
