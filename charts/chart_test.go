@@ -101,6 +101,32 @@ func find(t *testing.T, kind string) []*unstructured.Unstructured {
 	return out
 }
 
+// TestChartPublishSecrets: only privateEndpoints.publishSecrets grants the
+// operator the right to write Secrets, and turns on --publish-secrets with
+// it; by default neither.
+func TestChartPublishSecrets(t *testing.T) {
+	if args := strings.Join(containerArgs(t), " "); !strings.Contains(args, "--publish-secrets=false") {
+		t.Errorf("by default the chart should run without --publish-secrets: %s", args)
+	}
+	for _, u := range find(t, "ClusterRole") {
+		if strings.HasSuffix(u.GetName(), "-publish-secrets") {
+			t.Errorf("by default the chart renders %s", u.GetName())
+		}
+	}
+	out := helm(t, "template", release, chartDir, "--namespace", namespace, "-f", filepath.Join(chartDir, "ci", "test-values.yaml"),
+		"--set", "privateEndpoints.publishSecrets=true", "--show-only", "templates/clusterrole-publish-secrets.yaml")
+	for _, want := range []string{"kind: ClusterRole\n", "kind: ClusterRoleBinding", "resources: [secrets]", "verbs: [create, patch, delete]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("with publishSecrets the chart lacks %q:\n%s", want, out)
+		}
+	}
+	out = helm(t, "template", release, chartDir, "--namespace", namespace, "-f", filepath.Join(chartDir, "ci", "test-values.yaml"),
+		"--set", "privateEndpoints.publishSecrets=true", "--show-only", "templates/deployment.yaml")
+	if !strings.Contains(out, "--publish-secrets=true") {
+		t.Errorf("with publishSecrets the operator does not get --publish-secrets=true")
+	}
+}
+
 // TestChartLints runs helm lint --strict with the CI values.
 func TestChartLints(t *testing.T) {
 	out := helm(t, "lint", "--strict", chartDir, "-f", filepath.Join(chartDir, "ci", "test-values.yaml"))
@@ -270,6 +296,11 @@ func checkAccess(t *testing.T, c client.Client) {
 		// identities and their Secrets, by patch; nothing else.
 		{"patch", capzGroup, "azureclusteridentities", "", "org-a", true},
 		{"patch", "", "secrets", "", "org-giantswarm", true},
+		// spec.publish: ConfigMaps and Services it creates and owns.
+		// Secrets only with privateEndpoints.publishSecrets (off here).
+		{"create", "", "configmaps", "", "org-a", true},
+		{"patch", "", "configmaps", "", "org-a", true},
+		{"delete", "", "services", "", "org-a", true},
 		// The metrics endpoint's authentication and authorization filter.
 		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},

@@ -17,6 +17,10 @@ const (
 	// records exist and point at the endpoint's IP (True with reason
 	// NotRequested when spec.dns is not set).
 	ConditionDNSReady = "DNSReady"
+	// ConditionPublished: the objects spec.publish names hold the
+	// endpoint's addresses and names (True with reason NotRequested when
+	// spec.publish is not set).
+	ConditionPublished = "Published"
 )
 
 // ZoneMode says whether a private DNS zone belongs to one object or is
@@ -129,6 +133,12 @@ type AzurePrivateEndpointSpec struct {
 	// +optional
 	DNS *PrivateEndpointDNS `json:"dns,omitempty"`
 
+	// Publish writes the endpoint's addresses and names into a ConfigMap, a
+	// Secret or a Service in the object's namespace, for applications and
+	// DNS tools that do not read this object's status.
+	// +optional
+	Publish *PrivateEndpointPublish `json:"publish,omitempty"`
+
 	// DeletionPolicy: Delete (default) removes the records, the virtual
 	// network links and zone the object no longer needs, and the endpoint;
 	// Orphan leaves everything in Azure.
@@ -153,7 +163,7 @@ type LocalObjectReference struct {
 
 // PrivateEndpointDNS is the private DNS of an endpoint.
 //
-// +kubebuilder:validation:XValidation:rule="self.zoneName == oldSelf.zoneName && has(self.zoneResourceGroup) == has(oldSelf.zoneResourceGroup) && (!has(self.zoneResourceGroup) || self.zoneResourceGroup == oldSelf.zoneResourceGroup) && (has(self.zoneMode) ? self.zoneMode : 'Owned') == (has(oldSelf.zoneMode) ? oldSelf.zoneMode : 'Owned') && (has(self.zoneSubscriptionID) ? self.zoneSubscriptionID : ”) == (has(oldSelf.zoneSubscriptionID) ? oldSelf.zoneSubscriptionID : ”)",message="spec.dns.zoneName, zoneResourceGroup, zoneSubscriptionID and zoneMode are immutable: remove spec.dns and add it again to move the records"
+// +kubebuilder:validation:XValidation:rule="self.zoneName == oldSelf.zoneName && has(self.zoneResourceGroup) == has(oldSelf.zoneResourceGroup) && (!has(self.zoneResourceGroup) || self.zoneResourceGroup == oldSelf.zoneResourceGroup) && (has(self.zoneMode) ? self.zoneMode : 'Owned') == (has(oldSelf.zoneMode) ? oldSelf.zoneMode : 'Owned') && has(self.zoneSubscriptionID) == has(oldSelf.zoneSubscriptionID) && (!has(self.zoneSubscriptionID) || self.zoneSubscriptionID == oldSelf.zoneSubscriptionID)",message="spec.dns.zoneName, zoneResourceGroup, zoneSubscriptionID and zoneMode are immutable: remove spec.dns and add it again to move the records"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalZones) || self.additionalZones.all(z, z.zoneName != self.zoneName || (has(z.zoneResourceGroup) && (!has(self.zoneResourceGroup) || z.zoneResourceGroup != self.zoneResourceGroup)) || (has(z.zoneSubscriptionID) && (!has(self.zoneSubscriptionID) || z.zoneSubscriptionID != self.zoneSubscriptionID)))",message="an additional zone must not be the zone of spec.dns.zoneName"
 type PrivateEndpointDNS struct {
 	// ZoneName is the private DNS zone, e.g. wc1.hypershift.local.
@@ -230,6 +240,65 @@ type PrivateEndpointDNS struct {
 	// +listMapKey=zoneName
 	// +kubebuilder:validation:MaxItems=8
 	AdditionalZones []PrivateEndpointDNSZone `json:"additionalZones,omitempty"`
+}
+
+// PrivateEndpointPublish names the objects the operator writes the
+// endpoint's addresses and names into, in the object's namespace. The
+// operator creates each one, owned by this object (deleted with it, or when
+// its name leaves the spec); an object of that name that this one does not
+// own is never written: Published is False with reason NotOwned.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.configMapName) || has(self.secretName) || has(self.service)",message="spec.publish needs at least one of configMapName, secretName or service"
+type PrivateEndpointPublish struct {
+	// ConfigMapName is a ConfigMap that gets the keys ipAddress (the first
+	// address), ipAddresses and fqdns (comma-separated) and
+	// privateEndpointID. Other keys in it are left alone.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ConfigMapName string `json:"configMapName,omitempty"`
+	// SecretName is an Opaque Secret that gets the same keys as the
+	// ConfigMap. The operator writes Secrets only when it runs with
+	// --publish-secrets (chart value privateEndpoints.publishSecrets), which grants it the
+	// right to; otherwise Published is False with reason SecretsDisabled.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
+	// Service is a headless Service without selector or ports whose
+	// external-dns annotations (external-dns.alpha.kubernetes.io/hostname
+	// and /target) make external-dns publish the hostnames with the
+	// endpoint's addresses.
+	// +optional
+	Service *PublishService `json:"service,omitempty"`
+}
+
+// PublishService is a Service for external-dns.
+type PublishService struct {
+	// Name of the Service.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Hostnames external-dns publishes with the endpoint's addresses.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?([a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?\.)*[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?$`
+	Hostnames []string `json:"hostnames"`
+}
+
+// PublishedStatus names the objects the operator wrote for spec.publish.
+type PublishedStatus struct {
+	// +optional
+	ConfigMapName string `json:"configMapName,omitempty"`
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
 }
 
 // PrivateEndpointDNSZone is one more zone of an endpoint's names.
@@ -337,11 +406,15 @@ type AzurePrivateEndpointStatus struct {
 	// +listType=map
 	// +listMapKey=id
 	DNSZones []DNSZoneStatus `json:"dnsZones,omitempty"`
+	// Published names the objects the operator created for spec.publish
+	// (it deletes them when they leave the spec).
+	// +optional
+	Published *PublishedStatus `json:"published,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: PrivateEndpointReady, ConnectionApproved, DNSReady and
-	// Ready.
+	// Conditions: PrivateEndpointReady, ConnectionApproved, DNSReady,
+	// Published and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

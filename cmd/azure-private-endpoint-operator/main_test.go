@@ -68,6 +68,7 @@ func TestParseFlags(t *testing.T) {
 			adoptFieldManagers:      "manager",
 			healDisconnectedAfter:   2 * time.Minute,
 			protectIdentities:       true,
+			publishSecrets:          false,
 			secretRecheck:           5 * time.Minute,
 			azureObserveTTL:         10 * time.Second,
 			kubeAPIQPS:              50,

@@ -76,6 +76,7 @@ type options struct {
 	healDisconnectedAfter   time.Duration
 	healRejected            bool
 	protectIdentities       bool
+	publishSecrets          bool
 	secretRecheck           time.Duration
 	azureObserveTTL         time.Duration
 
@@ -165,7 +166,7 @@ func (o *options) plsOptions() privatelinkservice.Options {
 func (o *options) apeOptions() privateendpoint.Options {
 	return privateendpoint.Options{
 		DriftInterval: o.apeDrift, Recheck: o.apeRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.apeConcurrency,
-		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck, ZoneGuard: o.zoneGuard(),
+		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck, ZoneGuard: o.zoneGuard(), PublishSecrets: o.publishSecrets,
 		Heal: heal.Policy{DisconnectedAfter: o.healDisconnectedAfter, Rejected: o.healRejected},
 	}
 }
@@ -379,6 +380,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Heal Rejected private endpoints too (delete them in Azure after --heal-disconnected-after so that the request is made again). Off by default: a rejection is usually a person's decision.")
 	fs.BoolVar(&o.protectIdentities, "protect-identities", true,
 		"Put a finalizer (privatelink.giantswarm.io/identity-in-use) on every AzureClusterIdentity, and on the Secret it reads, while an object the operator manages needs it to delete Azure resources (an AzurePrivateEndpoint, an AzurePrivateLinkService, a cluster the wiring holds), so that deleting a namespace in any order leaves nothing behind in Azure and no object stuck. Off, the finalizers put on earlier are taken off.")
+	fs.BoolVar(&o.publishSecrets, "publish-secrets", false,
+		"Let an AzurePrivateEndpoint's spec.publish.secretName write its addresses and names into a Secret of its namespace (the chart then grants create, patch and delete on Secrets). Off, such an object is reported (Published False, reason SecretsDisabled) and ConfigMaps and Services still work.")
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,

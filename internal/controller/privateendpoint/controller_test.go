@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -292,7 +293,9 @@ func TestHealsDisconnected(t *testing.T) {
 	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	create(t, w, ape("healme", svc.Status.ResourceID))
+	healme := ape("healme", svc.Status.ResourceID)
+	healme.Spec.Publish = &v1alpha1.PrivateEndpointPublish{ConfigMapName: "healme-endpoint"}
+	create(t, w, healme)
 	old := ready(t, w, "healme").Status
 	resolves(t, w, cVNet, "api.healme.hcp.internal", azuresim.ResolveOK, old.IPAddresses[0])
 	// From here to the end, the name may only ever resolve to the address
@@ -326,6 +329,9 @@ func TestHealsDisconnected(t *testing.T) {
 	if e := endpoint(w, "healme"); e == nil || e.IP != now.IPAddresses[0] {
 		t.Errorf("azuresim holds %+v", e)
 	}
+	// What applications read follows the new endpoint.
+	cm := &corev1.ConfigMap{}
+	published(t, w, "healme-endpoint", cm, func() map[string]string { return cm.Data }, map[string]string{privateendpoint.KeyIPAddress: now.IPAddresses[0]})
 	if v := violations(); len(v) > 0 {
 		t.Errorf("the record pointed at an address no endpoint of healme held (%d times), first: %s", len(v), v[0])
 	}

@@ -83,7 +83,12 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 	return false, r.requeueSoon(), nil
 }
 
+// release deletes what the object published (its owner references would
+// have the garbage collector do it, later) and removes the finalizer.
 func (r *Reconciler) release(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) error {
+	if err := r.unpublish(ctx, obj, v1alpha1.PublishedStatus{}); err != nil {
+		return err
+	}
 	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))

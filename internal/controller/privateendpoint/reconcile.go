@@ -66,7 +66,8 @@ const (
 // Reconciler reconciles one AzurePrivateEndpoint: resolve the target,
 // observe the endpoint and write it only when it is missing or differs,
 // follow its connection (heal it when Disconnected), then write the private
-// DNS while the connection is Approved; record status.
+// DNS while the connection is Approved, publish the result where
+// spec.publish says; record status.
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads what the cache does not hold (a workload cluster
@@ -112,6 +113,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		before.Finalizers, before.ResourceVersion = obj.Finalizers, obj.ResourceVersion
 	}
 	res, err := r.reconcileAzure(ctx, obj)
+	pres, perr := r.publish(ctx, obj)
+	if err == nil {
+		res, err = lowest(res, pres), perr
+	}
 	obj.Status.ObservedGeneration = obj.Generation
 	summarize(obj)
 	if werr := r.writeStatus(ctx, before, obj); werr != nil {
@@ -244,6 +249,9 @@ func summarize(obj *v1alpha1.AzurePrivateEndpoint) {
 	if obj.Spec.DNS != nil {
 		msg += " and its names resolve to it from the linked virtual networks"
 	}
+	if obj.Spec.Publish != nil {
+		msg += "; its addresses are published"
+	}
 	azureobject.Summarize(&obj.Status.Conditions, obj.Generation, msg,
-		v1alpha1.ConditionPrivateEndpointReady, v1alpha1.ConditionConnectionApproved, v1alpha1.ConditionDNSReady)
+		v1alpha1.ConditionPrivateEndpointReady, v1alpha1.ConditionConnectionApproved, v1alpha1.ConditionDNSReady, v1alpha1.ConditionPublished)
 }

@@ -75,6 +75,9 @@ type Options struct {
 	// wiring's DNS mode (one request budget, one memo of what is in place);
 	// Setup makes one without a budget when it is nil.
 	DNSEngine *dnsengine.Engine
+	// PublishSecrets lets spec.publish.secretName write Secrets
+	// (--publish-secrets; the chart grants the right only with it).
+	PublishSecrets bool
 	// ZoneGuard refuses spec.dns zone names that would shadow Azure's own
 	// or other protected domains (--dns-denied-zones).
 	ZoneGuard dnsguard.Guard
