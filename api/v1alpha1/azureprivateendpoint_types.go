@@ -46,6 +46,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef) is immutable: Azure cannot move an endpoint to another service"
 // +kubebuilder:validation:XValidation:rule="has(self.ipAddress) == has(oldSelf.ipAddress) && (!has(self.ipAddress) || self.ipAddress == oldSelf.ipAddress)",message="spec.ipAddress is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestMessage) || self.manualApproval",message="spec.requestMessage is sent only with spec.manualApproval"
+// +kubebuilder:validation:XValidation:rule="!has(self.requestRevision) || self.manualApproval",message="spec.requestRevision asks again for a manual connection: set spec.manualApproval"
 type AzurePrivateEndpointSpec struct {
 	// SubscriptionID is the Azure subscription of the private endpoint (and
 	// of its private DNS zone).
@@ -120,6 +121,17 @@ type AzurePrivateEndpointSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=140
 	RequestMessage string `json:"requestMessage,omitempty"`
+
+	// RequestRevision asks the provider again after a rejection: when it
+	// changes while the connection is Rejected, the operator sets the
+	// connection back to Pending with spec.requestMessage (Azure lets the
+	// consumer do that; the provider cannot approve a Rejected
+	// connection). Any value, e.g. a date or a ticket number; the value
+	// acted on is status.requestedRevision.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	RequestRevision string `json:"requestRevision,omitempty"`
 
 	// IPAddress is a static address in the subnet for the endpoint.
 	// Default: Azure picks one. Immutable.
@@ -380,9 +392,14 @@ type AzurePrivateEndpointStatus struct {
 	// ConnectionState is Pending, Approved, Rejected or Disconnected.
 	// +optional
 	ConnectionState string `json:"connectionState,omitempty"`
-	// ConnectionDescription is the provider's message with the state.
+	// ConnectionDescription is the provider's message with the state
+	// (its reason for a rejection).
 	// +optional
 	ConnectionDescription string `json:"connectionDescription,omitempty"`
+	// RequestedRevision is the spec.requestRevision the operator acted on
+	// (or saw while there was nothing to ask again).
+	// +optional
+	RequestedRevision string `json:"requestedRevision,omitempty"`
 	// DNSZoneID is the private DNS zone's resource ID.
 	// +optional
 	DNSZoneID string `json:"dnsZoneID,omitempty"`

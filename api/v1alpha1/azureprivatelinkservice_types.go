@@ -122,7 +122,8 @@ type AzurePrivateLinkServiceSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^(\*\.)?([a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?\.)*[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?$`
 	FQDNs []string `json:"fqdns,omitempty"`
 
-	// ConnectionApproval approves or rejects Pending connections.
+	// ConnectionApproval approves or rejects connections: by rules kept in
+	// Git, and by the consumer's subscription.
 	// +optional
 	ConnectionApproval *ConnectionApproval `json:"connectionApproval,omitempty"`
 
@@ -253,9 +254,19 @@ type NATIPConfigurations struct {
 	StaticIPs []string `json:"staticIPs,omitempty"`
 }
 
-// ConnectionApproval is what the operator does with Pending private
-// endpoint connections.
+// ConnectionApproval is what the operator does with private endpoint
+// connections: rules first (the first that matches decides), then the
+// subscription lists, which decide only Pending connections.
 type ConnectionApproval struct {
+	// Rules approve or reject one named connection, or every connection
+	// whose private endpoint's resource ID matches a pattern. An Approve
+	// rule approves a Pending connection; Azure cannot approve a Rejected
+	// one (the consumer must ask again: status says so). A Reject rule
+	// rejects a Pending or an Approved connection (it revokes access).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Rules []ConnectionRule `json:"rules,omitempty"`
 	// ApproveSubscriptions: Pending connections from these subscriptions
 	// are approved.
 	// +optional
@@ -273,6 +284,45 @@ type ConnectionApproval struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=140
 	Description string `json:"description,omitempty"`
+}
+
+// ConnectionAction is what a rule does.
+// +kubebuilder:validation:Enum=Approve;Reject
+type ConnectionAction string
+
+const (
+	// ConnectionActionApprove approves a Pending connection.
+	ConnectionActionApprove ConnectionAction = "Approve"
+	// ConnectionActionReject rejects a Pending or an Approved connection.
+	ConnectionActionReject ConnectionAction = "Reject"
+)
+
+// ConnectionRule decides connections by name or by their endpoint's
+// resource ID.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.privateEndpointID)",message="a connection rule needs exactly one of name or privateEndpointID"
+type ConnectionRule struct {
+	// Name is one connection's name, as in status.connections[].name
+	// (compared case-insensitively, like Azure names).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name,omitempty"`
+	// PrivateEndpointID is a private endpoint's resource ID, compared
+	// case-insensitively, in which * stands for any characters within one
+	// segment and ? for one, e.g.
+	// /subscriptions/<id>/resourceGroups/team-*/providers/Microsoft.Network/privateEndpoints/*
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`(?i)^/subscriptions/[-\w.()*?]+/resourceGroups/[-\w.()*?]+/providers/Microsoft\.Network/privateEndpoints/[-\w.()*?]+$`
+	PrivateEndpointID string `json:"privateEndpointID,omitempty"`
+	// Action is Approve or Reject.
+	Action ConnectionAction `json:"action"`
+	// Reason is written on the connection as its description (the
+	// consumer sees it) and in status. Default: names the rule.
+	// +optional
+	// +kubebuilder:validation:MaxLength=140
+	Reason string `json:"reason,omitempty"`
 }
 
 // AzurePrivateLinkServiceStatus is what the operator observed.
@@ -339,6 +389,17 @@ type PrivateEndpointConnection struct {
 	State          string `json:"state,omitempty"`
 	Description    string `json:"description,omitempty"`
 	LinkIdentifier string `json:"linkIdentifier,omitempty"`
+	// DecidedBy is the entry of spec.connectionApproval that decides the
+	// connection: rules[<i>], approveSubscriptions or rejectOthers (empty:
+	// none does; a person decides).
+	// +optional
+	DecidedBy string `json:"decidedBy,omitempty"`
+	// Decision is Approve or Reject, what DecidedBy says.
+	// +optional
+	Decision string `json:"decision,omitempty"`
+	// DecisionReason is why, and whether Azure can carry it out.
+	// +optional
+	DecisionReason string `json:"decisionReason,omitempty"`
 }
 
 // AzurePrivateLinkService is an Azure private link service that fronts an

@@ -73,7 +73,7 @@ func runConnectionCase(t *testing.T, tc connectionCase) {
 		t.Fatalf("%s: create: %v", tc.reason, err)
 	}
 	plsClient := e.network(t, providerSub).NewPrivateLinkServicesClient()
-	conns := listConnections(t, plsClient, "wc-rg", "svc")
+	conns := listConnections(t, plsClient)
 	if len(conns) != 1 {
 		t.Fatalf("%s: provider sees %d connections, want 1", tc.reason, len(conns))
 	}
@@ -136,10 +136,11 @@ func ownerActs(t *testing.T, plsClient *armnetwork.PrivateLinkServicesClient, co
 	}
 }
 
-func listConnections(t *testing.T, c *armnetwork.PrivateLinkServicesClient, rg, name string) []*armnetwork.PrivateEndpointConnection {
+// listConnections lists the connections of service "svc" in "wc-rg".
+func listConnections(t *testing.T, c *armnetwork.PrivateLinkServicesClient) []*armnetwork.PrivateEndpointConnection {
 	t.Helper()
 	var out []*armnetwork.PrivateEndpointConnection
-	pager := c.NewListPrivateEndpointConnectionsPager(rg, name, nil)
+	pager := c.NewListPrivateEndpointConnectionsPager("wc-rg", "svc", nil)
 	for pager.More() {
 		page, err := pager.NextPage(context.Background())
 		if err != nil {
@@ -148,4 +149,61 @@ func listConnections(t *testing.T, c *armnetwork.PrivateLinkServicesClient, rg, 
 		out = append(out, page.Value...)
 	}
 	return out
+}
+
+// TestRejectionIsFinalForTheProvider: the owner cannot approve a Rejected
+// connection (Azure refuses it by design); the consumer asks again by
+// writing its manual connection back as Pending, and then the owner can
+// approve it. Any other state the consumer sends changes nothing.
+func TestRejectionIsFinalForTheProvider(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
+	pls := prov.pls(t, e, "svc", []string{consumerSub}, nil)
+	pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
+	put := func(body armnetwork.PrivateEndpoint) {
+		t.Helper()
+		mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+			return pes.BeginCreateOrUpdate(ctx, "mc-rg", "pe", body, nil)
+		})
+	}
+	put(peBody(cons.nodeSubnetID, *pls.ID, true))
+	plsClient := e.network(t, providerSub).NewPrivateLinkServicesClient()
+	conn := listConnections(t, plsClient)[0]
+	ownerActs(t, plsClient, conn, reject)
+
+	conn = listConnections(t, plsClient)[0]
+	conn.Properties.PrivateLinkServiceConnectionState.Status = new(azuresim.ConnectionApproved)
+	_, err := plsClient.UpdatePrivateEndpointConnection(ctx, "wc-rg", "svc", *conn.Name, *conn, nil)
+	if code, status := errorCode(err); code != "BadRequest" || status != 400 {
+		t.Fatalf("approving a Rejected connection: want 400 BadRequest, got %v", err)
+	}
+
+	state := func() (string, string) {
+		c := listConnections(t, plsClient)[0].Properties.PrivateLinkServiceConnectionState
+		return *c.Status, ptr.Deref(c.Description, "")
+	}
+	// The consumer sends its connection back as Approved: ignored.
+	got, err := pes.Get(ctx, "mc-rg", "pe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := got.PrivateEndpoint
+	body.Properties.ManualPrivateLinkServiceConnections[0].Properties.PrivateLinkServiceConnectionState.Status = new(azuresim.ConnectionApproved)
+	put(body)
+	if s, _ := state(); s != azuresim.ConnectionRejected {
+		t.Fatalf("a consumer set its connection %s", s)
+	}
+	// As Pending, with a new message: the owner sees it Pending again.
+	body.Properties.ManualPrivateLinkServiceConnections[0].Properties.PrivateLinkServiceConnectionState.Status = new(azuresim.ConnectionPending)
+	body.Properties.ManualPrivateLinkServiceConnections[0].Properties.RequestMessage = new("ticket 7: please look again")
+	put(body)
+	if s, d := state(); s != azuresim.ConnectionPending || d != "ticket 7: please look again" {
+		t.Fatalf("after asking again: %s %q", s, d)
+	}
+	ownerActs(t, plsClient, listConnections(t, plsClient)[0], approve)
+	if s, _ := state(); s != azuresim.ConnectionApproved {
+		t.Fatalf("the owner could not approve the request made again: %s", s)
+	}
 }

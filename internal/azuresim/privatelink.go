@@ -400,6 +400,16 @@ var plsConnKind = &kind{
 				"Private endpoint connection status '%s' is not valid; use Approved, Rejected or Pending.", ptr.Deref(want.Status, ""))
 		}
 		cur := objOf[armnetwork.PrivateEndpointConnection](req.existing)
+		// A rejection is final for the provider: Azure refuses to approve
+		// a Rejected connection "by design" (MicrosoftDocs/azure-docs
+		// issue 115121 for private link services; the message is Azure's
+		// as recorded for Cosmos DB in MicrosoftDocs/azure-docs PR 86823 —
+		// the network provider's own error code is not on record, so
+		// nothing may depend on it). Only the consumer can set it Pending
+		// again (putPE).
+		if ptr.Deref(cur.Properties.PrivateLinkServiceConnectionState.Status, "") == ConnectionRejected && ptr.Deref(want.Status, "") == ConnectionApproved {
+			return errBadRequest("BadRequest", "Approving rejected private endpoint connections is not supported.")
+		}
 		cur.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{
 			Status:          want.Status,
 			Description:     want.Description,
@@ -507,8 +517,30 @@ func putPE(s *state, req *putRequest) *armError {
 	s.ensurePENIC(req.res, pe)
 	if !sameTarget {
 		s.connectPE(req.res, plsRes, conn, status)
+	} else if isManual {
+		s.askAgain(link, conn)
 	}
 	return nil
+}
+
+// askAgain: a consumer that PUTs its manual connection with status Pending
+// while the provider rejected it asks again: the provider sees it Pending,
+// with the request message (the consumer's way out of a rejection,
+// MicrosoftDocs/azure-docs issue 81751: Set-AzPrivateEndpoint with the
+// connection's status set to Pending). Any other state it sends is
+// ignored, as Azure keeps the provider's decision.
+func (s *state) askAgain(link *peLink, conn *armnetwork.PrivateLinkServiceConnection) {
+	c := s.lookup(link.connID)
+	sent := conn.Properties.PrivateLinkServiceConnectionState
+	if c == nil || sent == nil || ptr.Deref(sent.Status, "") != ConnectionPending {
+		return
+	}
+	cs := objOf[armnetwork.PrivateEndpointConnection](c).Properties.PrivateLinkServiceConnectionState
+	if ptr.Deref(cs.Status, "") != ConnectionRejected {
+		return
+	}
+	cs.Status, cs.Description = new(ConnectionPending), conn.Properties.RequestMessage
+	c.etag = newETag()
 }
 
 // peConnection returns the endpoint's one connection and whether it is

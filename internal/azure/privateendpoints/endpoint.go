@@ -161,3 +161,24 @@ func (s SDK) Delete(ctx context.Context, rg, name string) error {
 	_, err := s.Endpoints.BeginDelete(ctx, rg, name, nil)
 	return azure.IgnoreNotFound(err)
 }
+
+// AskAgain turns a PUT body (Body of the observed endpoint) into the
+// consumer's request made again after a rejection: its manual connection
+// Pending, with the request message. Azure lets only the consumer take a
+// connection out of Rejected (the provider cannot approve it); see
+// azuresim's askAgain for the sources. It reports false for an endpoint
+// without a manual connection.
+func AskAgain(body *armnetwork.PrivateEndpoint, message string) bool {
+	if body.Properties == nil || len(body.Properties.ManualPrivateLinkServiceConnections) != 1 {
+		return false
+	}
+	c := body.Properties.ManualPrivateLinkServiceConnections[0]
+	if c == nil || c.Properties == nil {
+		return false
+	}
+	c.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{Status: new(StatePending)}
+	if message != "" {
+		c.Properties.RequestMessage = new(message)
+	}
+	return true
+}

@@ -1,6 +1,8 @@
 package privatelinkservices
 
 import (
+	"fmt"
+	"path"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -56,23 +58,75 @@ func SubscriptionOf(id string) string {
 	return ""
 }
 
-// Policy is what to do with Pending connections.
+// Policy is what to do with connections: Rules first (the first that
+// matches decides), then the subscription lists, for Pending connections.
 type Policy struct {
+	Rules        []Rule
 	Approve      []string
 	RejectOthers bool
 	Description  string
 }
 
-// Decision is a state to set on a connection.
-type Decision struct {
-	Name, State, Description string
+// Rule decides one named connection (Name), or every connection whose
+// endpoint's resource ID matches EndpointPattern (path.Match syntax within
+// segments, case-insensitive).
+type Rule struct {
+	Name, EndpointPattern string
+	Reject                bool
+	Reason                string
 }
 
-// Decide returns, for each Pending connection, Approved when its
-// subscription is listed, Rejected when others are rejected; nothing else.
-func Decide(conns []Connection, p Policy) []Decision {
-	var out []Decision
+// Matches says whether the rule decides c.
+func (r Rule) Matches(c Connection) bool {
+	if r.Name != "" {
+		return strings.EqualFold(r.Name, c.Name)
+	}
+	ok, err := path.Match(strings.ToLower(r.EndpointPattern), strings.ToLower(c.PrivateEndpointID))
+	return err == nil && ok
+}
+
+// Verdict is what a policy says about one connection, and what to write.
+type Verdict struct {
+	Name string
+	// By is the policy entry that decides: rules[<i>], approveSubscriptions
+	// or rejectOthers.
+	By string
+	// Decision is Approve or Reject.
+	Decision string
+	// Reason is the description written with it, or why Azure cannot
+	// carry it out.
+	Reason string
+	// Write is the state to set now ("" when the connection already is
+	// there, or cannot get there).
+	Write string
+}
+
+// Verdict decisions.
+const (
+	DecisionApprove = "Approve"
+	DecisionReject  = "Reject"
+)
+
+// CannotApproveRejected is the reason of an Approve rule that meets a
+// Rejected connection: Azure keeps a rejection (the provider cannot approve
+// it; the consumer must ask again).
+const CannotApproveRejected = "Azure cannot approve a Rejected connection: the consumer must ask again (an AzurePrivateEndpoint's spec.requestRevision, or a new endpoint)"
+
+// Judge says, for each connection an entry of the policy decides, which
+// entry, what, why, and what to write. A rule's Approve writes only a
+// Pending connection; its Reject a Pending or an Approved one; the lists
+// decide only Pending connections. Connections being deleted or
+// Disconnected are left alone.
+func Judge(conns []Connection, p Policy) []Verdict {
+	var out []Verdict
 	for _, c := range conns {
+		if c.Deleting || c.State == StateDisconnected {
+			continue
+		}
+		if v, ok := judgeByRule(c, p.Rules); ok {
+			out = append(out, v)
+			continue
+		}
 		if c.State != StatePending {
 			continue
 		}
@@ -82,9 +136,52 @@ func Decide(conns []Connection, p Policy) []Decision {
 		}
 		switch {
 		case approve:
-			out = append(out, Decision{Name: c.Name, State: StateApproved, Description: describe(p.Description, "approved by azure-private-endpoint-operator: subscription "+c.SubscriptionID+" is allowed")})
+			out = append(out, Verdict{Name: c.Name, By: "approveSubscriptions", Decision: DecisionApprove, Write: StateApproved,
+				Reason: describe(p.Description, "approved by azure-private-endpoint-operator: subscription "+c.SubscriptionID+" is allowed")})
 		case p.RejectOthers:
-			out = append(out, Decision{Name: c.Name, State: StateRejected, Description: describe(p.Description, "rejected by azure-private-endpoint-operator: subscription "+c.SubscriptionID+" is not allowed")})
+			out = append(out, Verdict{Name: c.Name, By: "rejectOthers", Decision: DecisionReject, Write: StateRejected,
+				Reason: describe(p.Description, "rejected by azure-private-endpoint-operator: subscription "+c.SubscriptionID+" is not allowed")})
+		}
+	}
+	return out
+}
+
+func judgeByRule(c Connection, rules []Rule) (Verdict, bool) {
+	for i, r := range rules {
+		if !r.Matches(c) {
+			continue
+		}
+		v := Verdict{Name: c.Name, By: fmt.Sprintf("rules[%d]", i)}
+		if r.Reject {
+			v.Decision, v.Reason = DecisionReject, describe(r.Reason, "rejected by azure-private-endpoint-operator: spec.connectionApproval."+v.By)
+			if c.State == StatePending || c.State == StateApproved {
+				v.Write = StateRejected
+			}
+			return v, true
+		}
+		v.Decision, v.Reason = DecisionApprove, describe(r.Reason, "approved by azure-private-endpoint-operator: spec.connectionApproval."+v.By)
+		switch c.State {
+		case StatePending:
+			v.Write = StateApproved
+		case StateRejected:
+			v.Reason = CannotApproveRejected
+		}
+		return v, true
+	}
+	return Verdict{}, false
+}
+
+// Decision is a state to set on a connection.
+type Decision struct {
+	Name, State, Description string
+}
+
+// Decide is what Judge says to write.
+func Decide(conns []Connection, p Policy) []Decision {
+	var out []Decision
+	for _, v := range Judge(conns, p) {
+		if v.Write != "" {
+			out = append(out, Decision{Name: v.Name, State: v.Write, Description: v.Reason})
 		}
 	}
 	return out

@@ -218,6 +218,52 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestJudgeRules(t *testing.T) {
+	const peA = "/subscriptions/aaa/resourceGroups/team-a/providers/Microsoft.Network/privateEndpoints/"
+	conns := []Connection{
+		{Name: "one", PrivateEndpointID: peA + "db", SubscriptionID: "aaa", State: StatePending},
+		{Name: "two", PrivateEndpointID: peA + "web", SubscriptionID: "aaa", State: StatePending},
+		{Name: "live", PrivateEndpointID: "/subscriptions/bbb/resourceGroups/Team-B/providers/Microsoft.Network/privateEndpoints/x", SubscriptionID: "bbb", State: StateApproved},
+		{Name: "refused", PrivateEndpointID: peA + "old", SubscriptionID: "aaa", State: StateRejected},
+		{Name: "cut", PrivateEndpointID: peA + "cut", SubscriptionID: "aaa", State: StateDisconnected},
+		{Name: "going", PrivateEndpointID: peA + "going", SubscriptionID: "aaa", State: StatePending, Deleting: true},
+	}
+	cases := []struct {
+		reason string
+		policy Policy
+		want   []Verdict
+	}{
+		{"a named connection is approved; the first matching rule wins over a later pattern and over the lists",
+			Policy{Rules: []Rule{{Name: "ONE", Reason: "ticket 42"}, {EndpointPattern: peA + "*", Reject: true}}, Approve: []string{"aaa"}},
+			[]Verdict{
+				{Name: "one", By: "rules[0]", Decision: DecisionApprove, Reason: "ticket 42", Write: StateApproved},
+				{Name: "two", By: "rules[1]", Decision: DecisionReject, Reason: "rejected by azure-private-endpoint-operator: spec.connectionApproval.rules[1]", Write: StateRejected},
+				{Name: "refused", By: "rules[1]", Decision: DecisionReject, Reason: "rejected by azure-private-endpoint-operator: spec.connectionApproval.rules[1]"},
+			}},
+		{"a pattern is case-insensitive and * stays within a segment; a Reject rule revokes an Approved connection",
+			Policy{Rules: []Rule{{EndpointPattern: "/subscriptions/BBB/resourceGroups/team-*/providers/Microsoft.Network/privateEndpoints/*", Reject: true, Reason: "offboarded"},
+				{EndpointPattern: "/subscriptions/*/resourceGroups/*/providers/Microsoft.Network/privateEndpoints", Reason: "never matches: one segment short"}}},
+			[]Verdict{{Name: "live", By: "rules[0]", Decision: DecisionReject, Reason: "offboarded", Write: StateRejected}}},
+		{"an Approve rule cannot approve a Rejected connection: nothing is written and the reason says why",
+			Policy{Rules: []Rule{{Name: "refused"}, {Name: "cut"}, {Name: "going"}}},
+			[]Verdict{{Name: "refused", By: "rules[0]", Decision: DecisionApprove, Reason: CannotApproveRejected}}},
+		{"an Approve rule on an Approved connection writes nothing",
+			Policy{Rules: []Rule{{Name: "live"}}},
+			[]Verdict{{Name: "live", By: "rules[0]", Decision: DecisionApprove, Reason: "approved by azure-private-endpoint-operator: spec.connectionApproval.rules[0]"}}},
+		{"the lists still decide Pending connections no rule names",
+			Policy{Rules: []Rule{{Name: "one"}}, RejectOthers: true},
+			[]Verdict{
+				{Name: "one", By: "rules[0]", Decision: DecisionApprove, Reason: "approved by azure-private-endpoint-operator: spec.connectionApproval.rules[0]", Write: StateApproved},
+				{Name: "two", By: "rejectOthers", Decision: DecisionReject, Reason: "rejected by azure-private-endpoint-operator: subscription aaa is not allowed", Write: StateRejected},
+			}},
+	}
+	for _, c := range cases {
+		if diff := cmp.Diff(c.want, Judge(conns, c.policy)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.reason, diff)
+		}
+	}
+}
+
 func TestConnectionsReadSubscription(t *testing.T) {
 	p := &armnetwork.PrivateLinkService{Properties: &armnetwork.PrivateLinkServiceProperties{PrivateEndpointConnections: []*armnetwork.PrivateEndpointConnection{{
 		Name: new("c1"),

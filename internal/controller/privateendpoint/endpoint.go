@@ -167,6 +167,11 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if st != pe.StateApproved && dnsOK {
 		r.dnsWaits(obj, st)
 	}
+	if st != pe.StateRejected {
+		// Nothing to ask again: the value in the spec now is the one a
+		// later rejection is compared with.
+		obj.Status.RequestedRevision = obj.Spec.RequestRevision
+	}
 	switch st {
 	case pe.StateApproved:
 		r.heal.Ready(key)
@@ -192,6 +197,10 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if res, err := r.removeRecords(ctx, obj, api); err != nil {
 		return res, false, err
 	}
+	if st == pe.StateRejected && obj.Spec.ManualApproval && obj.Spec.RequestRevision != obj.Status.RequestedRevision {
+		res, err := r.askAgain(ctx, obj, api)
+		return res, false, err
+	}
 	if !r.Opts.Heal.Breaks(st) {
 		return ctrl.Result{RequeueAfter: r.Opts.ConnectionCheck}, false, nil
 	}
@@ -212,6 +221,33 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 		"private endpoint %s was %s for longer than %s: deleted to create it again against the private link service as it is now", name, st, r.Opts.Heal.DisconnectedAfter)
 	setCondition(obj, cond, metav1.ConditionFalse, reason, msg+"; the operator deleted the endpoint to create it again")
 	return r.requeueSoon(), false, nil
+}
+
+// askAgain answers a new spec.requestRevision while the connection is
+// Rejected: the endpoint's manual connection is written back Pending, with
+// the request message, so that the provider decides again.
+func (r *Reconciler) askAgain(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionConnectionApproved
+	name, rejected := obj.AzurePrivateEndpointName(), obj.Status.ConnectionDescription
+	observed, err := api.endpoints.Get(ctx, obj.Spec.ResourceGroup, name)
+	if err != nil || observed == nil {
+		if err == nil {
+			err = waitFor(ReasonProvisioning, "private endpoint %s is gone", name)
+		}
+		return r.fail(ctx, obj, cond, err)
+	}
+	body := pe.Body(desired(obj, obj.Status.Target), observed)
+	if !pe.AskAgain(&body, obj.Spec.RequestMessage) {
+		return r.fail(ctx, obj, cond, terminal(ReasonImmutableChanged, "private endpoint %s has no manual connection to ask again with", name))
+	}
+	if err := api.endpoints.Put(ctx, obj.Spec.ResourceGroup, name, body); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	obj.Status.RequestedRevision = obj.Spec.RequestRevision
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventAskedAgain, "RequestAgain",
+		"spec.requestRevision %q: asked the provider again (it had rejected the connection: %q)", obj.Spec.RequestRevision, rejected)
+	setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForApproval, fmt.Sprintf("asked the provider again (spec.requestRevision %q); it had rejected the connection: %s", obj.Spec.RequestRevision, rejected))
+	return r.requeueSoon(), nil
 }
 
 // dnsWaits says on DNSReady why no record is written while the connection

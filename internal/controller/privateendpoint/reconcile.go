@@ -52,6 +52,7 @@ const (
 	EventDeleted       = "PrivateEndpointDeleted"
 	EventOrphaned      = "PrivateEndpointOrphaned"
 	EventHealed        = "PrivateEndpointHealed"
+	EventAskedAgain    = "ConnectionRequestedAgain"
 	EventZoneCreated   = dnsengine.ReasonZoneCreated
 	EventZoneDeleted   = dnsengine.ReasonZoneDeleted
 	EventZoneAdopted   = dnsengine.ReasonZoneAdopted

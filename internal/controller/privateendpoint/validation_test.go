@@ -39,6 +39,16 @@ func TestValidation(t *testing.T) {
 		{"a request message longer than Azure keeps", func(o *v1alpha1.AzurePrivateEndpoint) {
 			o.Spec.ManualApproval, o.Spec.RequestMessage = true, strings.Repeat("x", 141)
 		}, "spec.requestMessage"},
+		{"a request revision without manual approval", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.RequestRevision = "1" },
+			"spec.requestRevision asks again for a manual connection"},
+		{"publishing nowhere", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Publish = &v1alpha1.PrivateEndpointPublish{} },
+			"spec.publish needs at least one of configMapName, secretName or service"},
+		{"a Service for external-dns without hostnames", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.Publish = &v1alpha1.PrivateEndpointPublish{Service: &v1alpha1.PublishService{Name: "dns"}}
+		}, "spec.publish.service.hostnames"},
+		{"a ConfigMap name Kubernetes refuses", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.Publish = &v1alpha1.PrivateEndpointPublish{ConfigMapName: "Not_A_Name"}
+		}, "spec.publish.configMapName"},
 		{"a name Azure refuses", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Name = "-bad" }, "spec.name"},
 		{"an object name too short for Azure, without spec.name", func(o *v1alpha1.AzurePrivateEndpoint) { o.Name = "x" }, "must have 2 to 64 characters"},
 		{"a subnet ID that is not one", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.SubnetID = "/subscriptions/x/pe" }, "spec.subnetID"},

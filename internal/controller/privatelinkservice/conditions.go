@@ -37,10 +37,13 @@ const (
 	EventOrphaned           = "PrivateLinkServiceOrphaned"
 	EventConnectionApproved = "ConnectionApproved"
 	EventConnectionRejected = "ConnectionRejected"
-	EventConnectionRemoved  = "ConnectionRemoved"
-	EventNATSubnetCreated   = "NATSubnetCreated"
-	EventNATSubnetFixed     = "NATSubnetNetworkPoliciesDisabled"
-	EventNATSubnetDeleted   = "NATSubnetDeleted"
+	// EventCannotApprove: a rule approves a connection Azure already
+	// rejected; the consumer must ask again.
+	EventCannotApprove     = "ConnectionCannotBeApproved"
+	EventConnectionRemoved = "ConnectionRemoved"
+	EventNATSubnetCreated  = "NATSubnetCreated"
+	EventNATSubnetFixed    = "NATSubnetNetworkPoliciesDisabled"
+	EventNATSubnetDeleted  = "NATSubnetDeleted"
 	// EventNATAddressesUnread: the service's network interface, where
 	// Azure gives dynamic NAT addresses, could not be read.
 	EventNATAddressesUnread = "NATAddressesUnread"

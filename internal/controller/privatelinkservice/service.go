@@ -175,14 +175,45 @@ func (r *Reconciler) record(obj *v1alpha1.AzurePrivateLinkService, observed *arm
 	st.ResourceID, st.Alias = ptr.Deref(observed.ID, ""), alias
 	st.ProvisioningState = string(ptr.Deref(observed.Properties.ProvisioningState, ""))
 	st.NATIPAddresses = nat
+	before := map[string]string{}
+	for _, c := range st.Connections {
+		before[c.Name] = c.DecisionReason
+	}
+	conns := pls.Connections(observed)
+	verdicts := map[string]pls.Verdict{}
+	if p, ok := policyOf(obj); ok {
+		for _, v := range pls.Judge(conns, p) {
+			verdicts[v.Name] = v
+		}
+	}
 	st.Connections, st.ApprovedConnections, st.PendingConnections = nil, 0, 0
-	for _, c := range pls.Connections(observed) {
+	for _, c := range conns {
+		v := verdicts[c.Name]
 		st.Connections = append(st.Connections, v1alpha1.PrivateEndpointConnection{
 			Name: c.Name, PrivateEndpointID: c.PrivateEndpointID, SubscriptionID: c.SubscriptionID,
 			State: c.State, Description: c.Description, LinkIdentifier: c.LinkIdentifier,
+			DecidedBy: v.By, Decision: v.Decision, DecisionReason: v.Reason,
 		})
+		if v.Reason == pls.CannotApproveRejected && before[c.Name] != v.Reason {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventCannotApprove, "Decide",
+				"spec.connectionApproval.%s approves connection %s (%s), which is Rejected: %s", v.By, c.Name, c.PrivateEndpointID, pls.CannotApproveRejected)
+		}
 	}
 	countConnections(st)
+}
+
+// policyOf is the spec's connection approval as a policy.
+func policyOf(obj *v1alpha1.AzurePrivateLinkService) (pls.Policy, bool) {
+	ca := obj.Spec.ConnectionApproval
+	if ca == nil {
+		return pls.Policy{}, false
+	}
+	p := pls.Policy{Approve: ca.ApproveSubscriptions, RejectOthers: ca.RejectOthers, Description: ca.Description}
+	for _, rule := range ca.Rules {
+		p.Rules = append(p.Rules, pls.Rule{Name: rule.Name, EndpointPattern: rule.PrivateEndpointID,
+			Reject: rule.Action == v1alpha1.ConnectionActionReject, Reason: rule.Reason})
+	}
+	return p, true
 }
 
 func countConnections(st *v1alpha1.AzurePrivateLinkServiceStatus) {
@@ -197,17 +228,18 @@ func countConnections(st *v1alpha1.AzurePrivateLinkServiceStatus) {
 	}
 }
 
-// decide approves or rejects Pending connections by the spec's policy.
+// decide approves or rejects connections by the spec's policy (pls.Judge:
+// rules, then the subscription lists).
 func (r *Reconciler) decide(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI) error {
-	ca := obj.Spec.ConnectionApproval
-	if ca == nil {
+	p, ok := policyOf(obj)
+	if !ok {
 		return nil
 	}
 	var conns []pls.Connection
 	for _, c := range obj.Status.Connections {
-		conns = append(conns, pls.Connection{Name: c.Name, SubscriptionID: c.SubscriptionID, State: c.State})
+		conns = append(conns, pls.Connection{Name: c.Name, PrivateEndpointID: c.PrivateEndpointID, SubscriptionID: c.SubscriptionID, State: c.State})
 	}
-	for _, d := range pls.Decide(conns, pls.Policy{Approve: ca.ApproveSubscriptions, RejectOthers: ca.RejectOthers, Description: ca.Description}) {
+	for _, d := range pls.Decide(conns, p) {
 		if err := api.SetConnection(ctx, obj.Spec.ResourceGroup, obj.AzurePrivateLinkServiceName(), d); err != nil {
 			return err
 		}

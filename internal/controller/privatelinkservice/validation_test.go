@@ -58,6 +58,15 @@ func TestValidation(t *testing.T) {
 			o.Spec.AutoApproval = nil
 		}, "spec.visibility[0]"},
 		{"a malformed subscription", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.SubscriptionID = "sub" }, "spec.subscriptionID"},
+		{"a connection rule with both a name and a pattern", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.ConnectionApproval = &v1alpha1.ConnectionApproval{Rules: []v1alpha1.ConnectionRule{{Name: "c", PrivateEndpointID: "/subscriptions/*/resourceGroups/*/providers/Microsoft.Network/privateEndpoints/*", Action: v1alpha1.ConnectionActionApprove}}}
+		}, "a connection rule needs exactly one of name or privateEndpointID"},
+		{"a connection rule pattern with brackets", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.ConnectionApproval = &v1alpha1.ConnectionApproval{Rules: []v1alpha1.ConnectionRule{{PrivateEndpointID: "/subscriptions/[a-z]/resourceGroups/*/providers/Microsoft.Network/privateEndpoints/*", Action: v1alpha1.ConnectionActionApprove}}}
+		}, "spec.connectionApproval.rules[0].privateEndpointID"},
+		{"a connection rule without an action", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.ConnectionApproval = &v1alpha1.ConnectionApproval{Rules: []v1alpha1.ConnectionRule{{Name: "c", Action: "Maybe"}}}
+		}, "spec.connectionApproval.rules[0].action"},
 		{"a location with spaces", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.Location = "West Europe" }, "spec.location"},
 		{"an unknown deletion policy", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.DeletionPolicy = "Keep" }, "spec.deletionPolicy"},
 		{"a description longer than Azure keeps", func(o *v1alpha1.AzurePrivateLinkService) {
