@@ -45,6 +45,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="[has(self.privateLinkServiceID), has(self.privateLinkServiceAlias), has(self.privateLinkServiceRef)].filter(x, x).size() == 1",message="spec needs exactly one target: privateLinkServiceID, privateLinkServiceAlias or privateLinkServiceRef"
 // +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef) is immutable: Azure cannot move an endpoint to another service"
 // +kubebuilder:validation:XValidation:rule="has(self.ipAddress) == has(oldSelf.ipAddress) && (!has(self.ipAddress) || self.ipAddress == oldSelf.ipAddress)",message="spec.ipAddress is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.networkInterfaceName) == has(oldSelf.networkInterfaceName) && (!has(self.networkInterfaceName) || self.networkInterfaceName == oldSelf.networkInterfaceName)",message="spec.networkInterfaceName is immutable: Azure names the network interface when it creates the endpoint"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestMessage) || self.manualApproval",message="spec.requestMessage is sent only with spec.manualApproval"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestRevision) || self.manualApproval",message="spec.requestRevision asks again for a manual connection: set spec.manualApproval"
 type AzurePrivateEndpointSpec struct {
@@ -139,6 +140,38 @@ type AzurePrivateEndpointSpec struct {
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Format=ipv4
 	IPAddress string `json:"ipAddress,omitempty"`
+
+	// Tags go on every Azure resource the operator creates for this
+	// object, beside the operator's defaults (--azure-tags; these win) and
+	// its owner tag, which they cannot replace. Azure's rules: at most 50
+	// tags on a resource, names of at most 512 characters without
+	// < > % & \ ? /, values of at most 256. A tag removed here stays in
+	// Azure (the operator cannot tell it from one a person set).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=40
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 512 && !k.matches(r'[<>%&\\\\?/]') && k.lowerAscii() != 'azure-private-endpoint-operator.giantswarm.io_owner')",message="tag names have at most 512 characters, none of < > % & \\ ? /, and the operator's owner tag is its own"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values have at most 256 characters"
+	Tags map[string]string `json:"tags,omitempty"`
+
+	// NetworkInterfaceName names the endpoint's network interface, for
+	// naming policies (Azure's default is <name>.nic.<guid>). Immutable:
+	// Azure names it when it creates the endpoint.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9._]*[a-zA-Z0-9_])?$`
+	NetworkInterfaceName string `json:"networkInterfaceName,omitempty"`
+
+	// ApplicationSecurityGroupIDs are application security groups (resource
+	// IDs, in the endpoint's region) the endpoint's network interface
+	// joins, so network security group rules can name it. Without it, the
+	// endpoint's groups are left as they are.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:items:Pattern=`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/applicationSecurityGroups/[^/]+$`
+	ApplicationSecurityGroupIDs []string `json:"applicationSecurityGroupIDs,omitempty"`
 
 	// DNS makes names in a private DNS zone resolve to the endpoint from
 	// the linked virtual networks.

@@ -78,6 +78,18 @@ type AzurePrivateLinkServiceSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	AzureEnvironment string `json:"azureEnvironment,omitempty"`
 
+	// Tags go on the private link service, beside the operator's
+	// defaults (--azure-tags; these win) and its owner tag, which they
+	// cannot replace. Azure's rules: at most 50 tags on a resource, names
+	// of at most 512 characters without < > % & \ ? /, values of at
+	// most 256. A tag removed here stays in Azure (the operator cannot
+	// tell it from one a person set).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=40
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 512 && !k.matches(r'[<>%&\\\\?/]') && k.lowerAscii() != 'azure-private-endpoint-operator.giantswarm.io_owner')",message="tag names have at most 512 characters, none of < > % & \\ ? /, and the operator's owner tag is its own"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values have at most 256 characters"
+	Tags map[string]string `json:"tags,omitempty"`
+
 	// Frontend is what the private link service fronts.
 	Frontend Frontend `json:"frontend"`
 

@@ -81,6 +81,18 @@ func (in *AzurePrivateEndpointSpec) DeepCopyInto(out *AzurePrivateEndpointSpec) 
 		*out = new(LocalObjectReference)
 		**out = **in
 	}
+	if in.Tags != nil {
+		in, out := &in.Tags, &out.Tags
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
+	if in.ApplicationSecurityGroupIDs != nil {
+		in, out := &in.ApplicationSecurityGroupIDs, &out.ApplicationSecurityGroupIDs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.DNS != nil {
 		in, out := &in.DNS, &out.DNS
 		*out = new(PrivateEndpointDNS)
@@ -223,6 +235,13 @@ func (in *AzurePrivateLinkServiceSpec) DeepCopyInto(out *AzurePrivateLinkService
 		in, out := &in.IdentityRef, &out.IdentityRef
 		*out = new(IdentityReference)
 		**out = **in
+	}
+	if in.Tags != nil {
+		in, out := &in.Tags, &out.Tags
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
 	}
 	in.Frontend.DeepCopyInto(&out.Frontend)
 	in.NATSubnet.DeepCopyInto(&out.NATSubnet)

@@ -161,6 +161,16 @@ func TestParseFlags(t *testing.T) {
 			wantErr: `--operator-credential="msi": must be default or none`,
 		},
 		{
+			reason:  "a tag without a value is refused",
+			args:    []string{"--azure-tags=costCenter"},
+			wantErr: `--azure-tags="costCenter": tag costCenter: want name=value`,
+		},
+		{
+			reason:  "a tag name Azure refuses is refused",
+			args:    []string{"--azure-tags=cost/center=1"},
+			wantErr: "contains one of < > % & \\ ? /",
+		},
+		{
 			reason:  "the upstream-CAPZ loop needs the AzurePrivateLinkService controller",
 			args:    []string{"--manage-private-link-services", "--enable-private-link-service-controller=false"},
 			wantErr: "--manage-private-link-services needs --enable-private-link-service-controller",

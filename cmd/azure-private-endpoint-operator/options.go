@@ -77,6 +77,7 @@ type options struct {
 	healRejected            bool
 	protectIdentities       bool
 	publishSecrets          bool
+	azureTags               string
 	secretRecheck           time.Duration
 	azureObserveTTL         time.Duration
 
@@ -120,6 +121,15 @@ type dnsFlags struct {
 // zoneGuard is the zone-name guard both DNS writers use.
 func (o *options) zoneGuard() dnsguard.Guard { return dnsguard.New(commaList(o.dns.deniedZones)) }
 
+// tags are --azure-tags (validate refuses a malformed value).
+func (o *options) tags() map[string]string {
+	t, err := azure.ParseTags(o.azureTags)
+	if err != nil || len(t) == 0 {
+		return nil
+	}
+	return t
+}
+
 // guardOptions are the identity guard's options.
 func (o *options) guardOptions() identityguard.Options {
 	g := identityguard.Options{
@@ -158,7 +168,7 @@ var errUsage = errors.New("invalid command line")
 func (o *options) plsOptions() privatelinkservice.Options {
 	return privatelinkservice.Options{
 		DriftInterval: o.plsDrift, Recheck: o.plsRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.plsConcurrency,
-		ConnectionCheck: o.plsConnectionCheck,
+		ConnectionCheck: o.plsConnectionCheck, Tags: o.tags(),
 	}
 }
 
@@ -166,7 +176,7 @@ func (o *options) plsOptions() privatelinkservice.Options {
 func (o *options) apeOptions() privateendpoint.Options {
 	return privateendpoint.Options{
 		DriftInterval: o.apeDrift, Recheck: o.apeRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.apeConcurrency,
-		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck, ZoneGuard: o.zoneGuard(), PublishSecrets: o.publishSecrets,
+		ConnectionCheck: o.apeConnectionCheck, DNSCheck: o.apeDNSCheck, ZoneGuard: o.zoneGuard(), PublishSecrets: o.publishSecrets, Tags: o.tags(),
 		Heal: heal.Policy{DisconnectedAfter: o.healDisconnectedAfter, Rejected: o.healRejected},
 	}
 }
@@ -196,6 +206,7 @@ func (o *options) linkOptions() clusterlink.Options {
 			TTL: o.dns.ttl, Check: o.dns.check, ReadsPer5m: o.dns.reads, WritesPer5m: o.dns.writes,
 			AllowedBaseDomains: commaList(o.dns.allowedBaseDomains), Guard: o.zoneGuard(),
 			MCZoneSubscription: o.dns.mcZoneSub, MCZoneResourceGroup: o.dns.mcZoneRG, MCZoneIdentity: o.mcZoneIdentity(), ZoneLimit: o.dns.zoneLimit,
+			Tags: o.tags(),
 		},
 	}
 }
@@ -380,6 +391,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Heal Rejected private endpoints too (delete them in Azure after --heal-disconnected-after so that the request is made again). Off by default: a rejection is usually a person's decision.")
 	fs.BoolVar(&o.protectIdentities, "protect-identities", true,
 		"Put a finalizer (privatelink.giantswarm.io/identity-in-use) on every AzureClusterIdentity, and on the Secret it reads, while an object the operator manages needs it to delete Azure resources (an AzurePrivateEndpoint, an AzurePrivateLinkService, a cluster the wiring holds), so that deleting a namespace in any order leaves nothing behind in Azure and no object stuck. Off, the finalizers put on earlier are taken off.")
+	fs.StringVar(&o.azureTags, "azure-tags", "",
+		"Comma-separated name=value tags the operator puts on every Azure resource it creates (private endpoints, private link services, private DNS zones and virtual network links), for policies that require them; an object's spec.tags go over them. Azure's tag rules apply: names of at most 512 characters without < > % & \\ ? /, values of at most 256.")
 	fs.BoolVar(&o.publishSecrets, "publish-secrets", false,
 		"Let an AzurePrivateEndpoint's spec.publish.secretName write its addresses and names into a Secret of its namespace (the chart then grants create, patch and delete on Secrets). Off, such an object is reported (Published False, reason SecretsDisabled) and ConfigMaps and Services still work.")
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
@@ -425,6 +438,11 @@ func (o *options) validate() error {
 	}
 	if o.operatorCredential != "default" && o.operatorCredential != "none" {
 		errs = append(errs, fmt.Errorf("--operator-credential=%q: must be default or none", o.operatorCredential))
+	}
+	if t, err := azure.ParseTags(o.azureTags); err != nil {
+		errs = append(errs, fmt.Errorf("--azure-tags=%q: %w", o.azureTags, err))
+	} else if len(t) > 40 {
+		errs = append(errs, fmt.Errorf("--azure-tags: %d tags; Azure allows 50 on a resource and objects need room for their own (at most 40 here)", len(t)))
 	}
 	if o.managePLS && !o.plsController {
 		errs = append(errs, errors.New("--manage-private-link-services needs --enable-private-link-service-controller"))

@@ -47,10 +47,14 @@ const (
 	ReasonAuthenticationFailed  = "AuthenticationFailed"
 	ReasonCredentialUnavailable = "CredentialUnavailable" //nolint:gosec // G101: a condition reason, not a credential
 	ReasonAuthorizationFailed   = "AuthorizationFailed"
-	ReasonInvalidRequest        = "InvalidRequest"
-	ReasonConflict              = "Conflict"
-	ReasonOperationFailed       = "OperationFailed"
-	ReasonUnknown               = "Unknown"
+	// ReasonDisallowedByPolicy: an Azure Policy assignment denied the
+	// write (a required tag, an allowed location, ...); the message names
+	// the assignment.
+	ReasonDisallowedByPolicy = "RequestDisallowedByPolicy"
+	ReasonInvalidRequest     = "InvalidRequest"
+	ReasonConflict           = "Conflict"
+	ReasonOperationFailed    = "OperationFailed"
+	ReasonUnknown            = "Unknown"
 )
 
 // Classification is the verdict on one error.
@@ -193,6 +197,8 @@ func classifyResponse(re *azcore.ResponseError) Classification {
 		c.Class, c.Reason = ClassWait, ReasonNotFound
 	case status == http.StatusUnauthorized:
 		c.Class, c.Reason = ClassTerminal, ReasonAuthenticationFailed
+	case c.Code == "RequestDisallowedByPolicy":
+		c.Class, c.Reason = ClassTerminal, ReasonDisallowedByPolicy
 	case status == http.StatusForbidden:
 		c.Class, c.Reason = ClassTerminal, ReasonAuthorizationFailed
 		if c.Permission = missingPermission(c.Code, re); c.Permission != "" {

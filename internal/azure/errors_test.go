@@ -81,6 +81,11 @@ func TestClassify(t *testing.T) {
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Code: "AuthorizationFailed", StatusCode: 403, Message: "AuthorizationFailed: The client 'c' does not have authorization."},
 		},
 		{
+			reason: "a policy denial names the policy, not a missing permission",
+			err:    armError(403, "RequestDisallowedByPolicy", "Resource 'pe' was disallowed by policy."),
+			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonDisallowedByPolicy, Code: "RequestDisallowedByPolicy", StatusCode: 403, Message: "RequestDisallowedByPolicy: Resource 'pe' was disallowed by policy."},
+		},
+		{
 			reason: "linked authorization failed is an authorization failure too",
 			err:    armError(403, "LinkedAuthorizationFailed", "no join/action on the subnet"),
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Code: "LinkedAuthorizationFailed", StatusCode: 403, Message: "LinkedAuthorizationFailed: no join/action on the subnet"},

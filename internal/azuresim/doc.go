@@ -43,7 +43,9 @@
 //     service's network interface <name>.nic.<guid> that holds the NAT
 //     addresses (a dynamic configuration shows none, as in Azure), and
 //     private endpoint connections: get, list, update (approve, reject), delete.
-//     A service that still has connections cannot be deleted.
+//     A Rejected connection cannot be approved (400); only its consumer
+//     takes it back to Pending, by writing its manual connection as
+//     Pending. A service that still has connections cannot be deleted.
 //   - Private endpoints: to a service by resource ID or alias; the caller's
 //     subscription must be the service's or in its visibility. Automatic
 //     connections are approved ("Auto Approved") when the subscription is
@@ -57,7 +59,12 @@
 //     Succeeded. GET with $expand=networkInterfaces embeds the NIC. The
 //     endpoint's view of its connection mirrors the service's side:
 //     approved, rejected, and Disconnected once the owner removes it or the
-//     service is gone. The subnet of an endpoint cannot change.
+//     service is gone. The subnet and the NIC's custom name of an endpoint
+//     cannot change. Application security groups an endpoint names must
+//     exist (they are stored, with PUT and GET, and nothing else).
+//   - Azure Policy, as deny assignments that require a tag (and its value)
+//     on every resource type with tags and a location (SetPolicies): 403
+//     RequestDisallowedByPolicy naming the assignment.
 //   - Private DNS: zones (location global; one with VNet links, also while
 //     one is being deleted, cannot be deleted: 409 CannotDeleteResource;
 //     the SOA record set is counted, not served), A record sets
@@ -129,11 +136,10 @@
 // DNS and DNS forwarding, regions (locations are stored, not validated,
 // except that private DNS zones must be global; request windows are per
 // subscription, Azure's per subscription and region), quotas beyond
-// Limits, resource locks, Azure Policy, moves, the
+// Limits, resource locks, Azure Policy beyond required tags, moves, the
 // checkPrivateLinkServiceVisibility and autoApprovedPrivateLinkServices
-// operations, and managed identity endpoints (IMDS). Rejected connections may
-// be approved again here; whether Azure allows that was not verified. An
-// emulator gap is not Azure behaviour: when in doubt, check Azure.
+// operations, and managed identity endpoints (IMDS). An emulator gap is not
+// Azure behaviour: when in doubt, check Azure.
 //
 // # Error codes
 //
@@ -153,7 +159,10 @@
 // AuthorizationFailed, LinkedAuthorizationFailed, AuthenticationFailed,
 // InvalidAuthenticationToken, ExpiredAuthenticationToken,
 // SubscriptionRequestsThrottled, MissingApiVersionParameter, Conflict (private
-// DNS), and InvalidRequestFormat for malformed bodies.
+// DNS), RequestDisallowedByPolicy, and InvalidRequestFormat for malformed
+// bodies. BadRequest, "Approving rejected private endpoint connections is
+// not supported.", is Azure's answer as recorded for another resource
+// provider (Cosmos DB); the network provider's own code is not on record.
 //
 // These codes are the emulator's own, for rules Azure enforces with codes
 // that could not be verified: PrivateLinkServiceNotSupportedOnBasicLoadBalancer,

@@ -16,7 +16,19 @@ const (
 	typeLB       = "microsoft.network/loadbalancers"
 	typeFrontend = "microsoft.network/loadbalancers/frontendipconfigurations"
 	typeNIC      = "microsoft.network/networkinterfaces"
+	typeASG      = "microsoft.network/applicationsecuritygroups"
 )
+
+// --- Application security groups ---
+
+// asgKind stores application security groups: a private endpoint's IP
+// configurations may join them (putPE checks that they exist).
+var asgKind = &kind{
+	newObj:   func() any { return &armnetwork.ApplicationSecurityGroup{} },
+	lro:      true,
+	location: true,
+	put:      func(*state, *putRequest) *armError { return nil },
+}
 
 // --- Virtual networks ---
 

@@ -169,6 +169,7 @@ var kinds = map[string]*kind{
 	typeSubnet:   subnetKind,
 	typeLB:       lbKind,
 	typeNIC:      nicKind,
+	typeASG:      asgKind,
 	typePLS:      plsKind,
 	typePLSConn:  plsConnKind,
 	typePE:       peKind,

@@ -471,6 +471,9 @@ func putPE(s *state, req *putRequest) *armError {
 	if l := req.existing.linkOrNil(); l != nil && !strings.EqualFold(l.subnetID, subnetID) {
 		return errBadRequest("PropertyChangeNotAllowed", "Changing property 'subnet' of private endpoint %s is not allowed.", req.id)
 	}
+	if e := s.checkPENICAndGroups(req, pe); e != nil {
+		return e
+	}
 	if e := s.checkLinked(req, subnetID, "Microsoft.Network/virtualNetworks/subnets/join/action"); e != nil {
 		return e
 	}
@@ -541,6 +544,29 @@ func (s *state) askAgain(link *peLink, conn *armnetwork.PrivateLinkServiceConnec
 	}
 	cs.Status, cs.Description = new(ConnectionPending), conn.Properties.RequestMessage
 	c.etag = newETag()
+}
+
+// checkPENICAndGroups refuses a new name for an existing endpoint's
+// network interface (Azure names it at creation; the endpoint keeps its
+// NIC, so a new name is refused like a new subnet) and application
+// security groups that do not exist.
+func (s *state) checkPENICAndGroups(req *putRequest, pe *armnetwork.PrivateEndpoint) *armError {
+	if req.existing != nil {
+		was := ptr.Deref(objOf[armnetwork.PrivateEndpoint](req.existing).Properties.CustomNetworkInterfaceName, "")
+		if now := ptr.Deref(pe.Properties.CustomNetworkInterfaceName, ""); now != was {
+			return errBadRequest("PropertyChangeNotAllowed", "Changing property 'customNetworkInterfaceName' of private endpoint %s is not allowed.", req.id)
+		}
+	}
+	for _, g := range pe.Properties.ApplicationSecurityGroups {
+		id := ""
+		if g != nil {
+			id = ptr.Deref(g.ID, "")
+		}
+		if r := s.lookup(id); r == nil || r.typeKey != typeASG {
+			return errInvalidReference(id, req.id)
+		}
+	}
+	return nil
 }
 
 // peConnection returns the endpoint's one connection and whether it is

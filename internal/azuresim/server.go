@@ -466,6 +466,10 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 		writeError(w, e)
 		return
 	}
+	if e := s.st.checkPolicies(p, k, body); e != nil {
+		writeError(w, e)
+		return
+	}
 	res := existing
 	if res == nil {
 		res = &resource{id: id, typeKey: p.typeKey(), sub: p.sub, rg: p.rg, name: p.names[len(p.names)-1], guid: newGUID()}

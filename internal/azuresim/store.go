@@ -143,6 +143,8 @@ type state struct {
 	ops     map[string]*operation
 	pools   map[string]*ipPool
 	aliases map[string]string // lower alias -> resource key of the PLS
+	// policies are the tag policies every tagged PUT must pass.
+	policies []TagPolicy
 	// faults can make long-running operations end Failed.
 	faults *faultSet
 	// renderCtx carries request options (such as $expand) to render.

@@ -84,6 +84,9 @@ type Target struct {
 	API   dns.API
 	Zone  dns.Zone
 	Owner dns.Owner
+	// Tags go on the zones and links the engine creates, beside the owner
+	// tag; an own (not shared) zone that lacks them gets them.
+	Tags map[string]string
 	// AdoptZone lets an existing zone without an owner tag become Owner's
 	// (tagged); AdoptRecords lets record sets without owner metadata be
 	// written as Owner's.

@@ -33,7 +33,7 @@ func (e *Engine) EnsureLink(ctx context.Context, t Target, vnet, owner string) (
 	name := dns.LinkName(vnet)
 	ownID := z.ID() + "/virtualNetworkLinks/" + name
 	if e.CreatedHere(z) && !e.seen.Known(linkPutKey(z, vnet)) {
-		err := t.API.PutLink(ctx, z.ResourceGroup, z.Name, name, "", dns.LinkBody(vnet, owner))
+		err := t.API.PutLink(ctx, z.ResourceGroup, z.Name, name, "", dns.LinkBody(vnet, owner, t.Tags))
 		if err == nil {
 			e.seen.Set(linkPutKey(z, vnet), "", now)
 			t.event(ReasonLinkCreated, "linking private DNS zone %s to virtual network %s", z.Name, vnet)
@@ -50,7 +50,7 @@ func (e *Engine) EnsureLink(ctx context.Context, t Target, vnet, owner string) (
 	l := dns.LinkTo(links, vnet)
 	switch {
 	case l == nil:
-		if err := t.API.PutLink(ctx, z.ResourceGroup, z.Name, name, "", dns.LinkBody(vnet, owner)); err != nil && !azure.IsPreconditionFailed(err) {
+		if err := t.API.PutLink(ctx, z.ResourceGroup, z.Name, name, "", dns.LinkBody(vnet, owner, t.Tags)); err != nil && !azure.IsPreconditionFailed(err) {
 			return Link{}, err
 		}
 		e.seen.Set(linkPutKey(z, vnet), "", now)
@@ -59,7 +59,7 @@ func (e *Engine) EnsureLink(ctx context.Context, t Target, vnet, owner string) (
 	case dns.RewriteFailedLink(l, owner):
 		// Azure keeps a link whose operation failed until it is written
 		// again or deleted.
-		if err := t.API.PutLink(ctx, z.ResourceGroup, z.Name, ptr.Deref(l.Name, name), ptr.Deref(l.Etag, ""), dns.LinkBody(vnet, owner)); err != nil {
+		if err := t.API.PutLink(ctx, z.ResourceGroup, z.Name, ptr.Deref(l.Name, name), ptr.Deref(l.Etag, ""), dns.LinkBody(vnet, owner, t.Tags)); err != nil {
 			return Link{}, err
 		}
 		t.event(ReasonLinkCreated, "linking private DNS zone %s to virtual network %s again (its last operation failed)", z.Name, vnet)

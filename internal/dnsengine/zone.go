@@ -3,6 +3,9 @@ package dnsengine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"k8s.io/utils/ptr"
@@ -33,7 +36,7 @@ type ZoneState struct {
 // not read again, whichever object asks.
 func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneState, error) {
 	z := t.Zone
-	if tag, ok := e.seen.Get(zoneKey(z), e.now(), e.check()); ok {
+	if tag, ok := e.seenZone(t); ok {
 		return e.zoneState(ctx, t, tag)
 	}
 	if !existing && !e.seen.Known(createdKey(z)) && !e.seen.Known(existsKey(z)) {
@@ -57,13 +60,16 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 	}
 	tag := dns.TagOwner(observed.Tags)
 	if tag == "" && t.AdoptZone {
-		if err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, ptr.Deref(observed.Etag, ""), dns.ZoneBody(observed, z.Owner(t.Owner))); err != nil {
+		if err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, ptr.Deref(observed.Etag, ""), dns.ZoneBody(observed, z.Owner(t.Owner), t.Tags)); err != nil {
 			return ZoneState{}, err
 		}
 		t.event(ReasonZoneAdopted, "adopting private DNS zone %s", z.Name)
 		return ZoneState{Progress: "adopting private DNS zone " + z.Name}, nil
 	}
-	e.seen.Set(zoneKey(z), tag, e.now())
+	if retag, err := e.retag(ctx, t, observed, tag); retag || err != nil {
+		return ZoneState{Progress: "tagging private DNS zone " + z.Name}, err
+	}
+	e.seen.Set(zoneKey(z), tag+"\x00"+tagsPrint(t.Tags), e.now())
 	return e.zoneState(ctx, t, tag)
 }
 
@@ -71,7 +77,7 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 // whether it did (false: Azure said it exists).
 func (e *Engine) createZone(ctx context.Context, t Target) (bool, error) {
 	z := t.Zone
-	err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner)))
+	err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner), t.Tags))
 	if azure.IsPreconditionFailed(err) {
 		// It exists: read it from now on instead of asking again (a zone
 		// being deleted would otherwise cost a write on every pass).
@@ -118,4 +124,39 @@ func RecordSetCount(z *armprivatedns.PrivateZone) int64 {
 		return 0
 	}
 	return ptr.Deref(z.Properties.NumberOfRecordSets, 0)
+}
+
+// seenZone is the owner tag of a zone seen provisioned within the check
+// interval. The memo holds the owner tag and the tags the zone was checked
+// with: an own zone is looked at again at once when the tags asked for
+// change.
+func (e *Engine) seenZone(t Target) (string, bool) {
+	seen, ok := e.seen.Get(zoneKey(t.Zone), e.now(), e.check())
+	if !ok {
+		return "", false
+	}
+	tag, tags, _ := strings.Cut(seen, "\x00")
+	return tag, t.Zone.Shared || tags == tagsPrint(t.Tags)
+}
+
+// retag writes the tags the target asks for onto its own zone when it
+// lacks them (they changed, or the zone predates them), once, with the
+// zone's ETag; it says whether it wrote. A shared zone keeps the tags of
+// the object that made it.
+func (e *Engine) retag(ctx context.Context, t Target, observed *armprivatedns.PrivateZone, tag string) (bool, error) {
+	z := t.Zone
+	if z.Shared || tag != z.Owner(t.Owner) || len(azure.TagsDiffer(observed.Tags, t.Tags)) == 0 {
+		return false, nil
+	}
+	return true, t.API.PutZone(ctx, z.ResourceGroup, z.Name, ptr.Deref(observed.Etag, ""), dns.ZoneBody(observed, tag, t.Tags))
+}
+
+// tagsPrint is a stable print of tags, for the memo.
+func tagsPrint(tags map[string]string) string {
+	keys := slices.Sorted(maps.Keys(tags))
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + tags[k] + ",")
+	}
+	return b.String()
 }

@@ -218,24 +218,22 @@ func RecordBody(observed *armprivatedns.RecordSet, ips []string, ttl int64, owne
 }
 
 // ZoneBody is the zone to create, or the observed one with the owner tag
-// set (adoption). Zones live in location global.
-func ZoneBody(observed *armprivatedns.PrivateZone, owner string) armprivatedns.PrivateZone {
-	tags := map[string]*string{}
+// and tags set (adoption, new tags); tags others set stay. Zones live in
+// location global.
+func ZoneBody(observed *armprivatedns.PrivateZone, owner string, tags map[string]string) armprivatedns.PrivateZone {
+	var had map[string]*string
 	if observed != nil {
-		for k, v := range observed.Tags {
-			tags[k] = v
-		}
+		had = observed.Tags
 	}
-	tags[OwnerTag] = new(owner)
-	return armprivatedns.PrivateZone{Location: new("global"), Tags: tags}
+	return armprivatedns.PrivateZone{Location: new("global"), Tags: azure.MergeTags(had, tags, OwnerTag, owner)}
 }
 
 // LinkBody is the link of a zone to a virtual network, without
 // auto-registration (the operator writes the records).
-func LinkBody(vnetID, owner string) armprivatedns.VirtualNetworkLink {
+func LinkBody(vnetID, owner string, tags map[string]string) armprivatedns.VirtualNetworkLink {
 	return armprivatedns.VirtualNetworkLink{
 		Location: new("global"),
-		Tags:     map[string]*string{OwnerTag: new(owner)},
+		Tags:     azure.MergeTags(nil, tags, OwnerTag, owner),
 		Properties: &armprivatedns.VirtualNetworkLinkProperties{
 			VirtualNetwork:      &armprivatedns.SubResource{ID: new(vnetID)},
 			RegistrationEnabled: new(false),

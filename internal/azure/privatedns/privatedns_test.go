@@ -74,11 +74,11 @@ func TestRecords(t *testing.T) {
 	if RecordOwner(&armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{}}) != "" {
 		t.Error("a record set without metadata has an owner")
 	}
-	zb := ZoneBody(&armprivatedns.PrivateZone{Tags: map[string]*string{"cost": new("c")}}, SharedOwner)
+	zb := ZoneBody(&armprivatedns.PrivateZone{Tags: map[string]*string{"cost": new("c")}}, SharedOwner, nil)
 	if *zb.Location != "global" || TagOwner(zb.Tags) != SharedOwner || ptr.Deref(zb.Tags["cost"], "") != "c" {
 		t.Errorf("zone body: %+v", zb)
 	}
-	lb := LinkBody("/v", "ns/a")
+	lb := LinkBody("/v", "ns/a", nil)
 	if LinkedVNet(&lb) != "/v" || *lb.Properties.RegistrationEnabled || TagOwner(lb.Tags) != "ns/a" {
 		t.Errorf("link body: %+v", lb)
 	}
@@ -117,7 +117,7 @@ func TestLinkTo(t *testing.T) {
 	vnet := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/c-vnet"
 	other := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/d-vnet"
 	link := func(name, vnetID string, state armprivatedns.ProvisioningState, owner string) *armprivatedns.VirtualNetworkLink {
-		l := LinkBody(vnetID, owner)
+		l := LinkBody(vnetID, owner, nil)
 		l.Name = new(name)
 		l.Properties.ProvisioningState = new(state)
 		return &l

@@ -27,6 +27,14 @@ type Desired struct {
 	// IPAddress is a static address; empty lets Azure pick.
 	IPAddress string
 	Owner     string
+	// Tags are put on the endpoint beside the owner tag (azure.Tags).
+	Tags map[string]string
+	// NICName names the endpoint's network interface at creation; empty
+	// lets Azure name it.
+	NICName string
+	// ASGs are application security groups the endpoint joins (none: the
+	// endpoint's groups are left as they are).
+	ASGs []string
 }
 
 // ConnectionName is the name of the endpoint's one connection.
@@ -36,13 +44,11 @@ func (d Desired) ConnectionName() string { return d.Name + "-connection" }
 // and so is what Azure filled in on an observed endpoint (its NIC, its
 // connection's state) by sending back only fields the operator sets.
 func Body(d Desired, observed *armnetwork.PrivateEndpoint) armnetwork.PrivateEndpoint {
-	tags := map[string]*string{}
+	var had map[string]*string
 	if observed != nil {
-		for k, v := range observed.Tags {
-			tags[k] = v
-		}
+		had = observed.Tags
 	}
-	tags[OwnerTag] = new(d.Owner)
+	tags := azure.MergeTags(had, d.Tags, OwnerTag, d.Owner)
 	conn := &armnetwork.PrivateLinkServiceConnection{
 		Name: new(d.ConnectionName()),
 		Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
@@ -50,6 +56,21 @@ func Body(d Desired, observed *armnetwork.PrivateEndpoint) armnetwork.PrivateEnd
 		},
 	}
 	props := &armnetwork.PrivateEndpointProperties{Subnet: &armnetwork.Subnet{ID: new(d.SubnetID)}}
+	if d.NICName != "" {
+		props.CustomNetworkInterfaceName = new(d.NICName)
+	} else if observed != nil && observed.Properties != nil {
+		// Azure keeps the name it was created with; sending another (or
+		// none, for one created with a name) is refused.
+		props.CustomNetworkInterfaceName = observed.Properties.CustomNetworkInterfaceName
+	}
+	for _, id := range d.ASGs {
+		props.ApplicationSecurityGroups = append(props.ApplicationSecurityGroups, &armnetwork.ApplicationSecurityGroup{ID: new(id)})
+	}
+	if len(d.ASGs) == 0 && observed != nil && observed.Properties != nil {
+		// Without groups in the spec, the endpoint's are not the
+		// operator's: a PUT sends them back as they are.
+		props.ApplicationSecurityGroups = observed.Properties.ApplicationSecurityGroups
+	}
 	if d.ManualApproval {
 		if d.RequestMessage != "" {
 			conn.Properties.RequestMessage = new(d.RequestMessage)
@@ -90,13 +111,18 @@ func firstConnection(p *armnetwork.PrivateEndpointProperties) *armnetwork.Privat
 }
 
 // Drift lists what of an observed endpoint Azure lets the operator change
-// and that differs from d: only the owner tag and, for a manual
-// connection, the request message. The subnet, the target and a static
-// address cannot change on an existing endpoint; Immutable reports those.
+// and that differs from d: its tags (the owner tag and d.Tags; others'
+// tags do not count), its application security groups and, for a manual
+// connection, the request message. The subnet, the target, a static
+// address and the NIC's name cannot change on an existing endpoint;
+// Immutable reports those.
 func Drift(d Desired, observed *armnetwork.PrivateEndpoint) []string {
 	var out []string
-	if ptr.Deref(observed.Tags[OwnerTag], "") != d.Owner {
+	if ptr.Deref(observed.Tags[OwnerTag], "") != d.Owner || len(azure.TagsDiffer(observed.Tags, d.Tags)) > 0 {
 		out = append(out, "tags")
+	}
+	if p := observed.Properties; p != nil && len(d.ASGs) > 0 && !sameIDs(p.ApplicationSecurityGroups, d.ASGs) {
+		out = append(out, "applicationSecurityGroups")
 	}
 	if p := observed.Properties; p != nil && d.ManualApproval {
 		if c := firstConnection(p); c != nil && c.Properties != nil && ptr.Deref(c.Properties.RequestMessage, "") != d.RequestMessage {
@@ -120,6 +146,9 @@ func Immutable(d Desired, observed *armnetwork.PrivateEndpoint) string {
 	}
 	if (len(p.ManualPrivateLinkServiceConnections) > 0) != d.ManualApproval {
 		return "manualApproval"
+	}
+	if d.NICName != "" && ptr.Deref(p.CustomNetworkInterfaceName, "") != d.NICName {
+		return "networkInterfaceName"
 	}
 	// A target given by alias comes back as the service's resource ID, so
 	// only a target given by ID can be compared.
@@ -179,6 +208,25 @@ func AskAgain(body *armnetwork.PrivateEndpoint, message string) bool {
 	c.Properties.PrivateLinkServiceConnectionState = &armnetwork.PrivateLinkServiceConnectionState{Status: new(StatePending)}
 	if message != "" {
 		c.Properties.RequestMessage = new(message)
+	}
+	return true
+}
+
+// sameIDs says whether the groups are exactly ids, in any order and case.
+func sameIDs(groups []*armnetwork.ApplicationSecurityGroup, ids []string) bool {
+	if len(groups) != len(ids) {
+		return false
+	}
+	have := map[string]bool{}
+	for _, g := range groups {
+		if g != nil {
+			have[strings.ToLower(ptr.Deref(g.ID, ""))] = true
+		}
+	}
+	for _, id := range ids {
+		if !have[strings.ToLower(id)] {
+			return false
+		}
 	}
 	return true
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 )
 
 // OwnerTag marks what the operator created; its value names the object,
@@ -34,6 +36,8 @@ type Desired struct {
 	FQDNs         []string
 	// Owner is the tag value naming the object.
 	Owner string
+	// Tags go on the service beside the owner tag (azure.Tags).
+	Tags map[string]string
 }
 
 // NATName is the name of the i-th NAT IP configuration; the 0th is the
@@ -73,13 +77,11 @@ func OwnerOf(pls *armnetwork.PrivateLinkService, owner string) (Ownership, strin
 // and the observed primary configuration when the desired one differs
 // (Azure does not let it change: see PrimaryLocked).
 func Body(d Desired, observed *armnetwork.PrivateLinkService) armnetwork.PrivateLinkService {
-	tags := map[string]*string{}
+	var had map[string]*string
 	if observed != nil {
-		for k, v := range observed.Tags {
-			tags[k] = v
-		}
+		had = observed.Tags
 	}
-	tags[OwnerTag] = new(d.Owner)
+	tags := azure.MergeTags(had, d.Tags, OwnerTag, d.Owner)
 	cfgs := natConfigs(d)
 	if observed != nil && observed.Properties != nil {
 		if p := primary(observed.Properties.IPConfigurations); p != nil && PrimaryLocked(d, observed) {
@@ -168,7 +170,7 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 	if !sameSet(d.FQDNs, derefs(p.Fqdns)) {
 		out = append(out, "fqdns")
 	}
-	if v := observed.Tags[OwnerTag]; v == nil || *v != d.Owner {
+	if v := observed.Tags[OwnerTag]; v == nil || *v != d.Owner || len(azure.TagsDiffer(observed.Tags, d.Tags)) > 0 {
 		out = append(out, "tags")
 	}
 	return out

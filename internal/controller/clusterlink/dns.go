@@ -42,6 +42,8 @@ type DNSConfig struct {
 	// Enabled turns the mode on. Off, the operator reads and writes no DNS
 	// and leaves the records to whoever owns them.
 	Enabled bool
+	// Tags go on the zones and links the mode creates (--azure-tags).
+	Tags map[string]string
 	// BaseDomain is the default base domain of every cluster's names.
 	BaseDomain string
 	// MCZone and MCRecords name the zone and records, in the management

@@ -54,7 +54,7 @@ func (a AzureDNS) For(ctx context.Context, set DNSSet) (dns.API, error) {
 // dnsTarget is the engine's view of a set's zone for its WC.
 func (r *DNSReconciler) dnsTarget(u *unstructured.Unstructured, api dns.API, set DNSSet) dnsengine.Target {
 	return dnsengine.Target{
-		API: api, Zone: set.Zone, Owner: set.owner(), AdoptRecords: r.Opts.DNS.Adopt,
+		API: api, Zone: set.Zone, Owner: set.owner(), AdoptRecords: r.Opts.DNS.Adopt, Tags: r.Opts.DNS.Tags,
 		Event: func(reason, msg string) { r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg) },
 	}
 }

@@ -24,6 +24,7 @@ import (
 func (r *Reconciler) dnsTarget(obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, zone dns.Zone) dnsengine.Target {
 	return dnsengine.Target{
 		API: api, Zone: zone, Owner: dnsOwner(obj), AdoptZone: obj.Spec.Adopt, AdoptRecords: obj.Spec.Adopt,
+		Tags: azure.Tags(r.Opts.Tags, obj.Spec.Tags),
 		Event: func(reason, msg string) {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg)
 		},

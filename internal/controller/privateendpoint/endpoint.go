@@ -12,15 +12,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pe "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 )
 
 // desired is the endpoint the spec asks for.
-func desired(obj *v1alpha1.AzurePrivateEndpoint, target string) pe.Desired {
+func (r *Reconciler) desired(obj *v1alpha1.AzurePrivateEndpoint, target string) pe.Desired {
 	s := obj.Spec
 	return pe.Desired{
 		Name: obj.AzurePrivateEndpointName(), Location: s.Location, SubnetID: s.SubnetID, Target: target,
 		ManualApproval: s.ManualApproval, RequestMessage: s.RequestMessage, IPAddress: s.IPAddress, Owner: owner(obj),
+		Tags: azure.Tags(r.Opts.Tags, s.Tags), NICName: s.NetworkInterfaceName, ASGs: s.ApplicationSecurityGroupIDs,
 	}
 }
 
@@ -30,7 +32,7 @@ func desired(obj *v1alpha1.AzurePrivateEndpoint, target string) pe.Desired {
 func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, apis azureAPI, target string) (ctrl.Result, bool, error) {
 	api := apis.endpoints
 	cond := v1alpha1.ConditionPrivateEndpointReady
-	rg, want := obj.Spec.ResourceGroup, desired(obj, target)
+	rg, want := obj.Spec.ResourceGroup, r.desired(obj, target)
 	if r.recentlyApproved(obj) {
 		// A pass that resumes soon after one that saw the endpoint
 		// Approved (held back by the pacer, say) does not read it again:
@@ -236,7 +238,7 @@ func (r *Reconciler) askAgain(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		}
 		return r.fail(ctx, obj, cond, err)
 	}
-	body := pe.Body(desired(obj, obj.Status.Target), observed)
+	body := pe.Body(r.desired(obj, obj.Status.Target), observed)
 	if !pe.AskAgain(&body, obj.Spec.RequestMessage) {
 		return r.fail(ctx, obj, cond, terminal(ReasonImmutableChanged, "private endpoint %s has no manual connection to ask again with", name))
 	}

@@ -75,6 +75,9 @@ type Options struct {
 	// wiring's DNS mode (one request budget, one memo of what is in place);
 	// Setup makes one without a budget when it is nil.
 	DNSEngine *dnsengine.Engine
+	// Tags are the operator's default tags (--azure-tags) on every Azure
+	// resource it creates; an object's spec.tags go over them.
+	Tags map[string]string
 	// PublishSecrets lets spec.publish.secretName write Secrets
 	// (--publish-secrets; the chart grants the right only with it).
 	PublishSecrets bool

@@ -69,6 +69,14 @@ func TestValidation(t *testing.T) {
 			o.Spec.DNS.AdditionalZones = []v1alpha1.PrivateEndpointDNSZone{{ZoneName: "base.example.com"}}
 		}, "spec.dns.additionalZones[0].records"},
 		{"a zone subscription that is not one", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneSubscriptionID = "hub" }, "spec.dns.zoneSubscriptionID"},
+		{"a tag name with a backslash", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Tags = map[string]string{`cost\center`: "1"} }, "tag names have at most 512 characters"},
+		{"a tag name with a slash", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Tags = map[string]string{"cost/center": "1"} }, "tag names have at most 512 characters"},
+		{"the operator's owner tag", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.Tags = map[string]string{"Azure-Private-Endpoint-Operator.giantswarm.io_owner": "someone/else"}
+		}, "the operator's owner tag is its own"},
+		{"a tag value too long for Azure", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Tags = map[string]string{"a": strings.Repeat("v", 257)} }, "tag values have at most 256 characters"},
+		{"a group that is not one", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.ApplicationSecurityGroupIDs = []string{cSubnet} }, "spec.applicationSecurityGroupIDs[0]"},
+		{"a network interface name Azure refuses", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.NetworkInterfaceName = "nic-" }, "spec.networkInterfaceName"},
 	}
 	for i, c := range cases {
 		obj := ape("invalid-"+string(rune('a'+i)), someService)
@@ -97,6 +105,7 @@ func TestValidation(t *testing.T) {
 		{"a static address later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.IPAddress = "10.9.2.10" }, "spec.ipAddress is immutable"},
 		{"another zone", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneName = "other.internal" }, "spec.dns.zoneName, zoneResourceGroup, zoneSubscriptionID and zoneMode are immutable"},
 		{"sharing the zone later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneMode = v1alpha1.ZoneModeShared }, "immutable"},
+		{"naming the network interface later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.NetworkInterfaceName = "nic" }, "spec.networkInterfaceName is immutable"},
 	}
 	for _, u := range updates {
 		cur := &v1alpha1.AzurePrivateEndpoint{}

@@ -23,13 +23,13 @@ import (
 
 // desired is the service the spec asks for, on the resolved frontend and
 // NAT subnet.
-func desired(obj *v1alpha1.AzurePrivateLinkService, fe frontend, subnetID string) pls.Desired {
+func desired(obj *v1alpha1.AzurePrivateLinkService, fe frontend, subnetID string, defaultTags map[string]string) pls.Desired {
 	s := obj.Spec
 	return pls.Desired{
 		Name: obj.AzurePrivateLinkServiceName(), Location: s.Location, FrontendID: fe.status.FrontendIPConfigurationID,
 		NATSubnetID: subnetID, NATCount: int(s.NATIPConfigurations.Count), StaticIPs: s.NATIPConfigurations.StaticIPs,
 		Visibility: s.Visibility, AutoApproval: s.AutoApproval, ProxyProtocol: s.EnableProxyProtocol, FQDNs: s.FQDNs,
-		Owner: owner(obj),
+		Owner: owner(obj), Tags: azure.Tags(defaultTags, s.Tags),
 	}
 }
 
@@ -46,7 +46,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	if err != nil {
 		return r.fail(ctx, obj, cond, err)
 	}
-	want := desired(obj, fe, subnetID)
+	want := desired(obj, fe, subnetID, r.Opts.Tags)
 	if observed == nil {
 		return r.create(ctx, obj, api, want)
 	}

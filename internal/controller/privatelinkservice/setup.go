@@ -33,6 +33,9 @@ const PausedAnnotation = "privatelink.giantswarm.io/paused"
 
 // Options configure the controller.
 type Options struct {
+	// Tags are the operator's default tags (--azure-tags) on the private
+	// link services it creates; an object's spec.tags go over them.
+	Tags map[string]string
 	// DriftInterval is how often a Ready object is observed again to repair
 	// out-of-band changes; each requeue is jittered by up to +10%.
 	DriftInterval time.Duration
