@@ -301,6 +301,11 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"create", "", "configmaps", "", "org-a", true},
 		{"patch", "", "configmaps", "", "org-a", true},
 		{"delete", "", "services", "", "org-a", true},
+		// Crossplane ProviderConfigs (--crossplane-provider-configs): the
+		// older operator's finalizer on Clusters, by patch.
+		{"patch", capiGroup, "clusters", "", "org-a", true},
+		{"create", "azure.upbound.io", "providerconfigs", "", "", true},
+		{"delete", "azure.upbound.io", "providerconfigs", "", "", true},
 		// The metrics endpoint's authentication and authorization filter.
 		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
@@ -314,7 +319,8 @@ func checkAccess(t *testing.T, c client.Client) {
 		{"delete", capzGroup, "azureclusteridentities", "", "org-a", false},
 		{"update", "", "secrets", "", "org-giantswarm", false},
 		{"delete", "", "secrets", "", "org-giantswarm", false},
-		{"patch", capiGroup, "clusters", "", "org-a", false},
+		{"update", capiGroup, "clusters", "", "org-a", false},
+		{"delete", capiGroup, "clusters", "", "org-a", false},
 		{"update", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", false},
 		{"delete", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "", "org-a", false},
 		{"patch", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "status", "org-a", false},

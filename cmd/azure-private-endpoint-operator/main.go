@@ -42,6 +42,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/identityguard"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/providerconfig"
 )
 
 // Exit codes.
@@ -163,6 +164,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		if err := privateendpoint.Setup(ctx, mgr, apeOpts, clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}
+	}
+	if err := providerconfig.Setup(mgr, providerconfig.Options{Generate: opts.crossplaneProviderConfigs}); err != nil {
+		return nil, fmt.Errorf("setting up the Crossplane ProviderConfig controller (--crossplane-provider-configs): %w", err)
 	}
 	if err := identityguard.Setup(ctx, mgr, opts.guardOptions()); err != nil {
 		return nil, fmt.Errorf("setting up the identity guard (--protect-identities): %w", err)

@@ -54,32 +54,33 @@ type options struct {
 	gracefulShutdownTimeout time.Duration
 	zap                     zap.Options
 
-	mcName, mcNamespace     string
-	mcLinkNames             string
-	wcToMCLayout            string
-	mcIngressIPSource       string
-	azureClusterGates       string
-	dns                     dnsFlags
-	annotationPrefix        string
-	mcSubnet, wcSubnet      string
-	watchFilter             string
-	defaultAzureEnvironment string
-	customCloudFile         string
-	customCloud             *azure.CustomCloud
-	pendingRecheck          time.Duration
-	driftCheck              time.Duration
-	terminalRecheck         time.Duration
-	mcWriteDelay            time.Duration
-	maxConcurrentReconciles int
-	deleteOrphanedEndpoints bool
-	adoptFieldManagers      string
-	healDisconnectedAfter   time.Duration
-	healRejected            bool
-	protectIdentities       bool
-	publishSecrets          bool
-	azureTags               string
-	secretRecheck           time.Duration
-	azureObserveTTL         time.Duration
+	mcName, mcNamespace       string
+	mcLinkNames               string
+	wcToMCLayout              string
+	mcIngressIPSource         string
+	azureClusterGates         string
+	dns                       dnsFlags
+	annotationPrefix          string
+	mcSubnet, wcSubnet        string
+	watchFilter               string
+	defaultAzureEnvironment   string
+	customCloudFile           string
+	customCloud               *azure.CustomCloud
+	pendingRecheck            time.Duration
+	driftCheck                time.Duration
+	terminalRecheck           time.Duration
+	mcWriteDelay              time.Duration
+	maxConcurrentReconciles   int
+	deleteOrphanedEndpoints   bool
+	adoptFieldManagers        string
+	healDisconnectedAfter     time.Duration
+	healRejected              bool
+	protectIdentities         bool
+	publishSecrets            bool
+	azureTags                 string
+	crossplaneProviderConfigs bool
+	secretRecheck             time.Duration
+	azureObserveTTL           time.Duration
 
 	plsController      bool
 	plsDrift           time.Duration
@@ -393,6 +394,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Put a finalizer (privatelink.giantswarm.io/identity-in-use) on every AzureClusterIdentity, and on the Secret it reads, while an object the operator manages needs it to delete Azure resources (an AzurePrivateEndpoint, an AzurePrivateLinkService, a cluster the wiring holds), so that deleting a namespace in any order leaves nothing behind in Azure and no object stuck. Off, the finalizers put on earlier are taken off.")
 	fs.StringVar(&o.azureTags, "azure-tags", "",
 		"Comma-separated name=value tags the operator puts on every Azure resource it creates (private endpoints, private link services, private DNS zones and virtual network links), for policies that require them; an object's spec.tags go over them. Azure's tag rules apply: names of at most 512 characters without < > % & \\ ? /, values of at most 256.")
+	fs.BoolVar(&o.crossplaneProviderConfigs, "crossplane-provider-configs", false,
+		"Write, for each workload Cluster (AzureCluster, AzureManagedCluster, AzureASOManagedCluster) whose identity is a WorkloadIdentity AzureClusterIdentity or an ASO credential Secret, the Crossplane ProviderConfig (azure.upbound.io/v1beta1, named after the Cluster) that azure-private-endpoint-operator 0.6 and 0.7 generate, with their finalizer azure.giantswarm.io/providerconfig on the Cluster. Off, a deleted Cluster that carries that finalizer still gets its ProviderConfig deleted and is let go.")
 	fs.BoolVar(&o.publishSecrets, "publish-secrets", false,
 		"Let an AzurePrivateEndpoint's spec.publish.secretName write its addresses and names into a Secret of its namespace (the chart then grants create, patch and delete on Secrets). Off, such an object is reported (Published False, reason SecretsDisabled) and ConfigMaps and Services still work.")
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,

@@ -51,6 +51,9 @@ const asoGenerateLimit = 10 * time.Minute
 var capzCRDFiles = []string{
 	"infrastructure.cluster.x-k8s.io_azureclusters.yaml",
 	"infrastructure.cluster.x-k8s.io_azureclusteridentities.yaml",
+	// Read for the identity of managed clusters (Crossplane ProviderConfigs).
+	"infrastructure.cluster.x-k8s.io_azuremanagedcontrolplanes.yaml",
+	"infrastructure.cluster.x-k8s.io_azureasomanagedcontrolplanes.yaml",
 }
 
 // capiCRDFiles are the Cluster API CRDs the operator reads (and, for the
