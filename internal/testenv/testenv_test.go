@@ -42,7 +42,7 @@ func TestCRDsOverlay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff([]string{"AzureCluster", "AzureClusterIdentity", "Cluster", "KubeadmControlPlane", "PrivateEndpoint", "PrivateLinkService"}, kindsOf(crds)); diff != "" {
+			if diff := cmp.Diff([]string{"AzureASOManagedControlPlane", "AzureCluster", "AzureClusterIdentity", "AzureManagedControlPlane", "Cluster", "KubeadmControlPlane", "PrivateEndpoint", "PrivateLinkService"}, kindsOf(crds)); diff != "" {
 				t.Errorf("%s: CRD kinds (-want +got):\n%s", tc.reason, diff)
 			}
 			fields, keys := privateLinksShape(t, crds)

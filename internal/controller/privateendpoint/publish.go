@@ -105,9 +105,10 @@ func (r *Reconciler) publish(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonNotRequested, "spec.publish is not set")
 		return ctrl.Result{}, nil
 	}
-	if want.SecretName != "" && !r.Opts.PublishSecrets {
-		return r.fail(ctx, obj, cond, terminal(ReasonSecretsDisabled,
-			"spec.publish.secretName: the operator does not write Secrets (it runs without --publish-secrets); use configMapName, or ask the operator's admin"))
+	secretsOff := want.SecretName != "" && !r.Opts.PublishSecrets
+	if secretsOff {
+		// The other objects are still published; the Secret is reported.
+		want.SecretName = ""
 	}
 	pub, ok := publicationOf(obj)
 	if !ok {
@@ -141,6 +142,10 @@ func (r *Reconciler) publish(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 	}
 	if len(written) > 0 {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventPublished, "Publish", "wrote %s: %s", strings.Join(written, ", "), pub.data[KeyIPAddresses])
+	}
+	if secretsOff {
+		return r.fail(ctx, obj, cond, terminal(ReasonSecretsDisabled,
+			"spec.publish.secretName: the operator does not write Secrets (it runs without --publish-secrets); use configMapName, or ask the operator's admin"))
 	}
 	setCondition(obj, cond, metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("%s published to %s", pub.data[KeyIPAddresses], describe(want)))
 	return ctrl.Result{}, nil

@@ -110,7 +110,8 @@ func TestPublish(t *testing.T) {
 }
 
 // TestPublishSecretsDisabled: without --publish-secrets a Secret is never
-// written; the object says why, and a ConfigMap beside it still is.
+// written; the object says why, and a ConfigMap beside it is written all
+// the same.
 func TestPublishSecretsDisabled(t *testing.T) {
 	w, svc, _ := world(t, privateendpoint.Options{})
 	obj := ape("nosecret", svc.Status.ResourceID)
@@ -118,6 +119,7 @@ func TestPublishSecretsDisabled(t *testing.T) {
 	create(t, w, obj)
 	waitCondition(t, w, "nosecret", v1alpha1.ConditionPublished, metav1.ConditionFalse, privateendpoint.ReasonSecretsDisabled)
 	hasEvent(t, w, "nosecret", privateendpoint.ReasonSecretsDisabled)
+	published(t, w, "nosecret", &corev1.ConfigMap{}, nil, nil)
 	err := w.Client.Get(context.Background(), key("nosecret"), &corev1.Secret{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a Secret was written without --publish-secrets: %v", err)

@@ -83,13 +83,14 @@ func TestProviderConfigs(t *testing.T) {
 	older.Object["spec"] = map[string]any{"credentials": map[string]any{"source": "UserAssignedManagedIdentity"}, "clientID": "stale", "subscriptionID": subA, "tenantID": tenant, "clientCertificateSecretRef": "kept"}
 	mustCreate(t, c, older)
 	azureCluster(t, c, nsA, "older", map[string]any{"kind": "AzureClusterIdentity", "name": "wi"}, providerconfig.Finalizer)
-	// Same name as org-a's wc1, in org-b.
-	identity(t, c, nsB, "wi", "WorkloadIdentity", []any{nsB})
-	azureCluster(t, c, nsB, "wc1", map[string]any{"kind": "AzureClusterIdentity", "name": "wi"})
 
 	start(t, env, providerconfig.Options{Generate: true})
 
 	specIs(t, c, "wc1", wantOf(clientA, subA))
+	// A Cluster of the same name as org-a's wc1, in org-b, once org-a's
+	// has its ProviderConfig.
+	identity(t, c, nsB, "wi", "WorkloadIdentity", []any{nsB})
+	azureCluster(t, c, nsB, "wc1", map[string]any{"kind": "AzureClusterIdentity", "name": "wi"})
 	specIs(t, c, "aks1", wantOf(clientA, "22222222-2222-2222-2222-222222222222"))
 	specIs(t, c, "aso1", wantOf("aaaaaaaa-0000-0000-0000-000000000003", "33333333-3333-3333-3333-333333333333"))
 	adopted := wantOf(clientA, subA)
