@@ -294,15 +294,11 @@ func (c *Credentials) identity(ctx context.Context, ac Subject) (*Identity, erro
 	if err != nil {
 		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
 	}
-	var nsLabels map[string]string
-	if id.UsesSelector() {
-		ns := &corev1.Namespace{}
-		if err := c.Reader.Get(ctx, client.ObjectKey{Name: ac.Namespace}, ns); err != nil {
-			return nil, err
-		}
-		nsLabels = ns.Labels
+	ok, err := id.Allows(ctx, NamespaceLabels(c.Reader), ac.Namespace)
+	var statusErr apierrors.APIStatus
+	if errors.As(err, &statusErr) {
+		return nil, err
 	}
-	ok, err := id.AllowedIn(ac.Namespace, nsLabels)
 	if err != nil {
 		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
 	}

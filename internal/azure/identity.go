@@ -1,14 +1,17 @@
 package azure
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Identity types CAPZ supports in AzureClusterIdentity.spec.type.
@@ -118,6 +121,33 @@ func (id *Identity) AllowedIn(namespace string, nsLabels map[string]string) (boo
 		return false, nil
 	}
 	return sel.Matches(labels.Set(nsLabels)), nil
+}
+
+// Namespace reads a namespace's labels.
+type Namespace func(ctx context.Context, name string) (map[string]string, error)
+
+// NamespaceLabels reads a namespace's labels through r.
+func NamespaceLabels(r client.Reader) Namespace {
+	return func(ctx context.Context, name string) (map[string]string, error) {
+		ns := &corev1.Namespace{}
+		if err := r.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			return nil, err
+		}
+		return ns.Labels, nil
+	}
+}
+
+// Allows is AllowedIn for a namespace whose labels are read (through
+// labelsOf) only when the identity selects namespaces by label.
+func (id *Identity) Allows(ctx context.Context, labelsOf Namespace, namespace string) (bool, error) {
+	var nsLabels map[string]string
+	if id.UsesSelector() {
+		var err error
+		if nsLabels, err = labelsOf(ctx, namespace); err != nil {
+			return false, err
+		}
+	}
+	return id.AllowedIn(namespace, nsLabels)
 }
 
 // UsesSelector reports whether AllowedIn needs the namespace's labels.

@@ -547,9 +547,11 @@ func (s *state) askAgain(link *peLink, conn *armnetwork.PrivateLinkServiceConnec
 }
 
 // checkPENICAndGroups refuses a new name for an existing endpoint's
-// network interface (Azure names it at creation; the endpoint keeps its
-// NIC, so a new name is refused like a new subnet) and application
-// security groups that do not exist.
+// network interface (Azure names it at creation and the endpoint keeps its
+// NIC; that a new name is refused, and with this code, is modelled on the
+// subnet's rule, not verified) and application security groups that do
+// not exist or that the caller may not join (the join action is Azure's,
+// from the Microsoft.Network resource provider operations list).
 func (s *state) checkPENICAndGroups(req *putRequest, pe *armnetwork.PrivateEndpoint) *armError {
 	if req.existing != nil {
 		was := ptr.Deref(objOf[armnetwork.PrivateEndpoint](req.existing).Properties.CustomNetworkInterfaceName, "")
@@ -564,6 +566,9 @@ func (s *state) checkPENICAndGroups(req *putRequest, pe *armnetwork.PrivateEndpo
 		}
 		if r := s.lookup(id); r == nil || r.typeKey != typeASG {
 			return errInvalidReference(id, req.id)
+		}
+		if e := s.checkLinked(req, id, "Microsoft.Network/applicationSecurityGroups/joinIpConfiguration/action"); e != nil {
+			return e
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ package identityguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -213,15 +214,13 @@ func (g *guard) allowedUser(ctx context.Context, id *azure.Identity, list client
 		if !ok || name != "" {
 			return nil
 		}
-		var labels map[string]string
-		if id.UsesSelector() {
-			ns := &corev1.Namespace{}
-			if err := g.client.Get(ctx, client.ObjectKey{Name: m.GetNamespace()}, ns); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			labels = ns.Labels
+		allowed, err := id.Allows(ctx, azure.NamespaceLabels(g.client), m.GetNamespace())
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			// The namespace could not be read (gone: not a user).
+			return client.IgnoreNotFound(err)
 		}
-		if allowed, _ := id.AllowedIn(m.GetNamespace(), labels); allowed {
+		if allowed {
 			name = m.GetNamespace() + "/" + m.GetName()
 		}
 		return nil

@@ -209,7 +209,7 @@ func (r *Reconciler) credentials(ctx context.Context, cluster *unstructured.Unst
 	if id.Spec.Type != "WorkloadIdentity" {
 		return Credentials{}, "identity type " + id.Spec.Type + " is not supported (only WorkloadIdentity)", nil
 	}
-	if ok, err := r.allowed(ctx, id, ns); err != nil || !ok {
+	if ok, err := id.Allows(ctx, azure.NamespaceLabels(r.Client), ns); err != nil || !ok {
 		return Credentials{}, fmt.Sprintf("AzureClusterIdentity %s/%s does not allow namespace %s", idNS, id.Name, ns), err
 	}
 	return Credentials{ClientID: id.Spec.ClientID, SubscriptionID: sub, TenantID: id.Spec.TenantID}, "", nil
@@ -239,18 +239,6 @@ func (r *Reconciler) asoCredentials(ctx context.Context, ns, cpName string) (Cre
 	return Credentials{
 		ClientID: string(s.Data["AZURE_CLIENT_ID"]), SubscriptionID: string(s.Data["AZURE_SUBSCRIPTION_ID"]), TenantID: string(s.Data["AZURE_TENANT_ID"]),
 	}, "", nil
-}
-
-func (r *Reconciler) allowed(ctx context.Context, id *azure.Identity, ns string) (bool, error) {
-	var labels map[string]string
-	if id.UsesSelector() {
-		n := &corev1.Namespace{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
-			return false, err
-		}
-		labels = n.Labels
-	}
-	return id.AllowedIn(ns, labels)
 }
 
 // owner says whose the ProviderConfig is: ours for this Cluster, ours for
