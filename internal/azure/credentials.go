@@ -295,12 +295,12 @@ func (c *Credentials) identity(ctx context.Context, ac Subject) (*Identity, erro
 		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
 	}
 	ok, err := id.Allows(ctx, NamespaceLabels(c.Reader), ac.Namespace)
-	var statusErr apierrors.APIStatus
-	if errors.As(err, &statusErr) {
-		return nil, err
+	var malformed *AllowedNamespacesError
+	if errors.As(err, &malformed) {
+		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
 	}
 	if err != nil {
-		return nil, identityErr(ReasonIdentityInvalid, "%s", err.Error())
+		return nil, err
 	}
 	if !ok {
 		return nil, identityErr(ReasonIdentityNotAllowed,

@@ -115,13 +115,20 @@ func (id *Identity) AllowedIn(namespace string, nsLabels map[string]string) (boo
 	}
 	sel, err := metav1.LabelSelectorAsSelector(an.Selector)
 	if err != nil {
-		return false, fmt.Errorf("AzureClusterIdentity %s/%s: spec.allowedNamespaces.selector: %w", id.Namespace, id.Name, err)
+		return false, &AllowedNamespacesError{Err: fmt.Errorf("AzureClusterIdentity %s/%s: spec.allowedNamespaces.selector: %w", id.Namespace, id.Name, err)}
 	}
 	if sel.Empty() {
 		return false, nil
 	}
 	return sel.Matches(labels.Set(nsLabels)), nil
 }
+
+// AllowedNamespacesError is an identity's malformed allowedNamespaces (a
+// person must fix it), as opposed to an error reading the namespace.
+type AllowedNamespacesError struct{ Err error }
+
+func (e *AllowedNamespacesError) Error() string { return e.Err.Error() }
+func (e *AllowedNamespacesError) Unwrap() error { return e.Err }
 
 // Namespace reads a namespace's labels.
 type Namespace func(ctx context.Context, name string) (map[string]string, error)

@@ -215,9 +215,10 @@ func (g *guard) allowedUser(ctx context.Context, id *azure.Identity, list client
 			return nil
 		}
 		allowed, err := id.Allows(ctx, azure.NamespaceLabels(g.client), m.GetNamespace())
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			// The namespace could not be read (gone: not a user).
+		var malformed *azure.AllowedNamespacesError
+		if err != nil && !errors.As(err, &malformed) {
+			// The namespace could not be read (gone: not a user). A
+			// malformed allowedNamespaces allows nobody.
 			return client.IgnoreNotFound(err)
 		}
 		if allowed {
