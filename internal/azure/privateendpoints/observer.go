@@ -338,7 +338,12 @@ func (o *Observer) nicIP(ctx context.Context, api API, id string) (string, error
 // endpoint whose ID is in scope's subscription: another credential's view
 // of Azure is never changed by what one cluster's objects say. The lists
 // keep their age, so the next drift check or recheck reads Azure as
-// before. It returns whether a list took it.
+// before. A report that the same endpoint (same network interface) is
+// Pending again is not learned over Approved: no path from Approved back
+// to Pending is known (a consumer asks again only from Rejected; whether a
+// provider may set Pending is not verified, and nothing here does), so
+// such a status is ASO's from before the approval, which ASO keeps until
+// its next sync of the object. It returns whether a list took it.
 func (o *Observer) Learn(scope string, ob Observation) bool {
 	rg, _, _ := splitID(ob.ID)
 	rg, name := strings.ToLower(rg), strings.ToLower(ob.Name)
@@ -363,6 +368,9 @@ func (o *Observer) Learn(scope string, ob Observation) bool {
 		}
 		if ob.IP == "" {
 			ob.IP = o.nicIPs[strings.ToLower(firstOf(ob.NICIDs))]
+		}
+		if stale(l.obs[rg][name], ob) {
+			continue
 		}
 		// The maps are shared with callers: copy, and swap the listing.
 		group := maps.Clone(l.obs[rg])
@@ -514,4 +522,11 @@ func splitID(id string) (string, string, bool) {
 		return "", "", false
 	}
 	return rg, segs[len(segs)-1], true
+}
+
+// stale says that learned describes the endpoint had before: Pending,
+// while had (the same endpoint: same NIC) is Approved.
+func stale(had, learned Observation) bool {
+	return had.ConnectionState == StateApproved && learned.ConnectionState == StatePending &&
+		len(had.NICIDs) > 0 && len(learned.NICIDs) > 0 && strings.EqualFold(had.NICIDs[0], learned.NICIDs[0])
 }

@@ -446,3 +446,55 @@ func TestObserverLearns(t *testing.T) {
 		t.Errorf("Learn cost %d lists, want the 1 before it", api.subLists)
 	}
 }
+
+// TestObserverKeepsApprovalOverStaleASO: ASO keeps the status it read
+// when its object turned Ready (Pending, for a manual connection) until
+// its next sync; a Ready event carrying it after the approval must not
+// take the endpoint back to Pending (the API server annotation went empty
+// for a moment in TestMigrationNewLinkName). A recreated endpoint (new
+// NIC) that is Pending, and a Disconnected one, are learned.
+func TestObserverKeepsApprovalOverStaleASO(t *testing.T) {
+	id := "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/pe"
+	approved := &armnetwork.PrivateEndpoint{
+		ID: new(id), Name: new("pe"),
+		Properties: &armnetwork.PrivateEndpointProperties{
+			ProvisioningState: new(armnetwork.ProvisioningStateSucceeded),
+			NetworkInterfaces: []*armnetwork.Interface{{ID: new("nic1")}},
+			ManualPrivateLinkServiceConnections: []*armnetwork.PrivateLinkServiceConnection{{Name: new("c"), Properties: &armnetwork.PrivateLinkServiceConnectionProperties{
+				PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{Status: new("Approved")},
+			}}},
+		},
+	}
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{approved}}
+	obs := &privateendpoints.Observer{TTL: time.Hour}
+	ctx := context.Background()
+	state := func() string {
+		t.Helper()
+		got, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "pe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["pe"].ConnectionState
+	}
+	if s := state(); s != "Approved" {
+		t.Fatalf("listed: %s", s)
+	}
+	old := privateendpoints.Observation{ID: id, Name: "pe", ProvisioningState: "Succeeded", ConnectionState: "Pending", NICIDs: []string{"NIC1"}}
+	if obs.Learn("cred|s1", old) || state() != "Approved" {
+		t.Errorf("a stale Pending of the same NIC was learned over Approved: %s", state())
+	}
+	gone := old
+	gone.ConnectionState = "Disconnected"
+	if !obs.Learn("cred|s1", gone) || state() != "Disconnected" {
+		t.Errorf("Disconnected was not learned: %s", state())
+	}
+	recreated := old
+	recreated.NICIDs = []string{"nic2"}
+	obs2 := &privateendpoints.Observer{TTL: time.Hour}
+	if _, err := obs2.ResourceGroup(ctx, api, "cred|s1", "rg", "pe"); err != nil {
+		t.Fatal(err)
+	}
+	if !obs2.Learn("cred|s1", recreated) {
+		t.Error("a recreated endpoint (another NIC) that is Pending was not learned")
+	}
+}
