@@ -1,6 +1,8 @@
 package clusterlink
 
 import (
+	"time"
+
 	"context"
 	"slices"
 	"strings"
@@ -41,9 +43,14 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	plan := decideMC(seen, r.Opts)
 	r.report(ctx, seen, plan)
 	if !plan.want.Equal(seen.current) {
-		// seen.u is stale after the apply: its own event brings the MC
-		// back, and the next pass removes what an older operator left.
-		return ctrl.Result{}, r.applyMC(ctx, seen.u, seen.mc, seen.current, plan.want)
+		// seen.u is stale after the apply: the next pass removes what an
+		// older operator left and sweeps. It is asked for here rather than
+		// left to the MC's own event, which an apply that changes nothing
+		// the cache keeps (after TrimManagedFields) does not always bring.
+		if err := r.applyMC(ctx, seen.u, seen.mc, seen.current, plan.want); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: max(r.Opts.MCWriteDelay, time.Second)}, nil
 	}
 	if err := r.removeStale(ctx, seen.u, plan.stale); err != nil {
 		return ctrl.Result{}, err
