@@ -19,7 +19,8 @@ const (
 // Condition types of an AzurePrivateLinkService.
 const (
 	// ConditionLoadBalancerFound: the frontend IP configuration to front
-	// was found on an internal Standard load balancer.
+	// was found on a Standard load balancer (True with reason
+	// DirectConnect for a service without one).
 	ConditionLoadBalancerFound = "LoadBalancerFound"
 	// ConditionNATSubnetReady: the NAT subnet exists with private link
 	// service network policies disabled.
@@ -36,14 +37,18 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name)",message="spec.name is immutable: it cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="self.subscriptionID == oldSelf.subscriptionID && self.resourceGroup == oldSelf.resourceGroup && self.location == oldSelf.location",message="spec.subscriptionID, spec.resourceGroup and spec.location are immutable: create a new object to move the private link service"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoApproval) || has(self.visibility) && ('*' in self.visibility || self.autoApproval.all(s, s in self.visibility))",message="every spec.autoApproval subscription must be in spec.visibility (unless visibility is '*')"
+// +kubebuilder:validation:XValidation:rule="!has(self.frontend.destinationIPAddress) || has(self.natSubnet.id)",message="a Direct Connect service (spec.frontend.destinationIPAddress) has no load balancer whose virtual network would hold the NAT subnet: name it by spec.natSubnet.id"
+// +kubebuilder:validation:XValidation:rule="!has(self.frontend.destinationIPAddress) || has(self.natIPConfigurations) && has(self.natIPConfigurations.count) && self.natIPConfigurations.count >= 3",message="a Direct Connect service (spec.frontend.destinationIPAddress) needs spec.natIPConfigurations.count of at least 3, which Azure requires"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessMode) || self.accessMode == 'Default' || has(self.visibility) && !('*' in self.visibility)",message="spec.accessMode Restricted admits only the subscriptions of spec.visibility: list them (not '*')"
 type AzurePrivateLinkServiceSpec struct {
 	// SubscriptionID is the Azure subscription of the private link service
 	// (and of its load balancer).
 	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
 	SubscriptionID string `json:"subscriptionID"`
 
-	// ResourceGroup is the resource group of the private link service and
-	// of its load balancer.
+	// ResourceGroup is the resource group of the private link service, and
+	// of its load balancer unless spec.frontend.resourceGroup names
+	// another.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
 	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
@@ -121,6 +126,14 @@ type AzurePrivateLinkServiceSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`
 	AutoApproval []string `json:"autoApproval,omitempty"`
 
+	// AccessMode is Default (any subscription that knows the service's
+	// resource ID may ask to connect; visibility governs who finds it by
+	// alias) or Restricted (only the subscriptions of spec.visibility may
+	// connect at all). Unset leaves Azure's default, Default.
+	// +optional
+	// +kubebuilder:validation:Enum=Default;Restricted
+	AccessMode string `json:"accessMode,omitempty"`
+
 	// EnableProxyProtocol makes the service prepend PROXY protocol v2
 	// headers with the consumer's link identifier.
 	// +optional
@@ -164,18 +177,30 @@ type IdentityReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// Frontend is exactly one way of naming a load balancer frontend IP
-// configuration: by name, by private IP address, or by a Service.
+// Frontend is exactly one of: a load balancer frontend IP configuration,
+// named by its load balancer and name, by its private IP address, or by a
+// Service of type LoadBalancer; or a destination IP address without a load
+// balancer (Private Link Service Direct Connect).
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.loadBalancer), has(self.privateIPAddress), has(self.service)].filter(x, x).size() == 1",message="spec.frontend needs exactly one of loadBalancer, privateIPAddress or service"
+// +kubebuilder:validation:XValidation:rule="[has(self.loadBalancer), has(self.privateIPAddress), has(self.service), has(self.destinationIPAddress)].filter(x, x).size() == 1",message="spec.frontend needs exactly one of loadBalancer, privateIPAddress, service or destinationIPAddress"
+// +kubebuilder:validation:XValidation:rule="!has(self.destinationIPAddress) || !has(self.resourceGroup)",message="spec.frontend.resourceGroup is where the load balancer is; a Direct Connect service (destinationIPAddress) has none"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.frontend is immutable: Azure cannot move a private link service to another frontend"
 type Frontend struct {
+	// ResourceGroup is where the load balancer is, when it is not in
+	// spec.resourceGroup (cloud-provider-azure's
+	// azure-pls-resource-group puts the service apart from the cluster's
+	// load balancer the same way). Same subscription.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
+	ResourceGroup string `json:"resourceGroup,omitempty"`
 	// LoadBalancer names the load balancer and its frontend IP
-	// configuration in spec.resourceGroup.
+	// configuration.
 	// +optional
 	LoadBalancer *LoadBalancerFrontend `json:"loadBalancer,omitempty"`
-	// PrivateIPAddress is looked up among the frontends of the internal
-	// load balancers of spec.resourceGroup.
+	// PrivateIPAddress is looked up among the frontends of the load
+	// balancers of the resource group.
 	// +optional
 	// +kubebuilder:validation:Format=ipv4
 	PrivateIPAddress string `json:"privateIPAddress,omitempty"`
@@ -183,6 +208,17 @@ type Frontend struct {
 	// its ingress IP is looked up like privateIPAddress.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
+	// DestinationIPAddress makes a Direct Connect service: no load
+	// balancer, consumers' traffic goes to this private address in the NAT
+	// subnet's virtual network. The NAT subnet must then be named by
+	// spec.natSubnet.id, spec.natIPConfigurations.count be at least 3
+	// (Azure's minimum for Direct Connect), and the subscription
+	// registered for the feature Microsoft.Network/AllowPrivateLinkserviceUDR
+	// (Azure refuses the service otherwise: reason
+	// SubscriptionNotRegisteredForFeature).
+	// +optional
+	// +kubebuilder:validation:Format=ipv4
+	DestinationIPAddress string `json:"destinationIPAddress,omitempty"`
 }
 
 // LoadBalancerFrontend names a frontend IP configuration.
@@ -390,6 +426,12 @@ type FrontendStatus struct {
 	LoadBalancerID            string `json:"loadBalancerID,omitempty"`
 	FrontendIPConfigurationID string `json:"frontendIPConfigurationID,omitempty"`
 	PrivateIPAddress          string `json:"privateIPAddress,omitempty"`
+	// Public says the frontend has a public IP address (no private one).
+	// +optional
+	Public bool `json:"public,omitempty"`
+	// DestinationIPAddress is a Direct Connect service's destination.
+	// +optional
+	DestinationIPAddress string `json:"destinationIPAddress,omitempty"`
 }
 
 // PrivateEndpointConnection is one consumer's connection.

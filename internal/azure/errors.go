@@ -51,10 +51,13 @@ const (
 	// write (a required tag, an allowed location, ...); the message names
 	// the assignment.
 	ReasonDisallowedByPolicy = "RequestDisallowedByPolicy"
-	ReasonInvalidRequest     = "InvalidRequest"
-	ReasonConflict           = "Conflict"
-	ReasonOperationFailed    = "OperationFailed"
-	ReasonUnknown            = "Unknown"
+	// ReasonFeatureNotRegistered: the subscription has not registered a
+	// preview feature the request needs ("az feature register").
+	ReasonFeatureNotRegistered = "SubscriptionNotRegisteredForFeature"
+	ReasonInvalidRequest       = "InvalidRequest"
+	ReasonConflict             = "Conflict"
+	ReasonOperationFailed      = "OperationFailed"
+	ReasonUnknown              = "Unknown"
 )
 
 // Classification is the verdict on one error.
@@ -199,6 +202,8 @@ func classifyResponse(re *azcore.ResponseError) Classification {
 		c.Class, c.Reason = ClassTerminal, ReasonAuthenticationFailed
 	case c.Code == "RequestDisallowedByPolicy":
 		c.Class, c.Reason = ClassTerminal, ReasonDisallowedByPolicy
+	case c.Code == "SubscriptionNotRegisteredForFeature":
+		c.Class, c.Reason = ClassTerminal, ReasonFeatureNotRegistered
 	case status == http.StatusForbidden:
 		c.Class, c.Reason = ClassTerminal, ReasonAuthorizationFailed
 		if c.Permission = missingPermission(c.Code, re); c.Permission != "" {

@@ -86,6 +86,12 @@ func TestClassify(t *testing.T) {
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonDisallowedByPolicy, Code: "RequestDisallowedByPolicy", StatusCode: 403, Message: "RequestDisallowedByPolicy: Resource 'pe' was disallowed by policy."},
 		},
 		{
+			reason: "a preview feature the subscription has not registered needs a person (409, as Microsoft.Storage documents the code)",
+			err:    armError(409, "SubscriptionNotRegisteredForFeature", "Subscription s is not registered for feature Microsoft.Network/AllowPrivateLinkserviceUDR required to carry out the requested operation."),
+			want: azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonFeatureNotRegistered, Code: "SubscriptionNotRegisteredForFeature", StatusCode: 409,
+				Message: "SubscriptionNotRegisteredForFeature: Subscription s is not registered for feature Microsoft.Network/AllowPrivateLinkserviceUDR required to carry out the requested operation."},
+		},
+		{
 			reason: "linked authorization failed is an authorization failure too",
 			err:    armError(403, "LinkedAuthorizationFailed", "no join/action on the subnet"),
 			want:   azure.Classification{Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Code: "LinkedAuthorizationFailed", StatusCode: 403, Message: "LinkedAuthorizationFailed: no join/action on the subnet"},

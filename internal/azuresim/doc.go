@@ -159,14 +159,15 @@
 // AuthorizationFailed, LinkedAuthorizationFailed, AuthenticationFailed,
 // InvalidAuthenticationToken, ExpiredAuthenticationToken,
 // SubscriptionRequestsThrottled, MissingApiVersionParameter, Conflict (private
-// DNS), RequestDisallowedByPolicy, and InvalidRequestFormat for malformed
+// DNS), RequestDisallowedByPolicy, SubscriptionNotRegisteredForFeature (its
+// status for Microsoft.Network is not on record), and InvalidRequestFormat for malformed
 // bodies. BadRequest, "Approving rejected private endpoint connections is
 // not supported.", is Azure's answer as recorded for another resource
 // provider (Cosmos DB); the network provider's own code is not on record.
 //
 // These codes are the emulator's own, for rules Azure enforces with codes
 // that could not be verified: PrivateLinkServiceNotSupportedOnBasicLoadBalancer,
-// PrivateLinkServiceFrontendIPConfigurationMustBeInternal,
+// PrivateLinkServiceWithDestinationIPAddressNeedsMoreIpConfigurations,
 // PrivateLinkServiceIpConfigurationCountOutOfRange,
 // PrivateLinkServiceMustHaveOnePrimaryIpConfiguration,
 // PrivateLinkServicePrimaryIpConfigurationCannotBeChanged,

@@ -29,6 +29,44 @@ func (s *Server) SetPolicies(p []TagPolicy) {
 	s.st.policies = append([]TagPolicy(nil), p...)
 }
 
+// FeatureDirectConnect is the preview feature a subscription registers
+// before it may create a Private Link Service Direct Connect service (one
+// with destinationIPAddress): "az feature register --namespace
+// Microsoft.Network --name AllowPrivateLinkserviceUDR" (the public preview
+// walk-through in gist maskati/e56d1bf6b4cc0e14f77d409e7f158e45).
+const FeatureDirectConnect = "Microsoft.Network/AllowPrivateLinkserviceUDR"
+
+// RegisterFeature registers a preview feature ("<namespace>/<name>") on a
+// subscription, as "az feature register" does.
+func (s *Server) RegisterFeature(subscription, feature string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.features == nil {
+		s.st.features = map[string]map[string]bool{}
+	}
+	sub := strings.ToLower(subscription)
+	if s.st.features[sub] == nil {
+		s.st.features[sub] = map[string]bool{}
+	}
+	s.st.features[sub][strings.ToLower(feature)] = true
+}
+
+// checkFeature refuses what needs a feature the subscription has not
+// registered, with ARM's code SubscriptionNotRegisteredForFeature and its
+// message "Subscription <id> is not registered for feature <feature>
+// required to carry out the requested operation." (as reported for other
+// Microsoft.Network features, e.g. AllowBringYourOwnPublicIpAddress). The
+// status Microsoft.Network gives it is not on record (Microsoft.Storage
+// documents 409); the emulator answers 400 and the operator decides on
+// the code.
+func (s *state) checkFeature(sub, feature string) *armError {
+	if s.features[strings.ToLower(sub)][strings.ToLower(feature)] {
+		return nil
+	}
+	return errBadRequest("SubscriptionNotRegisteredForFeature",
+		"Subscription %s is not registered for feature %s required to carry out the requested operation.", sub, feature)
+}
+
 // checkPolicies refuses a PUT a tag policy denies, with Azure's error:
 // 403 RequestDisallowedByPolicy, "Resource '<name>' was disallowed by
 // policy. Policy identifiers: '[...]'." (Microsoft's troubleshooting page

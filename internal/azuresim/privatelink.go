@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 
@@ -20,6 +21,12 @@ const (
 	// maxNATIPConfigurations is Azure's limit of NAT IP configurations per
 	// private link service.
 	maxNATIPConfigurations = 8
+	// minDirectConnectNATIPConfigurations: a service with a destination IP
+	// address (Direct Connect) needs at least 3 NAT IP configurations
+	// (Azure/azure-cli issue 31727: customers "getting an error that they
+	// need 3"; the error's code is not on record, the emulator's is its
+	// own).
+	minDirectConnectNATIPConfigurations = 3
 )
 
 // Connection states as both sides of a private endpoint connection report
@@ -179,33 +186,9 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 		return errBadRequest("InvalidRequestFormat", "Private link service %s has no properties.", req.id)
 	}
 	p := pls.Properties
-	if len(p.LoadBalancerFrontendIPConfigurations) != 1 {
-		return errBadRequest("InvalidNumberOfPrivateLinkServiceLoadBalancerFrontendIpConfigurationsSpecified",
-			"Cannot have more than one load balancer frontend IP configuration on the private link service. Private link service %s has %d load balancer frontend IP configurations specified.",
-			req.name(), len(p.LoadBalancerFrontendIPConfigurations))
-	}
-	feID := ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, "")
-	fe, lb, e := s.frontend(feID, req.id)
+	fe, e := s.plsFrontend(req, p)
 	if e != nil {
 		return e
-	}
-	if e := s.checkLinked(req, feID, "Microsoft.Network/loadBalancers/frontendIPConfigurations/join/action"); e != nil {
-		return e
-	}
-	if lb.SKU == nil || lb.SKU.Name == nil || *lb.SKU.Name != armnetwork.LoadBalancerSKUNameStandard {
-		return errBadRequest("PrivateLinkServiceNotSupportedOnBasicLoadBalancer",
-			"Private link service %s can only reference a Standard SKU load balancer; %s is not Standard.", req.id, ptr.Deref(lb.ID, ""))
-	}
-	if fe.Properties == nil || fe.Properties.Subnet == nil {
-		return errBadRequest("PrivateLinkServiceFrontendIPConfigurationMustBeInternal",
-			"Frontend IP configuration %s referenced by private link service %s must have a private IP address in a subnet.", feID, req.id)
-	}
-	if req.existing != nil {
-		old := objOf[armnetwork.PrivateLinkService](req.existing)
-		if !strings.EqualFold(ptr.Deref(old.Properties.LoadBalancerFrontendIPConfigurations[0].ID, ""), feID) {
-			return errBadRequest("PropertyChangeNotAllowed",
-				"Changing property 'loadBalancerFrontendIpConfigurations' of private link service %s is not allowed.", req.id)
-		}
 	}
 	if e := s.applyNATConfigurations(req, p, fe); e != nil {
 		return e
@@ -224,8 +207,85 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 	return nil
 }
 
+// plsFrontend checks what the service fronts: exactly one Standard load
+// balancer frontend, or for Direct Connect none and a destination address.
+// It returns the frontend, nil for Direct Connect.
+func (s *state) plsFrontend(req *putRequest, p *armnetwork.PrivateLinkServiceProperties) (*armnetwork.FrontendIPConfiguration, *armError) {
+	dest := ptr.Deref(p.DestinationIPAddress, "")
+	if dest != "" && len(p.LoadBalancerFrontendIPConfigurations) == 0 {
+		return nil, s.checkDirectConnect(req, p, dest)
+	}
+	if dest != "" {
+		// Both at once is not described anywhere; the emulator refuses
+		// it rather than guess which one Azure would use.
+		return nil, errBadRequest("InvalidRequestFormat",
+			"Private link service %s cannot have both a destination IP address and load balancer frontend IP configurations.", req.id)
+	}
+	if len(p.LoadBalancerFrontendIPConfigurations) != 1 {
+		return nil, errBadRequest("InvalidNumberOfPrivateLinkServiceLoadBalancerFrontendIpConfigurationsSpecified",
+			"Cannot have more than one load balancer frontend IP configuration on the private link service. Private link service %s has %d load balancer frontend IP configurations specified.",
+			req.name(), len(p.LoadBalancerFrontendIPConfigurations))
+	}
+	feID := ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, "")
+	fe, lb, e := s.frontend(feID, req.id)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkLinked(req, feID, "Microsoft.Network/loadBalancers/frontendIPConfigurations/join/action"); e != nil {
+		return nil, e
+	}
+	if lb.SKU == nil || lb.SKU.Name == nil || *lb.SKU.Name != armnetwork.LoadBalancerSKUNameStandard {
+		return nil, errBadRequest("PrivateLinkServiceNotSupportedOnBasicLoadBalancer",
+			"Private link service %s can only reference a Standard SKU load balancer; %s is not Standard.", req.id, ptr.Deref(lb.ID, ""))
+	}
+	// A public frontend is accepted: cloud-provider-azure creates services
+	// on public frontends whose rules have floating IP disabled
+	// (reconcilePrivateLinkService), and nothing on record says Azure
+	// checks the rules; traffic is what floating IP breaks.
+	if fe.Properties == nil || fe.Properties.Subnet == nil && fe.Properties.PublicIPAddress == nil {
+		return nil, errBadRequest("InvalidRequestFormat",
+			"Frontend IP configuration %s referenced by private link service %s has neither a subnet nor a public IP address.", feID, req.id)
+	}
+	if req.existing != nil {
+		old := objOf[armnetwork.PrivateLinkService](req.existing)
+		if got := old.Properties.LoadBalancerFrontendIPConfigurations; len(got) == 0 || !strings.EqualFold(ptr.Deref(got[0].ID, ""), feID) {
+			return nil, errBadRequest("PropertyChangeNotAllowed",
+				"Changing property 'loadBalancerFrontendIpConfigurations' of private link service %s is not allowed.", req.id)
+		}
+	}
+	return fe, nil
+}
+
+// checkDirectConnect checks a Direct Connect service (a destination IP
+// address, no load balancer).
+func (s *state) checkDirectConnect(req *putRequest, p *armnetwork.PrivateLinkServiceProperties, dest string) *armError {
+	// The subscription must have registered the preview feature, and
+	// the service have at least 3 NAT IP configurations (sources at
+	// FeatureDirectConnect and minDirectConnectNATIPConfigurations).
+	// What Azure checks of the destination (that it is in the NAT
+	// subnet's virtual network) and whether it may change are not on
+	// record: the emulator checks that it is an IP address and, like the
+	// load balancer frontend, keeps it.
+	if e := s.checkFeature(req.path.sub, FeatureDirectConnect); e != nil {
+		return e
+	}
+	if n := len(p.IPConfigurations); n < minDirectConnectNATIPConfigurations {
+		return errBadRequest("PrivateLinkServiceWithDestinationIPAddressNeedsMoreIpConfigurations",
+			"Private link service %s with a destination IP address needs at least %d IP configurations; it has %d.", req.id, minDirectConnectNATIPConfigurations, n)
+	}
+	if _, err := netip.ParseAddr(dest); err != nil {
+		return errBadRequest("InvalidRequestFormat", "Destination IP address %s of private link service %s is not an IP address.", dest, req.id)
+	}
+	if req.existing != nil && ptr.Deref(objOf[armnetwork.PrivateLinkService](req.existing).Properties.DestinationIPAddress, "") != dest {
+		return errBadRequest("PropertyChangeNotAllowed",
+			"Changing property 'destinationIPAddress' of private link service %s is not allowed.", req.id)
+	}
+	return nil
+}
+
 // applyNATConfigurations validates the NAT IP configurations and gives each
-// its address. On failure the stored version keeps its addresses.
+// its address. On failure the stored version keeps its addresses. fe is
+// nil for Direct Connect.
 func (s *state) applyNATConfigurations(req *putRequest, p *armnetwork.PrivateLinkServiceProperties, fe *armnetwork.FrontendIPConfiguration) (err *armError) {
 	if e := checkNATShape(req, p.IPConfigurations); e != nil {
 		return e
@@ -249,7 +309,13 @@ func (s *state) applyNATConfigurations(req *putRequest, p *armnetwork.PrivateLin
 			}
 		}
 	}()
-	lbVNet := vnetOf(ptr.Deref(fe.Properties.Subnet.ID, ""))
+	// The NAT subnet must be in an internal frontend's virtual network.
+	// For a public frontend or Direct Connect what Azure requires is not
+	// on record (the backend's network, presumably): not checked.
+	lbVNet := ""
+	if fe != nil && fe.Properties.Subnet != nil {
+		lbVNet = vnetOf(ptr.Deref(fe.Properties.Subnet.ID, ""))
+	}
 	for _, c := range p.IPConfigurations {
 		cid := req.id + "/ipConfigurations/" + *c.Name
 		c.ID = new(cid)
@@ -307,7 +373,7 @@ func (s *state) applyNATConfiguration(req *putRequest, c *armnetwork.PrivateLink
 	if sn == nil || pool == nil {
 		return errInvalidReference(subnetID, req.id)
 	}
-	if !strings.EqualFold(vnetOf(subnetID), lbVNet) {
+	if lbVNet != "" && !strings.EqualFold(vnetOf(subnetID), lbVNet) {
 		return errBadRequest("PrivateLinkServiceIpConfigurationSubnetMustBeInLoadBalancerVnet",
 			"Subnet %s of private link service %s is not in the virtual network of its load balancer frontend.", subnetID, req.id)
 	}

@@ -154,6 +154,9 @@ type state struct {
 	principal string
 	// limits are Azure's resource-count limits, enforced on create.
 	limits Limits
+	// features are the preview features registered per subscription
+	// (lower-case subscription -> lower-case "<namespace>/<feature>").
+	features map[string]map[string]bool
 }
 
 // renderContext is what a GET asked for beyond the resource itself.

@@ -22,8 +22,14 @@ const OwnerTag = "azure-private-endpoint-operator.giantswarm.io_owner"
 // Desired is the private link service the spec asks for.
 type Desired struct {
 	Name, Location string
-	// FrontendID is the load balancer frontend IP configuration's ID.
+	// FrontendID is the load balancer frontend IP configuration's ID;
+	// empty for a Direct Connect service.
 	FrontendID string
+	// DestinationIP is a Direct Connect service's destination (no load
+	// balancer).
+	DestinationIP string
+	// AccessMode is Default or Restricted; empty leaves Azure's default.
+	AccessMode string
 	// NATSubnetID is where every NAT IP configuration gets its address.
 	NATSubnetID string
 	// NATCount is the number of NAT IP configurations, 1 to 8.
@@ -92,12 +98,20 @@ func Body(d Desired, observed *armnetwork.PrivateLinkService) armnetwork.Private
 		}
 	}
 	props := &armnetwork.PrivateLinkServiceProperties{
-		LoadBalancerFrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{ID: new(d.FrontendID)}},
-		IPConfigurations:                     cfgs,
-		Visibility:                           &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: ptrs(d.Visibility)},
-		AutoApproval:                         &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: ptrs(d.AutoApproval)},
-		EnableProxyProtocol:                  new(d.ProxyProtocol),
-		Fqdns:                                ptrs(d.FQDNs),
+		IPConfigurations:    cfgs,
+		Visibility:          &armnetwork.PrivateLinkServicePropertiesVisibility{Subscriptions: ptrs(d.Visibility)},
+		AutoApproval:        &armnetwork.PrivateLinkServicePropertiesAutoApproval{Subscriptions: ptrs(d.AutoApproval)},
+		EnableProxyProtocol: new(d.ProxyProtocol),
+		Fqdns:               ptrs(d.FQDNs),
+	}
+	if d.FrontendID != "" {
+		props.LoadBalancerFrontendIPConfigurations = []*armnetwork.FrontendIPConfiguration{{ID: new(d.FrontendID)}}
+	}
+	if d.DestinationIP != "" {
+		props.DestinationIPAddress = new(d.DestinationIP)
+	}
+	if d.AccessMode != "" {
+		props.AccessMode = new(armnetwork.AccessMode(d.AccessMode))
 	}
 	return armnetwork.PrivateLinkService{Location: new(d.Location), Tags: tags, Properties: props}
 }
@@ -150,10 +164,12 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 	}
 	p := observed.Properties
 	var out []string
-	// Azure may return no frontend, or a null item: both differ.
-	if len(p.LoadBalancerFrontendIPConfigurations) != 1 || p.LoadBalancerFrontendIPConfigurations[0] == nil ||
-		!strings.EqualFold(ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, ""), d.FrontendID) {
+	if !sameFrontend(d, p) {
 		out = append(out, "frontend")
+	}
+	// Unset in the spec: whatever Azure has (its default) is fine.
+	if d.AccessMode != "" && !strings.EqualFold(string(ptr.Deref(p.AccessMode, armnetwork.AccessModeDefault)), d.AccessMode) {
+		out = append(out, "accessMode")
 	}
 	if !sameNAT(Body(d, observed).Properties.IPConfigurations, p.IPConfigurations) {
 		out = append(out, "natIPConfigurations")
@@ -174,6 +190,33 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 		out = append(out, "tags")
 	}
 	return out
+}
+
+// sameFrontend says the service is bound to the desired frontend: the one
+// load balancer frontend, or for Direct Connect none and the destination.
+// Azure may return no frontend, or a null item: both differ.
+func sameFrontend(d Desired, p *armnetwork.PrivateLinkServiceProperties) bool {
+	if d.FrontendID == "" {
+		return len(p.LoadBalancerFrontendIPConfigurations) == 0 && ptr.Deref(p.DestinationIPAddress, "") == d.DestinationIP
+	}
+	return len(p.LoadBalancerFrontendIPConfigurations) == 1 && p.LoadBalancerFrontendIPConfigurations[0] != nil &&
+		strings.EqualFold(ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, ""), d.FrontendID)
+}
+
+// ObservedFrontend names what an observed service is bound to: its load
+// balancer frontend's ID, or its Direct Connect destination.
+func ObservedFrontend(observed *armnetwork.PrivateLinkService) string {
+	if observed == nil || observed.Properties == nil {
+		return ""
+	}
+	p := observed.Properties
+	if len(p.LoadBalancerFrontendIPConfigurations) > 0 && p.LoadBalancerFrontendIPConfigurations[0] != nil {
+		return ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, "")
+	}
+	if d := ptr.Deref(p.DestinationIPAddress, ""); d != "" {
+		return "destination " + d
+	}
+	return "nothing"
 }
 
 // sameNAT compares NAT IP configurations by name: subnet, primary, and the

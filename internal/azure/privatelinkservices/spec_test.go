@@ -21,6 +21,9 @@ func desired() Desired {
 		Visibility: []string{"a", "b"}, AutoApproval: []string{"a"}, FQDNs: []string{"api.example.com"}, Owner: "ns/pls"}
 }
 
+// directConnect makes the desired service a Direct Connect one.
+func directConnect(d *Desired) { d.FrontendID, d.DestinationIP = "", "10.0.0.9" }
+
 // observedAs is what Azure returns after a PUT of the body: dynamic
 // addresses filled in.
 func observedAs(d Desired) *armnetwork.PrivateLinkService {
@@ -35,7 +38,9 @@ func observedAs(d Desired) *armnetwork.PrivateLinkService {
 
 func TestDiff(t *testing.T) {
 	cases := []struct {
-		reason  string
+		reason string
+		// base changes the desired service Azure was given.
+		base    func(*Desired)
 		mutate  func(*armnetwork.PrivateLinkService)
 		desired func(*Desired)
 		absent  bool
@@ -73,10 +78,27 @@ func TestDiff(t *testing.T) {
 				p.Properties.LoadBalancerFrontendIPConfigurations[0].ID = new(feID + "2")
 			},
 			want: []string{"frontend"}},
+		{reason: "a Direct Connect service as Azure returns it is up to date",
+			base: directConnect},
+		{reason: "a Direct Connect service with another destination is bound elsewhere",
+			base:   directConnect,
+			mutate: func(p *armnetwork.PrivateLinkService) { p.Properties.DestinationIPAddress = new("10.0.0.10") },
+			want:   []string{"frontend"}},
+		{reason: "a service behind a load balancer is not the Direct Connect one asked for",
+			desired: directConnect, want: []string{"frontend"}},
+		{reason: "access mode unset in the spec: what Azure has is fine",
+			mutate: func(p *armnetwork.PrivateLinkService) { p.Properties.AccessMode = new(armnetwork.AccessModeRestricted) }},
+		{reason: "access mode Restricted asked for, Azure reports none (its default)",
+			desired: func(d *Desired) { d.AccessMode = "Restricted" }, want: []string{"accessMode"}},
+		{reason: "access mode Default asked for and Azure reports none: the same",
+			desired: func(d *Desired) { d.AccessMode = "Default" }},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
 			d := desired()
+			if c.base != nil {
+				c.base(&d)
+			}
 			obs := observedAs(d)
 			if c.absent {
 				obs = nil

@@ -16,18 +16,33 @@ import (
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 )
 
-// frontend is a resolved load balancer frontend IP configuration.
+// frontend is a resolved load balancer frontend IP configuration, or a
+// Direct Connect destination.
 type frontend struct {
 	status v1alpha1.FrontendStatus
-	// subnetID is the frontend's subnet; its VNet holds the NAT subnet.
+	// subnetID is an internal frontend's subnet; its VNet holds the NAT
+	// subnet. Empty for a public frontend and for Direct Connect: the NAT
+	// subnet is then named by ID.
 	subnetID string
 }
 
-func (f frontend) vnetID() string { return pls.VNetOf(f.subnetID) }
+func (f frontend) vnetID() string {
+	if f.subnetID == "" {
+		return ""
+	}
+	return pls.VNetOf(f.subnetID)
+}
 
-// frontend finds the frontend IP configuration the spec names.
+// frontend finds the frontend IP configuration the spec names, in
+// spec.frontend.resourceGroup or the service's own.
 func (r *Reconciler) frontend(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api networkAPI) (frontend, error) {
 	spec, rg := obj.Spec.Frontend, obj.Spec.ResourceGroup
+	if spec.DestinationIPAddress != "" {
+		return frontend{status: v1alpha1.FrontendStatus{DestinationIPAddress: spec.DestinationIPAddress}}, nil
+	}
+	if spec.ResourceGroup != "" {
+		rg = spec.ResourceGroup
+	}
 	if spec.LoadBalancer != nil {
 		return byName(ctx, api, rg, spec.LoadBalancer)
 	}
@@ -45,7 +60,7 @@ func (r *Reconciler) frontend(ctx context.Context, obj *v1alpha1.AzurePrivateLin
 	for _, lb := range lbs {
 		for _, fe := range frontends(lb) {
 			if fe.Properties != nil && ptr.Deref(fe.Properties.PrivateIPAddress, "") == ip {
-				return internalFrontend(lb, fe)
+				return usableFrontend(lb, fe)
 			}
 		}
 	}
@@ -63,7 +78,7 @@ func byName(ctx context.Context, api networkAPI, rg string, ref *v1alpha1.LoadBa
 	}
 	for _, fe := range frontends(lb) {
 		if strings.EqualFold(ptr.Deref(fe.Name, ""), ref.FrontendIPConfigurationName) {
-			return internalFrontend(lb, fe)
+			return usableFrontend(lb, fe)
 		}
 	}
 	return frontend{}, waitFor(azure.ReasonNotFound, "load balancer %s has no frontend IP configuration %s", ref.Name, ref.FrontendIPConfigurationName)
@@ -89,21 +104,49 @@ func (r *Reconciler) serviceIP(ctx context.Context, ns, name string) (string, er
 	return "", waitFor(ReasonServiceHasNoIP, "Service %s/%s has no load balancer ingress IP yet", ns, name)
 }
 
-// internalFrontend checks that a frontend can carry a private link service:
-// a Standard load balancer's frontend with a private IP in a subnet.
-func internalFrontend(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfiguration) (frontend, error) {
-	if fe.Properties == nil || fe.Properties.Subnet == nil || fe.Properties.Subnet.ID == nil {
-		return frontend{}, terminal(ReasonFrontendNotInternal, "frontend %s of load balancer %s is public: a private link service needs an internal frontend", ptr.Deref(fe.Name, ""), ptr.Deref(lb.Name, ""))
-	}
+// usableFrontend checks that a frontend can carry a private link service:
+// a Standard load balancer's frontend, either internal (a private IP in a
+// subnet) or public with floating IP disabled on every load balancing
+// rule that uses it. Private link traffic ignores floating IP, so a rule
+// with it enabled sends consumers' packets where nothing listens:
+// cloud-provider-azure refuses a service on such a frontend for that
+// reason (reconcilePrivateLinkService: "must be internal or disable
+// floating ip"; kubernetes-sigs/cloud-provider-azure issue 1659 and PR
+// 1728), and creates one on a public frontend otherwise.
+func usableFrontend(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfiguration) (frontend, error) {
 	if lb.SKU == nil || ptr.Deref(lb.SKU.Name, "") != armnetwork.LoadBalancerSKUNameStandard {
 		return frontend{}, terminal(ReasonFrontendNotInternal, "load balancer %s is not of the Standard SKU, which a private link service needs", ptr.Deref(lb.Name, ""))
 	}
-	return frontend{
-		status: v1alpha1.FrontendStatus{
-			LoadBalancerID: ptr.Deref(lb.ID, ""), FrontendIPConfigurationID: ptr.Deref(fe.ID, ""), PrivateIPAddress: ptr.Deref(fe.Properties.PrivateIPAddress, ""),
-		},
-		subnetID: *fe.Properties.Subnet.ID,
-	}, nil
+	st := v1alpha1.FrontendStatus{LoadBalancerID: ptr.Deref(lb.ID, ""), FrontendIPConfigurationID: ptr.Deref(fe.ID, "")}
+	if fe.Properties != nil && fe.Properties.Subnet != nil && fe.Properties.Subnet.ID != nil {
+		st.PrivateIPAddress = ptr.Deref(fe.Properties.PrivateIPAddress, "")
+		return frontend{status: st, subnetID: *fe.Properties.Subnet.ID}, nil
+	}
+	if rules := floatingIPRules(lb, ptr.Deref(fe.ID, "")); len(rules) > 0 {
+		return frontend{}, terminal(ReasonFloatingIPEnabled,
+			"frontend %s of load balancer %s is public and load balancing rule(s) %s on it have floating IP enabled; private link traffic ignores floating IP, so consumers would reach nothing: disable floating IP on them (cloud-provider-azure: annotation service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip)",
+			ptr.Deref(fe.Name, ""), ptr.Deref(lb.Name, ""), strings.Join(rules, ", "))
+	}
+	st.Public = true
+	return frontend{status: st}, nil
+}
+
+// floatingIPRules names the load balancing rules on a frontend that have
+// floating IP enabled.
+func floatingIPRules(lb *armnetwork.LoadBalancer, feID string) []string {
+	if lb.Properties == nil {
+		return nil
+	}
+	var out []string
+	for _, rule := range lb.Properties.LoadBalancingRules {
+		if rule == nil || rule.Properties == nil || rule.Properties.FrontendIPConfiguration == nil {
+			continue
+		}
+		if strings.EqualFold(ptr.Deref(rule.Properties.FrontendIPConfiguration.ID, ""), feID) && ptr.Deref(rule.Properties.EnableFloatingIP, false) {
+			out = append(out, ptr.Deref(rule.Name, ""))
+		}
+	}
+	return out
 }
 
 func frontends(lb *armnetwork.LoadBalancer) []*armnetwork.FrontendIPConfiguration {

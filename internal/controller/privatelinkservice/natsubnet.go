@@ -23,6 +23,14 @@ import (
 func (r *Reconciler) natSubnet(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api networkAPI, fe frontend) (string, error) {
 	spec := obj.Spec.NATSubnet
 	vnetID := fe.vnetID()
+	if vnetID == "" {
+		// A public frontend or Direct Connect: no frontend subnet says
+		// which virtual network, so the spec names the subnet by ID.
+		if spec.ID == "" {
+			return "", terminal(ReasonNATSubnetNeedsID, "the frontend is not in a subnet (a public frontend or Direct Connect), so no virtual network is known for the NAT subnet: name it by spec.natSubnet.id")
+		}
+		vnetID = pls.VNetOf(spec.ID)
+	}
 	name := spec.Name
 	switch {
 	case spec.ID != "":

@@ -81,7 +81,11 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 	if err != nil {
 		return r.fail(ctx, obj, v1alpha1.ConditionLoadBalancerFound, err)
 	}
-	setCondition(obj, v1alpha1.ConditionLoadBalancerFound, metav1.ConditionTrue, ReasonFound, "frontend "+fe.status.FrontendIPConfigurationID)
+	if fe.status.DestinationIPAddress != "" {
+		setCondition(obj, v1alpha1.ConditionLoadBalancerFound, metav1.ConditionTrue, ReasonDirectConnect, "no load balancer: Direct Connect to "+fe.status.DestinationIPAddress)
+	} else {
+		setCondition(obj, v1alpha1.ConditionLoadBalancerFound, metav1.ConditionTrue, ReasonFound, "frontend "+fe.status.FrontendIPConfigurationID)
+	}
 	obj.Status.Frontend = &fe.status
 	subnetID, err := r.natSubnet(ctx, obj, api, fe)
 	if err != nil {

@@ -27,6 +27,7 @@ func desired(obj *v1alpha1.AzurePrivateLinkService, fe frontend, subnetID string
 	s := obj.Spec
 	return pls.Desired{
 		Name: obj.AzurePrivateLinkServiceName(), Location: s.Location, FrontendID: fe.status.FrontendIPConfigurationID,
+		DestinationIP: fe.status.DestinationIPAddress, AccessMode: s.AccessMode,
 		NATSubnetID: subnetID, NATCount: int(s.NATIPConfigurations.Count), StaticIPs: s.NATIPConfigurations.StaticIPs,
 		Visibility: s.Visibility, AutoApproval: s.AutoApproval, ProxyProtocol: s.EnableProxyProtocol, FQDNs: s.FQDNs,
 		Owner: owner(obj), Tags: azure.Tags(defaultTags, s.Tags),
@@ -82,8 +83,8 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	diff := pls.Diff(want, observed)
 	if len(diff) > 0 && diff[0] == "frontend" {
 		return r.fail(ctx, obj, cond, terminal(ReasonFrontendChanged,
-			"the private link service is bound to frontend %s, not %s; Azure cannot move it: delete and recreate the object",
-			ptr.Deref(observed.Properties.LoadBalancerFrontendIPConfigurations[0].ID, ""), want.FrontendID))
+			"the private link service is bound to %s, not %s; Azure cannot move it: delete and recreate the object",
+			pls.ObservedFrontend(observed), pls.ObservedFrontend(new(pls.Body(want, nil)))))
 	}
 	if len(diff) > 0 {
 		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {

@@ -20,9 +20,9 @@ func TestValidation(t *testing.T) {
 		want   string
 	}{
 		{"no frontend", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.Frontend = v1alpha1.Frontend{} },
-			"spec.frontend needs exactly one of loadBalancer, privateIPAddress or service"},
+			"spec.frontend needs exactly one of loadBalancer, privateIPAddress, service or destinationIPAddress"},
 		{"two frontends", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.Frontend.PrivateIPAddress = "172.20.0.4" },
-			"spec.frontend needs exactly one of loadBalancer, privateIPAddress or service"},
+			"spec.frontend needs exactly one of loadBalancer, privateIPAddress, service or destinationIPAddress"},
 		{"a frontend IP that is not IPv4", func(o *v1alpha1.AzurePrivateLinkService) {
 			o.Spec.Frontend = v1alpha1.Frontend{PrivateIPAddress: "not-an-ip"}
 		}, "spec.frontend.privateIPAddress"},
@@ -73,6 +73,39 @@ func TestValidation(t *testing.T) {
 			o.Spec.ConnectionApproval = &v1alpha1.ConnectionApproval{Description: strings.Repeat("x", 141)}
 		}, "spec.connectionApproval.description"},
 		{"an FQDN that is not one", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.FQDNs = []string{"not a name"} }, "spec.fqdns[0]"},
+		{"a destination beside a load balancer", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.Frontend.DestinationIPAddress = "172.20.0.50"
+		}, "spec.frontend needs exactly one of loadBalancer, privateIPAddress, service or destinationIPAddress"},
+		{"Direct Connect with a NAT subnet by name", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.Frontend = v1alpha1.Frontend{DestinationIPAddress: "172.20.0.50"}
+			o.Spec.NATIPConfigurations.Count = 3
+		}, "name it by spec.natSubnet.id"},
+		{"Direct Connect with two NAT IP configurations", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.Frontend = v1alpha1.Frontend{DestinationIPAddress: "172.20.0.50"}
+			o.Spec.NATSubnet = v1alpha1.NATSubnet{ID: vnetID + "/subnets/nat"}
+			o.Spec.NATIPConfigurations.Count = 2
+		}, "needs spec.natIPConfigurations.count of at least 3"},
+		{"Direct Connect without NAT IP configurations", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.Frontend = v1alpha1.Frontend{DestinationIPAddress: "172.20.0.50"}
+			o.Spec.NATSubnet = v1alpha1.NATSubnet{ID: vnetID + "/subnets/nat"}
+		}, "needs spec.natIPConfigurations.count of at least 3"},
+		{"Direct Connect with a load balancer resource group", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.Frontend = v1alpha1.Frontend{DestinationIPAddress: "172.20.0.50", ResourceGroup: "lb-rg"}
+			o.Spec.NATSubnet = v1alpha1.NATSubnet{ID: vnetID + "/subnets/nat"}
+		}, "a Direct Connect service (destinationIPAddress) has none"},
+		{"a destination that is not an address", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.Frontend = v1alpha1.Frontend{DestinationIPAddress: "backend"}
+			o.Spec.NATSubnet = v1alpha1.NATSubnet{ID: vnetID + "/subnets/nat"}
+		}, "spec.frontend.destinationIPAddress"},
+		{"a load balancer resource group Azure would refuse", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.Frontend.ResourceGroup = "rg." },
+			"spec.frontend.resourceGroup"},
+		{"Restricted access for everyone", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.AccessMode, o.Spec.Visibility, o.Spec.AutoApproval = "Restricted", []string{"*"}, nil
+		}, "spec.accessMode Restricted admits only the subscriptions of spec.visibility"},
+		{"Restricted access without visibility", func(o *v1alpha1.AzurePrivateLinkService) {
+			o.Spec.AccessMode, o.Spec.Visibility, o.Spec.AutoApproval = "Restricted", nil, nil
+		}, "spec.accessMode Restricted admits only"},
+		{"an unknown access mode", func(o *v1alpha1.AzurePrivateLinkService) { o.Spec.AccessMode = "Open" }, "spec.accessMode"},
 	}
 	for i, c := range cases {
 		obj := apls("invalid")
