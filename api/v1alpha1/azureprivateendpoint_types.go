@@ -42,8 +42,8 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name)",message="spec.name is immutable: it cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="self.subscriptionID == oldSelf.subscriptionID && self.resourceGroup == oldSelf.resourceGroup && self.location == oldSelf.location && self.subnetID == oldSelf.subnetID",message="spec.subscriptionID, spec.resourceGroup, spec.location and spec.subnetID are immutable: create a new object to move the private endpoint"
-// +kubebuilder:validation:XValidation:rule="[has(self.privateLinkServiceID), has(self.privateLinkServiceAlias), has(self.privateLinkServiceRef)].filter(x, x).size() == 1",message="spec needs exactly one target: privateLinkServiceID, privateLinkServiceAlias or privateLinkServiceRef"
-// +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef) is immutable: Azure cannot move an endpoint to another service"
+// +kubebuilder:validation:XValidation:rule="[has(self.privateLinkServiceID), has(self.privateLinkServiceAlias), has(self.privateLinkServiceRef), has(self.cloudProviderService)].filter(x, x).size() == 1",message="spec needs exactly one target: privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef or cloudProviderService"
+// +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name) && has(self.cloudProviderService) == has(oldSelf.cloudProviderService) && (!has(self.cloudProviderService) || self.cloudProviderService == oldSelf.cloudProviderService)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef, cloudProviderService) is immutable: Azure cannot move an endpoint to another service"
 // +kubebuilder:validation:XValidation:rule="has(self.ipAddress) == has(oldSelf.ipAddress) && (!has(self.ipAddress) || self.ipAddress == oldSelf.ipAddress)",message="spec.ipAddress is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.networkInterfaceName) == has(oldSelf.networkInterfaceName) && (!has(self.networkInterfaceName) || self.networkInterfaceName == oldSelf.networkInterfaceName)",message="spec.networkInterfaceName is immutable: Azure names the network interface when it creates the endpoint"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestMessage) || self.manualApproval",message="spec.requestMessage is sent only with spec.manualApproval"
@@ -111,6 +111,20 @@ type AzurePrivateEndpointSpec struct {
 	// namespace; its status.resourceID is the target.
 	// +optional
 	PrivateLinkServiceRef *LocalObjectReference `json:"privateLinkServiceRef,omitempty"`
+
+	// CloudProviderService targets the private link service that
+	// cloud-provider-azure made for a Kubernetes Service of type
+	// LoadBalancer with the annotation
+	// service.beta.kubernetes.io/azure-pls-create: "true", in whichever
+	// cluster runs that Service. The operator finds it by the tags
+	// cloud-provider-azure puts on it (k8s-azure-owner-service and
+	// k8s-azure-cluster-name) and connects to it; status.target shows which
+	// it found. When the Service is recreated, cloud-provider-azure makes a
+	// new private link service (its default name follows the load
+	// balancer frontend, which follows the Service's UID); the operator
+	// then replaces the endpoint to connect to the new one.
+	// +optional
+	CloudProviderService *CloudProviderServiceReference `json:"cloudProviderService,omitempty"`
 
 	// ManualApproval asks the provider to approve the connection instead of
 	// relying on its auto-approval list; the connection stays Pending until
@@ -204,6 +218,50 @@ type LocalObjectReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+}
+
+// CloudProviderServiceReference names a Kubernetes Service whose private
+// link service cloud-provider-azure manages, and where to look for it.
+type CloudProviderServiceReference struct {
+	// Namespace of the Service, in the cluster that runs it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// Name of the Service. Where several Services share one load balancer
+	// frontend, cloud-provider-azure makes one private link service, owned
+	// by the first of them: name that one.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ClusterName is the cluster's name as cloud-provider-azure knows it
+	// (its --cluster-name; with CAPZ, the Cluster's name). It tells apart
+	// Services of the same namespace and name in clusters that share the
+	// resource group. Without it, exactly one private link service in the
+	// group may carry the Service's tag.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// ResourceGroup holds the private link service: the Service's
+	// service.beta.kubernetes.io/azure-pls-resource-group annotation, or
+	// else cloud-provider-azure's privateLinkServiceResourceGroup setting,
+	// which defaults to the cluster's resource group.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
+	ResourceGroup string `json:"resourceGroup"`
+
+	// SubscriptionID of the private link service. Default:
+	// spec.subscriptionID. The object's identity must be allowed to list
+	// private link services in the group.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	SubscriptionID string `json:"subscriptionID,omitempty"`
 }
 
 // PrivateEndpointDNS is the private DNS of an endpoint.

@@ -251,6 +251,8 @@ func (s *Server) Resources(typ string) []ResourceInfo {
 // connection's state.
 type EndpointInfo struct {
 	ID, Name, IP, NIC, ConnectionState, ProvisioningState string
+	// PrivateLinkService is the service the endpoint connects to.
+	PrivateLinkService string
 }
 
 // Endpoints lists every private endpoint, for harnesses that check what
@@ -267,6 +269,7 @@ func (s *Server) Endpoints() []EndpointInfo {
 		out = append(out, EndpointInfo{
 			ID: r.id, Name: r.id[strings.LastIndex(r.id, "/")+1:], IP: r.link.address, NIC: r.link.nicID,
 			ConnectionState: ptr.Deref(connectionState(s.st, r.link).Status, ""), ProvisioningState: r.state,
+			PrivateLinkService: r.link.plsID,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i].ID) < key(out[j].ID) })

@@ -154,10 +154,14 @@ func Immutable(d Desired, observed *armnetwork.PrivateEndpoint) string {
 	// only a target given by ID can be compared.
 	if c := firstConnection(p); c != nil && c.Properties != nil && strings.HasPrefix(d.Target, "/") &&
 		!strings.EqualFold(ptr.Deref(c.Properties.PrivateLinkServiceID, ""), d.Target) {
-		return "privateLinkServiceID"
+		return FieldTarget
 	}
 	return ""
 }
+
+// FieldTarget is what Immutable names when the endpoint connects to
+// another service than the desired one.
+const FieldTarget = "privateLinkServiceID"
 
 // Owner reads the owner tag: the owning object's namespace/name, or "".
 func Owner(pe *armnetwork.PrivateEndpoint) string {

@@ -161,8 +161,6 @@ func orNil[T any](v *T, err error) (*T, error) {
 	return v, nil
 }
 
-// ignoreNotFound makes a DELETE of a missing resource a success.
-
 type idParts struct {
 	sub, rg string
 	names   []string

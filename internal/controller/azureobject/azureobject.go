@@ -31,6 +31,9 @@ type SpecError struct {
 	Class   azure.Class
 	Reason  string
 	Message string
+	// After is how soon to look again when it is not the controller's
+	// usual recheck (a wait that costs an Azure list each time).
+	After time.Duration
 }
 
 func (e *SpecError) Error() string { return e.Message }
@@ -38,6 +41,11 @@ func (e *SpecError) Error() string { return e.Message }
 // WaitFor is an expected state that passes by itself (requeue, no Event).
 func WaitFor(reason, format string, args ...any) error {
 	return &SpecError{Class: azure.ClassWait, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// WaitLonger is a wait that is looked at again only after a while.
+func WaitLonger(after time.Duration, reason, format string, args ...any) error {
+	return &SpecError{Class: azure.ClassWait, Reason: reason, Message: fmt.Sprintf(format, args...), After: after}
 }
 
 // Terminal needs a person (condition, Event, long requeue).
@@ -98,6 +106,9 @@ func (f Failer) Fail(ctx context.Context, obj k8sruntime.Object, conds *[]metav1
 	switch c.Class {
 	case azure.ClassWait:
 		SetCondition(conds, generation, cond, metav1.ConditionFalse, c.Reason, c.Message)
+		if se := (*SpecError)(nil); errors.As(err, &se) && se.After > 0 {
+			return ctrl.Result{RequeueAfter: se.After}, nil
+		}
 		return ctrl.Result{RequeueAfter: f.Recheck}, nil
 	case azure.ClassTransient:
 		log.Info("Azure is not ready, retrying", "message", c.Message)

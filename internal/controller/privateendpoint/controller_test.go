@@ -436,3 +436,32 @@ func faultHits(w *testworld.World, kind string) int {
 	}
 	return n
 }
+
+// TestEndpointDeletedOutOfBand: an endpoint deleted behind the operator's
+// back is made again, and its names resolve again, also when the new
+// endpoint gets the address the old one had (the records were removed in
+// between: what the object knew of them must not outlive them).
+func TestEndpointDeletedOutOfBand(t *testing.T) {
+	w, svc, _ := world(t, privateendpoint.Options{})
+	ctx := context.Background()
+	create(t, w, ape("gone", svc.Status.ResourceID))
+	before := ready(t, w, "gone").Status
+	resolves(t, w, cVNet, "api.gone.hcp.internal", azuresim.ResolveOK, before.IPAddresses[0])
+	poller, err := w.Network(t, consumer).NewPrivateEndpointsClient().BeginDelete(ctx, crg, "gone", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	hasEvent(t, w, "gone", privateendpoint.EventRecreated)
+	testworld.Eventually(t, testworld.Timeout, "a new endpoint", func(context.Context) (bool, string) {
+		e := endpoint(w, "gone")
+		return e != nil && e.NIC != before.NetworkInterfaceID && e.ConnectionState == "Approved", fmt.Sprintf("%+v", e)
+	})
+	now := ready(t, w, "gone").Status
+	if now.IPAddresses[0] != before.IPAddresses[0] {
+		t.Logf("the new endpoint got another address (%s, was %s)", now.IPAddresses[0], before.IPAddresses[0])
+	}
+	resolves(t, w, cVNet, "api.gone.hcp.internal", azuresim.ResolveOK, now.IPAddresses[0])
+}

@@ -260,20 +260,32 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 // removeRecords deletes the records the object wrote, in every zone: the
 // rule "a record exists only while an Approved endpoint of its owner holds
 // that address".
+//
+// DNSReady stops saying the records are in place when it did (a caller
+// that knows why says so first): a DNSReady that still said so would let
+// the next pass take the records as written (dnsInPlace), and an endpoint
+// made again with the same address would be left without them.
 func (r *Reconciler) removeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionDNSReady
+	removed := false
 	for _, s := range held(obj) {
 		if len(*s.st.fqdns) == 0 {
 			continue
 		}
 		t, err := r.slotTarget(ctx, obj, api, s)
 		if err != nil {
-			return r.fail(ctx, obj, v1alpha1.ConditionDNSReady, err)
+			return r.fail(ctx, obj, cond, err)
 		}
 		if err := r.deleteRecords(ctx, obj, t, s); err != nil {
-			return r.fail(ctx, obj, v1alpha1.ConditionDNSReady, err)
+			return r.fail(ctx, obj, cond, err)
 		}
+		removed = true
 	}
 	forgetObject(&r.dnsSeen, owner(obj))
+	if c := meta.FindStatusCondition(obj.Status.Conditions, cond); removed && c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(obj, cond, metav1.ConditionFalse, ReasonRecordsRemoved,
+			"the records were removed with the endpoint they pointed at; they are written again with the address of its successor once it is Approved")
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -58,6 +58,10 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return res, false, err
 	}
 	if field := pe.Immutable(want, observed); field != "" {
+		if field == pe.FieldTarget && obj.Spec.CloudProviderService != nil {
+			res, err := r.retarget(ctx, obj, apis, observed, want)
+			return res, false, err
+		}
 		res, err := r.fail(ctx, obj, cond, terminal(ReasonImmutableChanged,
 			"private endpoint %s differs from the spec in %s, which Azure cannot change: delete the endpoint in Azure (the operator creates it again) or change the spec back", want.Name, field))
 		return res, false, err

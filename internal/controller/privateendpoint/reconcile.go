@@ -42,6 +42,9 @@ const (
 	ReasonRecordNotOwned     = "RecordSetNotOwned"
 	ReasonLinkedElsewhere    = "VirtualNetworkLinkedElsewhere"
 	ReasonZoneNameRefused    = "DNSZoneNameRefused"
+	ReasonTargetAmbiguous    = "TargetAmbiguous"
+	ReasonTargetMoved        = "TargetMoved"
+	ReasonRecordsRemoved     = "RecordsRemoved"
 )
 
 // Event reasons.
@@ -53,6 +56,7 @@ const (
 	EventOrphaned      = "PrivateEndpointOrphaned"
 	EventHealed        = "PrivateEndpointHealed"
 	EventAskedAgain    = "ConnectionRequestedAgain"
+	EventRetargeted    = "PrivateEndpointRetargeted"
 	EventZoneCreated   = dnsengine.ReasonZoneCreated
 	EventZoneDeleted   = dnsengine.ReasonZoneDeleted
 	EventZoneAdopted   = dnsengine.ReasonZoneAdopted
@@ -133,7 +137,7 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 	if err != nil {
 		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
 	}
-	target, err := r.target(ctx, obj)
+	target, err := r.target(ctx, obj, api)
 	if err != nil {
 		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
 	}
@@ -169,15 +173,18 @@ func lowest(a, b ctrl.Result) ctrl.Result {
 	}
 }
 
-// target is the private link service to connect to: the ID, the alias, or
-// the referenced AzurePrivateLinkService's resource ID once it has one.
-func (r *Reconciler) target(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) (string, error) {
+// target is the private link service to connect to: the ID, the alias,
+// the referenced AzurePrivateLinkService's resource ID once it has one, or
+// the one cloud-provider-azure made for a Service.
+func (r *Reconciler) target(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (string, error) {
 	s := obj.Spec
 	switch {
 	case s.PrivateLinkServiceID != "":
 		return s.PrivateLinkServiceID, nil
 	case s.PrivateLinkServiceAlias != "":
 		return s.PrivateLinkServiceAlias, nil
+	case s.CloudProviderService != nil:
+		return r.serviceTarget(ctx, obj, api)
 	case s.PrivateLinkServiceRef == nil:
 		return "", terminal(ReasonTargetNotReady, "spec names no private link service")
 	}
@@ -236,6 +243,7 @@ func dnsOwner(obj *v1alpha1.AzurePrivateEndpoint) dns.Owner {
 
 var (
 	waitFor  = azureobject.WaitFor
+	waitLong = azureobject.WaitLonger
 	terminal = azureobject.Terminal
 	classify = azureobject.Classify
 )

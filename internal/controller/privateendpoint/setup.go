@@ -23,6 +23,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
@@ -122,9 +123,17 @@ type endpointAPI interface {
 // dnsAPI reads and writes private DNS zones, links and A record sets.
 type dnsAPI = privatedns.API
 
+// serviceLister lists the private link services of a resource group, in
+// any subscription the object's identity reaches.
+type serviceLister interface {
+	List(ctx context.Context, subscription, rg string) ([]*armnetwork.PrivateLinkService, error)
+}
+
 // azureAPI is what the controller needs from Azure for one object.
 type azureAPI struct {
 	endpoints endpointAPI
+	// services finds the private link service of spec.cloudProviderService.
+	services serviceLister
 	// dnsFor is the Private DNS API of a subscription with an identity
 	// (nil: the object's own), within the process's budget.
 	dnsFor func(ctx context.Context, subscription string, ref *v1alpha1.IdentityReference) (dnsAPI, error)
@@ -213,6 +222,11 @@ func sdkFor(clients *azure.Clients, engine *dnsengine.Engine) func(context.Conte
 			}
 			return engine.Paced(privatedns.SDK{Factory: df}, subscription), nil
 		}
-		return azureAPI{endpoints: privateendpoints.NewSDK(nf), dnsFor: dnsFor}, nil
+		services := privatelinkservices.SDK{Primary: nf, Subscription: obj.Spec.SubscriptionID,
+			Factories: func(ctx context.Context, subscription string) (*armnetwork.ClientFactory, error) {
+				f, _, err := clients.NetworkFor(ctx, subject, subscription)
+				return f, err
+			}}
+		return azureAPI{endpoints: privateendpoints.NewSDK(nf), services: services, dnsFor: dnsFor}, nil
 	}
 }

@@ -77,6 +77,21 @@ func TestValidation(t *testing.T) {
 		{"a tag value too long for Azure", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.Tags = map[string]string{"a": strings.Repeat("v", 257)} }, "tag values have at most 256 characters"},
 		{"a group that is not one", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.ApplicationSecurityGroupIDs = []string{cSubnet} }, "spec.applicationSecurityGroupIDs[0]"},
 		{"a network interface name Azure refuses", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.NetworkInterfaceName = "nic-" }, "spec.networkInterfaceName"},
+		{"a Service beside a service ID", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx", ResourceGroup: prg}
+		}, "spec needs exactly one target"},
+		{"a Service name Kubernetes refuses", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID = ""
+			o.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "1nginx", ResourceGroup: prg}
+		}, "spec.cloudProviderService.name"},
+		{"a Service without the group to look in", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID = ""
+			o.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx"}
+		}, "spec.cloudProviderService.resourceGroup"},
+		{"a Service's subscription that is not one", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID = ""
+			o.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx", ResourceGroup: prg, SubscriptionID: "wc1"}
+		}, "spec.cloudProviderService.subscriptionID"},
 	}
 	for i, c := range cases {
 		obj := ape("invalid-"+string(rune('a'+i)), someService)
@@ -102,21 +117,17 @@ func TestValidation(t *testing.T) {
 		{"a target by reference instead", func(o *v1alpha1.AzurePrivateEndpoint) {
 			o.Spec.PrivateLinkServiceID, o.Spec.PrivateLinkServiceRef = "", &v1alpha1.LocalObjectReference{Name: "svc"}
 		}, "the target"},
+		{"a Service target instead", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.PrivateLinkServiceID = ""
+			o.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx", ResourceGroup: prg}
+		}, "the target"},
 		{"a static address later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.IPAddress = "10.9.2.10" }, "spec.ipAddress is immutable"},
 		{"another zone", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneName = "other.internal" }, "spec.dns.zoneName, zoneResourceGroup, zoneSubscriptionID and zoneMode are immutable"},
 		{"sharing the zone later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.DNS.ZoneMode = v1alpha1.ZoneModeShared }, "immutable"},
 		{"naming the network interface later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.NetworkInterfaceName = "nic" }, "spec.networkInterfaceName is immutable"},
 	}
 	for _, u := range updates {
-		cur := &v1alpha1.AzurePrivateEndpoint{}
-		if err := w.Client.Get(ctx, key("valid"), cur); err != nil {
-			t.Fatal(err)
-		}
-		u.mutate(cur)
-		err := w.Client.Update(ctx, cur)
-		if err == nil || !strings.Contains(err.Error(), u.want) {
-			t.Errorf("%s: got %v, want an error with %q", u.reason, err, u.want)
-		}
+		refused(t, w, "valid", u.reason, u.mutate, u.want)
 	}
 	cur := &v1alpha1.AzurePrivateEndpoint{}
 	if err := w.Client.Get(ctx, key("valid"), cur); err != nil {
@@ -135,5 +146,27 @@ func TestValidation(t *testing.T) {
 	cur.Spec.DNS = nil
 	if err := w.Client.Update(ctx, cur); err != nil {
 		t.Errorf("removing spec.dns: %v", err)
+	}
+
+	// A Service target is immutable in each of its fields.
+	bySvc := ape("valid-service", "")
+	bySvc.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx", ResourceGroup: prg}
+	create(t, w, bySvc)
+	refused(t, w, "valid-service", "naming the cluster later", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.CloudProviderService.ClusterName = "wc1" }, "the target")
+	refused(t, w, "valid-service", "another Service", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.CloudProviderService.Name = "other" }, "the target")
+	refused(t, w, "valid-service", "another group", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.CloudProviderService.ResourceGroup = "elsewhere" }, "the target")
+}
+
+// refused checks that the API server refuses a change to an object with
+// an error that contains want.
+func refused(t *testing.T, w *testworld.World, name, reason string, mutate func(*v1alpha1.AzurePrivateEndpoint), want string) {
+	t.Helper()
+	cur := &v1alpha1.AzurePrivateEndpoint{}
+	if err := w.Client.Get(context.Background(), key(name), cur); err != nil {
+		t.Fatal(err)
+	}
+	mutate(cur)
+	if err := w.Client.Update(context.Background(), cur); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: got %v, want an error with %q", reason, err, want)
 	}
 }
