@@ -29,14 +29,16 @@ const (
 // ServiceOwner picks, from a resource group's private link services, those
 // cloud-provider-azure made for the Service namespace/name: both of its
 // tags are present, the owner tag names the Service and, when cluster is
-// not empty, the cluster tag names that cluster. Tag values are compared
+// not empty, the cluster tag names that cluster; none is being deleted. Tag values are compared
 // the way cloud-provider-azure compares them (case-insensitive; the
 // cluster name trimmed).
 func ServiceOwner(services []*armnetwork.PrivateLinkService, namespace, name, cluster string) []*armnetwork.PrivateLinkService {
 	var out []*armnetwork.PrivateLinkService
 	owner := namespace + "/" + name
 	for _, s := range services {
-		if s == nil {
+		if s == nil || s.Properties != nil && ptr.Deref(s.Properties.ProvisioningState, "") == armnetwork.ProvisioningStateDeleting {
+			// One being deleted is gone for a consumer: cloud-provider-azure
+			// deletes the old service before it makes the new one.
 			continue
 		}
 		o, c := tag(s.Tags, CloudProviderOwnerTag), tag(s.Tags, CloudProviderClusterTag)

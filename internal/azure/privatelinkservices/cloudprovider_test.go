@@ -26,6 +26,7 @@ func TestServiceOwner(t *testing.T) {
 		svc("other-service", map[string]string{CloudProviderOwnerTag: "ingress/nginx-internal", CloudProviderClusterTag: "wc1"}),
 		svc("tag-name-case", map[string]string{"K8S-Azure-Owner-Service": "kube-system/dns", "k8s-azure-cluster-name": "wc1"}),
 		svc("untagged", nil),
+		deleting(svc("pls-old", map[string]string{CloudProviderOwnerTag: "ingress/nginx", CloudProviderClusterTag: "wc1"})),
 	}
 	for _, tc := range []struct {
 		name, namespace, service, cluster string
@@ -52,4 +53,9 @@ func TestServiceOwner(t *testing.T) {
 	if got := ClusterOf(all[2]); got != "WC2" {
 		t.Errorf("ClusterOf: %q", got)
 	}
+}
+
+func deleting(s *armnetwork.PrivateLinkService) *armnetwork.PrivateLinkService {
+	s.Properties = &armnetwork.PrivateLinkServiceProperties{ProvisioningState: new(armnetwork.ProvisioningStateDeleting)}
+	return s
 }

@@ -13,8 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pe "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 )
 
 // serviceTarget finds the private link service cloud-provider-azure made
@@ -32,6 +34,11 @@ func (r *Reconciler) serviceTarget(ctx context.Context, obj *v1alpha1.AzurePriva
 		sub = obj.Spec.SubscriptionID
 	}
 	all, err := api.services.List(ctx, sub, ref.ResourceGroup)
+	if azure.IsNotFound(err) {
+		return "", waitLong(r.Opts.ConnectionCheck, ReasonTargetNotReady,
+			"resource group %s of spec.cloudProviderService is not in subscription %s (spec.cloudProviderService.subscriptionID, default spec.subscriptionID): %v",
+			ref.ResourceGroup, sub, azureobject.Classify(err).Message)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -101,6 +101,9 @@ func TestCloudProviderService(t *testing.T) {
 	create(t, w, byService("any-cluster", "ingress/nginx", ""))
 	create(t, w, byService("wc1", "ingress/nginx", "WC1"))
 	create(t, w, byService("unpublished", "ingress/web", "wc1"))
+	wrongSub := byService("wrong-sub", "ingress/nginx", "wc1")
+	wrongSub.Spec.CloudProviderService.SubscriptionID = "" // the endpoint's: the group is not there
+	create(t, w, wrongSub)
 
 	amb := waitCondition(t, w, "any-cluster", v1alpha1.ConditionPrivateEndpointReady, metav1.ConditionFalse, privateendpoint.ReasonTargetAmbiguous)
 	if m := message(amb, v1alpha1.ConditionPrivateEndpointReady); !strings.Contains(m, `pls-a1 of cluster "wc1", pls-a2 of cluster "wc2"`) || !strings.Contains(m, "clusterName") {
@@ -114,6 +117,11 @@ func TestCloudProviderService(t *testing.T) {
 	un := waitCondition(t, w, "unpublished", v1alpha1.ConditionPrivateEndpointReady, metav1.ConditionFalse, privateendpoint.ReasonTargetNotReady)
 	if m := message(un, v1alpha1.ConditionPrivateEndpointReady); !strings.Contains(m, "k8s-azure-owner-service=ingress/web") || !strings.Contains(m, "azure-pls-create") {
 		t.Errorf("unpublished: %q does not say what is missing", m)
+	}
+
+	ws := waitCondition(t, w, "wrong-sub", v1alpha1.ConditionPrivateEndpointReady, metav1.ConditionFalse, privateendpoint.ReasonTargetNotReady)
+	if m := message(ws, v1alpha1.ConditionPrivateEndpointReady); !strings.Contains(m, "is not in subscription "+consumer) {
+		t.Errorf("wrong-sub: %q does not say where the group was looked for", m)
 	}
 
 	got := ready(t, w, "wc1")
@@ -134,6 +142,10 @@ func TestCloudProviderService(t *testing.T) {
 	// deletes its private link service with its frontend and makes a new
 	// one on the new Service's frontend (a new UID, a new name).
 	unpublish(t, w, "pls-a1")
+	// While the Service has no private link service, the endpoint has no
+	// connection: its name must not lead to it.
+	resolves(t, w, cVNet, "api.wc1.hcp.internal", azuresim.ResolveNXDomain, "")
+	waitCondition(t, w, "wc1", v1alpha1.ConditionDNSReady, metav1.ConditionFalse, privateendpoint.ReasonDisconnected)
 	second := publish(t, w, "a4", "ingress/nginx", "wc1")
 	hasEvent(t, w, "wc1", privateendpoint.EventRetargeted)
 	testworld.Eventually(t, testworld.Timeout, "wc1 connects to the new service", func(context.Context) (bool, string) {

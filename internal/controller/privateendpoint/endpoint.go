@@ -156,6 +156,44 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 	return r.requeueSoon(), nil
 }
 
+// untargeted runs while the target cannot be resolved (the Service's
+// private link service is gone, the AzurePrivateLinkService lost its
+// service): the endpoint made for the last target may have lost its
+// connection with it, and the connection phase, which removes the records
+// of such an endpoint, does not run without a target. So the endpoint is
+// read, only while the object has records: if its connection is not
+// Approved (or it is gone), the records go, as in the connection phase. A
+// working endpoint keeps them.
+func (r *Reconciler) untargeted(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, error) {
+	if len(allFQDNs(obj)) == 0 {
+		return ctrl.Result{}, nil
+	}
+	observed, err := api.endpoints.Get(ctx, obj.Spec.ResourceGroup, obj.AzurePrivateEndpointName())
+	if err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionDNSReady, err)
+	}
+	state := pe.StateDisconnected
+	if observed != nil {
+		o := pe.Observe(observed, nil)
+		if o.ConnectionState == pe.StateApproved {
+			return ctrl.Result{}, nil
+		}
+		state = o.ConnectionState
+		obj.Status.ConnectionState, obj.Status.ConnectionDescription = o.ConnectionState, o.ConnectionDescription
+	}
+	reason := ReasonDisconnected
+	switch state {
+	case pe.StatePending:
+		reason = ReasonPending
+	case pe.StateRejected:
+		reason = ReasonRejected
+	}
+	setCondition(obj, v1alpha1.ConditionConnectionApproved, metav1.ConditionFalse, reason,
+		"the endpoint's connection is "+state+" and its target cannot be resolved")
+	r.dnsWaits(obj, state)
+	return r.removeRecords(ctx, obj, api)
+}
+
 // connection follows the endpoint's connection state. Approved lets the DNS
 // phase run; Pending waits for the provider; Rejected and Disconnected
 // remove the records (the names must not lead to an endpoint that carries

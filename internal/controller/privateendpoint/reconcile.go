@@ -139,7 +139,12 @@ func (r *Reconciler) reconcileAzure(ctx context.Context, obj *v1alpha1.AzurePriv
 	}
 	target, err := r.target(ctx, obj, api)
 	if err != nil {
-		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
+		res, err := r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
+		if err != nil {
+			return res, err
+		}
+		rres, rerr := r.untargeted(ctx, obj, api)
+		return lowest(res, rres), rerr
 	}
 	obj.Status.Target = target
 	zres, zoneReady, linked, dnsOK, err := r.dnsInfra(ctx, obj, api)
