@@ -79,14 +79,7 @@ func (s SDK) List(ctx context.Context, subscription, rg string) ([]*armnetwork.P
 	if err != nil {
 		return nil, err
 	}
-	var out []*armnetwork.PrivateLinkService
-	pager := f.NewPrivateLinkServicesClient().NewListPager(rg, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Value...)
-	}
-	return out, nil
+	return all(ctx, f.NewPrivateLinkServicesClient().NewListPager(rg, nil), func(p armnetwork.PrivateLinkServicesClientListResponse) []*armnetwork.PrivateLinkService {
+		return p.Value
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -94,14 +95,20 @@ func (s SDK) LoadBalancer(ctx context.Context, rg, name string) (*armnetwork.Loa
 
 // LoadBalancers lists a resource group's load balancers.
 func (s SDK) LoadBalancers(ctx context.Context, rg string) ([]*armnetwork.LoadBalancer, error) {
-	var out []*armnetwork.LoadBalancer
-	pager := s.Primary.NewLoadBalancersClient().NewListPager(rg, nil)
+	return all(ctx, s.Primary.NewLoadBalancersClient().NewListPager(rg, nil), func(p armnetwork.LoadBalancersClientListResponse) []*armnetwork.LoadBalancer {
+		return p.Value
+	})
+}
+
+// all follows every page of a pager.
+func all[P, T any](ctx context.Context, pager *runtime.Pager[P], items func(P) []*T) ([]*T, error) {
+	var out []*T
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Value...)
+		out = append(out, items(page)...)
 	}
 	return out, nil
 }
