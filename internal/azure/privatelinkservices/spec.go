@@ -203,6 +203,18 @@ func sameFrontend(d Desired, p *armnetwork.PrivateLinkServiceProperties) bool {
 		strings.EqualFold(ptr.Deref(p.LoadBalancerFrontendIPConfigurations[0].ID, ""), d.FrontendID)
 }
 
+// Frontend names what the desired service is bound to, in the words of
+// ObservedFrontend.
+func (d Desired) Frontend() string {
+	if d.FrontendID != "" {
+		return d.FrontendID
+	}
+	if d.DestinationIP != "" {
+		return "destination " + d.DestinationIP
+	}
+	return "nothing"
+}
+
 // ObservedFrontend names what an observed service is bound to: its load
 // balancer frontend's ID, or its Direct Connect destination.
 func ObservedFrontend(observed *armnetwork.PrivateLinkService) string {

@@ -333,3 +333,17 @@ func TestFreePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontendWords: the desired and the observed frontend are described
+// alike, so a FrontendChanged message compares like with like.
+func TestFrontendWords(t *testing.T) {
+	lb, dc, none := desired(), desired(), desired()
+	dc.FrontendID, dc.DestinationIP = "", "10.0.0.9"
+	none.FrontendID = ""
+	for _, d := range []Desired{lb, dc, none} {
+		body := Body(d, nil)
+		if got, want := d.Frontend(), ObservedFrontend(&body); got != want {
+			t.Errorf("Desired.Frontend() %q, ObservedFrontend of its body %q", got, want)
+		}
+	}
+}

@@ -163,9 +163,12 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 // of such an endpoint, does not run without a target. So the endpoint is
 // read, only while the object has records: if its connection is not
 // Approved (or it is gone), the records go, as in the connection phase. A
-// working endpoint keeps them.
+// working endpoint keeps them, and is read again only as often as the
+// endpoint phase reads an Approved one (a target that stays unresolved,
+// say an AzurePrivateLinkService deleted with deletionPolicy Orphan, would
+// otherwise cost a read at every recheck).
 func (r *Reconciler) untargeted(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (ctrl.Result, error) {
-	if len(allFQDNs(obj)) == 0 {
+	if len(allFQDNs(obj)) == 0 || r.recentlyApproved(obj) {
 		return ctrl.Result{}, nil
 	}
 	observed, err := api.endpoints.Get(ctx, obj.Spec.ResourceGroup, obj.AzurePrivateEndpointName())
@@ -176,6 +179,7 @@ func (r *Reconciler) untargeted(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	if observed != nil {
 		o := pe.Observe(observed, nil)
 		if o.ConnectionState == pe.StateApproved {
+			r.sawApproved(obj)
 			return ctrl.Result{}, nil
 		}
 		state = o.ConnectionState
@@ -219,7 +223,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	switch st {
 	case pe.StateApproved:
 		r.heal.Ready(key)
-		r.dnsSeen.Set("endpoint|"+key, fmt.Sprint(obj.Generation), r.clock().Now())
+		r.sawApproved(obj)
 		setCondition(obj, cond, metav1.ConditionTrue, ReasonApproved, msg)
 		return ctrl.Result{RequeueAfter: r.Opts.drift()}, true, nil
 	case pe.StatePending:
@@ -309,6 +313,12 @@ func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) 
 	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForApproval, "records are written once the connection is Approved")
 	}
+}
+
+// sawApproved records that the endpoint was just observed Approved, for
+// recentlyApproved.
+func (r *Reconciler) sawApproved(obj *v1alpha1.AzurePrivateEndpoint) {
+	r.dnsSeen.Set("endpoint|"+owner(obj), fmt.Sprint(obj.Generation), r.clock().Now())
 }
 
 // recentlyApproved says the endpoint was observed provisioned and Approved,

@@ -84,7 +84,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	if len(diff) > 0 && diff[0] == "frontend" {
 		return r.fail(ctx, obj, cond, terminal(ReasonFrontendChanged,
 			"the private link service is bound to %s, not %s; Azure cannot move it: delete and recreate the object",
-			pls.ObservedFrontend(observed), pls.ObservedFrontend(new(pls.Body(want, nil)))))
+			pls.ObservedFrontend(observed), want.Frontend()))
 	}
 	if len(diff) > 0 {
 		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
