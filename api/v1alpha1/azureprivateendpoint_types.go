@@ -42,9 +42,14 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name)",message="spec.name is immutable: it cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="self.subscriptionID == oldSelf.subscriptionID && self.resourceGroup == oldSelf.resourceGroup && self.location == oldSelf.location && self.subnetID == oldSelf.subnetID",message="spec.subscriptionID, spec.resourceGroup, spec.location and spec.subnetID are immutable: create a new object to move the private endpoint"
-// +kubebuilder:validation:XValidation:rule="[has(self.privateLinkServiceID), has(self.privateLinkServiceAlias), has(self.privateLinkServiceRef), has(self.cloudProviderService)].filter(x, x).size() == 1",message="spec needs exactly one target: privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef or cloudProviderService"
-// +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name) && has(self.cloudProviderService) == has(oldSelf.cloudProviderService) && (!has(self.cloudProviderService) || self.cloudProviderService == oldSelf.cloudProviderService)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef, cloudProviderService) is immutable: Azure cannot move an endpoint to another service"
+// +kubebuilder:validation:XValidation:rule="[has(self.privateLinkServiceID), has(self.privateLinkServiceAlias), has(self.privateLinkServiceRef), has(self.cloudProviderService), has(self.privateLinkResourceID)].filter(x, x).size() == 1",message="spec needs exactly one target: privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef, cloudProviderService or privateLinkResourceID"
+// +kubebuilder:validation:XValidation:rule="has(self.privateLinkServiceID) == has(oldSelf.privateLinkServiceID) && (!has(self.privateLinkServiceID) || self.privateLinkServiceID == oldSelf.privateLinkServiceID) && has(self.privateLinkServiceAlias) == has(oldSelf.privateLinkServiceAlias) && (!has(self.privateLinkServiceAlias) || self.privateLinkServiceAlias == oldSelf.privateLinkServiceAlias) && has(self.privateLinkServiceRef) == has(oldSelf.privateLinkServiceRef) && (!has(self.privateLinkServiceRef) || self.privateLinkServiceRef.name == oldSelf.privateLinkServiceRef.name) && has(self.cloudProviderService) == has(oldSelf.cloudProviderService) && (!has(self.cloudProviderService) || self.cloudProviderService == oldSelf.cloudProviderService) && has(self.privateLinkResourceID) == has(oldSelf.privateLinkResourceID) && (!has(self.privateLinkResourceID) || self.privateLinkResourceID == oldSelf.privateLinkResourceID) && has(self.groupIDs) == has(oldSelf.groupIDs) && (!has(self.groupIDs) || self.groupIDs == oldSelf.groupIDs)",message="the target (privateLinkServiceID, privateLinkServiceAlias, privateLinkServiceRef, cloudProviderService, privateLinkResourceID and groupIDs) is immutable: Azure cannot move an endpoint to another service"
 // +kubebuilder:validation:XValidation:rule="has(self.ipAddress) == has(oldSelf.ipAddress) && (!has(self.ipAddress) || self.ipAddress == oldSelf.ipAddress)",message="spec.ipAddress is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.ipConfigurations) == has(oldSelf.ipConfigurations) && (!has(self.ipConfigurations) || self.ipConfigurations == oldSelf.ipConfigurations)",message="spec.ipConfigurations is immutable: Azure gives an endpoint its addresses when it creates it"
+// +kubebuilder:validation:XValidation:rule="has(self.groupIDs) == has(self.privateLinkResourceID)",message="spec.groupIDs names the sub-resource of spec.privateLinkResourceID, and goes with it only"
+// +kubebuilder:validation:XValidation:rule="!has(self.ipConfigurations) || has(self.privateLinkResourceID)",message="spec.ipConfigurations are for an Azure service target (spec.privateLinkResourceID); an endpoint to a private link service has one address: use spec.ipAddress"
+// +kubebuilder:validation:XValidation:rule="!has(self.ipAddress) || !has(self.privateLinkResourceID)",message="an endpoint to an Azure service takes static addresses per member: use spec.ipConfigurations"
+// +kubebuilder:validation:XValidation:rule="!has(self.dns) || !has(self.privateLinkResourceID)",message="spec.dns is for private link services: an Azure service's names resolve privately only through Azure's privatelink.* zones, which belong to the network's private endpoint DNS and which the operator never writes; its names and addresses are in status.customDNSConfigs and, with spec.publish, in the hosts key"
 // +kubebuilder:validation:XValidation:rule="has(self.networkInterfaceName) == has(oldSelf.networkInterfaceName) && (!has(self.networkInterfaceName) || self.networkInterfaceName == oldSelf.networkInterfaceName)",message="spec.networkInterfaceName is immutable: Azure names the network interface when it creates the endpoint"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestMessage) || self.manualApproval",message="spec.requestMessage is sent only with spec.manualApproval"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestRevision) || self.manualApproval",message="spec.requestRevision asks again for a manual connection: set spec.manualApproval"
@@ -125,6 +130,47 @@ type AzurePrivateEndpointSpec struct {
 	// then replaces the endpoint to connect to the new one.
 	// +optional
 	CloudProviderService *CloudProviderServiceReference `json:"cloudProviderService,omitempty"`
+
+	// PrivateLinkResourceID targets an Azure service that offers private
+	// endpoints itself (Azure calls it a private link resource): a storage
+	// account, a key vault, a SQL server, a container registry, by
+	// resource ID, e.g.
+	// /subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Storage/storageAccounts/<name>.
+	// spec.groupIDs names its sub-resource. Azure gives the endpoint one
+	// address per member of that sub-resource (status.customDNSConfigs).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/[^/]+/[^/]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().contains('/providers/microsoft.network/privatelinkservices/')",message="a private link service is spec.privateLinkServiceID"
+	PrivateLinkResourceID string `json:"privateLinkResourceID,omitempty"`
+
+	// GroupIDs names the sub-resource of spec.privateLinkResourceID the
+	// endpoint connects to (Azure's group ID, case-sensitive: blob, file,
+	// vault, sqlServer, registry, ...). Azure permits one group ID on an
+	// endpoint to an Azure service (OnlyOneGroupIdPermitted): one
+	// endpoint per sub-resource. Required with spec.privateLinkResourceID,
+	// refused without it. Immutable.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	GroupIDs []string `json:"groupIDs,omitempty"`
+
+	// IPConfigurations give an endpoint to an Azure service a static
+	// address per member of its sub-resource (a container registry's
+	// registry sub-resource has two: registry and registry_data_<region>).
+	// Azure requires one for every member when any is given. The
+	// operator makes an endpoint it heals again with the same addresses,
+	// so the names keep resolving to them. Immutable.
+	// +optional
+	// +listType=map
+	// +listMapKey=memberName
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	IPConfigurations []PrivateEndpointIPConfiguration `json:"ipConfigurations,omitempty"`
 
 	// ManualApproval asks the provider to approve the connection instead of
 	// relying on its auto-approval list; the connection stays Pending until
@@ -211,6 +257,40 @@ type AzurePrivateEndpointSpec struct {
 	// reported.
 	// +optional
 	Adopt bool `json:"adopt,omitempty"`
+}
+
+// PrivateEndpointIPConfiguration is a static address of an endpoint to an
+// Azure service, for one member of its sub-resource.
+type PrivateEndpointIPConfiguration struct {
+	// MemberName is the member of the sub-resource the address serves
+	// (Azure's requiredMembers of the service's private link resource,
+	// e.g. default for a key vault, blob for a storage account's blob).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	MemberName string `json:"memberName"`
+	// PrivateIPAddress is the static address, in spec.subnetID.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Format=ipv4
+	PrivateIPAddress string `json:"privateIPAddress"`
+	// Name of the IP configuration in Azure. Default:
+	// <endpoint name>-<memberName>.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9._]*[a-zA-Z0-9_])?$`
+	Name string `json:"name,omitempty"`
+}
+
+// CustomDNSConfig is a name Azure says an endpoint serves, with its
+// addresses.
+type CustomDNSConfig struct {
+	// FQDN is the service's name, e.g. <account>.blob.core.windows.net.
+	FQDN string `json:"fqdn"`
+	// IPAddresses are the endpoint's addresses for that name.
+	// +optional
+	// +listType=atomic
+	IPAddresses []string `json:"ipAddresses,omitempty"`
 }
 
 // LocalObjectReference names an object in the same namespace.
@@ -354,8 +434,10 @@ type PrivateEndpointDNS struct {
 // +kubebuilder:validation:XValidation:rule="has(self.configMapName) || has(self.secretName) || has(self.service)",message="spec.publish needs at least one of configMapName, secretName or service"
 type PrivateEndpointPublish struct {
 	// ConfigMapName is a ConfigMap that gets the keys ipAddress (the first
-	// address), ipAddresses and fqdns (comma-separated) and
-	// privateEndpointID. Other keys in it are left alone.
+	// address), ipAddresses and fqdns (comma-separated),
+	// privateEndpointID, and, when Azure names any
+	// (status.customDNSConfigs), hosts ("<address> <fqdn>" per line).
+	// Other keys in it are left alone.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -477,6 +559,12 @@ type AzurePrivateEndpointStatus struct {
 	// +optional
 	// +listType=atomic
 	IPAddresses []string `json:"ipAddresses,omitempty"`
+	// CustomDNSConfigs are the names Azure says the endpoint serves, each
+	// with its address: for an Azure service, one per member (the records
+	// its privatelink.* zone needs); for a private link service, its FQDNs.
+	// +optional
+	// +listType=atomic
+	CustomDNSConfigs []CustomDNSConfig `json:"customDNSConfigs,omitempty"`
 	// ProvisioningState as Azure reports it.
 	// +optional
 	ProvisioningState string `json:"provisioningState,omitempty"`

@@ -370,6 +370,24 @@ func (s *Server) Seed(sd Seed) error {
 	return nil
 }
 
+// Delete deletes a resource as an ARM DELETE would (with the same checks),
+// and finishes its operation at once: how a harness removes what its
+// clients do not manage, such as an Azure service behind an endpoint.
+func (s *Server) Delete(id string) error {
+	p, ok := parseARMPath(id)
+	if !ok || p.provider == "" || p.isCollection() {
+		return fmt.Errorf("delete: %q is not a resource ID", id)
+	}
+	req := httptest.NewRequest(http.MethodDelete, id+"?api-version=admin", nil)
+	rec := httptest.NewRecorder()
+	s.serveARM(rec, req, p, nil)
+	if rec.Code >= 300 && rec.Code != http.StatusNotFound {
+		return fmt.Errorf("delete %s: %d %s", id, rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
+	s.completeOperations(id)
+	return nil
+}
+
 // completeOperations finishes at once the operations in progress on a
 // resource (seeding skips the provisioning wait).
 func (s *Server) completeOperations(id string) {

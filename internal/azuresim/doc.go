@@ -62,6 +62,18 @@
 //     service is gone. The subnet and the NIC's custom name of an endpoint
 //     cannot change. Application security groups an endpoint names must
 //     exist (they are stored, with PUT and GET, and nothing else).
+//   - Azure services as private link resources (firstparty.go): storage
+//     accounts (blob, file, queue, table, dfs), key vaults (vault), SQL
+//     servers (sqlServer), container registries (registry: two members),
+//     made and deleted with synchronous PUT and DELETE (or Seed and
+//     Delete). An endpoint to one names one group ID; it gets an address
+//     per required member (static when its ipConfigurations name every
+//     member), a customDnsConfigs entry per member FQDN and a NIC IP
+//     configuration per member; its automatic connection is approved
+//     ("Auto-Approved") when the caller may act on the service, otherwise
+//     LinkedAuthorizationFailed; the service's owner acts on connections
+//     through ActOnConnection; a deleted service leaves its endpoints
+//     Disconnected.
 //   - Azure Policy, as deny assignments that require a tag (and its value)
 //     on every resource type with tags and a location (SetPolicies): 403
 //     RequestDisallowedByPolicy naming the assignment.
@@ -156,6 +168,9 @@
 // CannotDeleteLoadBalancerWithPrivateLinkService,
 // InvalidNumberOfPrivateLinkServiceLoadBalancerFrontendIpConfigurationsSpecified,
 // ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible,
+// MissingParameterOnPrivateLinkServiceConnection, OnlyOneGroupIdPermitted,
+// InvalidValuesForRequestParameters,
+// PrivateEndpointIpConfigurationMissingMemberNamesRequiredByFps,
 // AuthorizationFailed, LinkedAuthorizationFailed, AuthenticationFailed,
 // InvalidAuthenticationToken, ExpiredAuthenticationToken,
 // SubscriptionRequestsThrottled, MissingApiVersionParameter, Conflict (private
@@ -173,7 +188,8 @@
 // PrivateLinkServicePrimaryIpConfigurationCannotBeChanged,
 // PrivateLinkServiceIpConfigurationSubnetMustBeInLoadBalancerVnet,
 // InUseSubnetCannotBeUpdated, InUseNetworkInterfaceCannotBeDeleted,
-// InvalidPrivateEndpointConnectionStatus, the <limit>LimitExceeded codes of
+// InvalidPrivateEndpointConnectionStatus,
+// PrivateEndpointIpConfigurationMemberNameNotRequired, the <limit>LimitExceeded codes of
 // Limits, and TooManyRequests for a resource provider's window. Classify
 // errors by status first.
 //

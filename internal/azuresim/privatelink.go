@@ -501,6 +501,10 @@ type peLink struct {
 	manual   bool
 	plsID    string
 	fqdns    []*string
+	// members are the addresses of an endpoint to an Azure service, one
+	// per required member of its group (firstparty.go); none for an
+	// endpoint to a private link service, whose one address is address.
+	members []peMember
 }
 
 var peKind = &kind{
@@ -548,10 +552,9 @@ func putPE(s *state, req *putRequest) *armError {
 		return errInvalidReference(subnetID, req.id)
 	}
 	target := ptr.Deref(conn.Properties.PrivateLinkServiceID, "")
-	plsRes := s.resolvePLS(target)
-	if plsRes == nil || !visibleTo(plsRes, req.path.sub) {
-		return errBadRequest("ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible",
-			"Third-party Private Link Service Id %s provided during private endpoint creation does not exist or is not visible.", target)
+	plsRes, members, e := s.peTarget(req, pe, conn, target)
+	if e != nil {
+		return e
 	}
 	if e := s.checkEndpointCreate(req, subnetID, plsRes); e != nil {
 		return e
@@ -560,19 +563,21 @@ func putPE(s *state, req *putRequest) *armError {
 	if !isManual {
 		if !canAutoApprove(plsRes, req) {
 			return errLinkedAuthorizationFailed(req.principalOrAnonymous(), action(req.path, http.MethodPut), req.id,
-				"Microsoft.Network/privateLinkServices/privateEndpointConnectionsApproval/action", plsRes.id)
+				approvalAction(plsRes), plsRes.id)
 		}
 		status = ConnectionApproved
 	}
 	link := req.existing.linkOrNil()
 	sameTarget := link != nil && link.connID != "" && strings.EqualFold(link.plsID, plsRes.id) && link.manual == isManual
 	if link == nil {
-		if link, e = newPELink(req, pe, pool); e != nil {
+		if link, e = newPELink(req, pe, pool, members); e != nil {
 			return e
 		}
 	}
 	link.manual, link.plsID = isManual, plsRes.id
-	link.fqdns = objOf[armnetwork.PrivateLinkService](plsRes).Properties.Fqdns
+	if members == nil {
+		link.fqdns = objOf[armnetwork.PrivateLinkService](plsRes).Properties.Fqdns
+	}
 	req.res.link = link
 	pe.Properties.NetworkInterfaces, pe.Properties.CustomDNSConfigs = nil, nil
 	req.res.obj = pe
@@ -590,6 +595,24 @@ func putPE(s *state, req *putRequest) *armError {
 		s.askAgain(link, conn)
 	}
 	return nil
+}
+
+// peTarget resolves an endpoint's target: a private link service the
+// caller's subscription may see (by ID or alias), or an Azure service by
+// resource ID, with the members its group gives addresses to.
+func (s *state) peTarget(req *putRequest, pe *armnetwork.PrivateEndpoint, conn *armnetwork.PrivateLinkServiceConnection, target string) (*resource, []peMember, *armError) {
+	if r := s.lookup(target); r != nil {
+		if st := serviceTypeOf(r); st != nil {
+			members, e := serviceMembers(req, pe, conn, r, st)
+			return r, members, e
+		}
+	}
+	plsRes := s.resolvePLS(target)
+	if plsRes == nil || !visibleTo(plsRes, req.path.sub) {
+		return nil, nil, errBadRequest("ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible",
+			"Third-party Private Link Service Id %s provided during private endpoint creation does not exist or is not visible.", target)
+	}
+	return plsRes, nil, nil
 }
 
 // askAgain: a consumer that PUTs its manual connection with status Pending
@@ -660,22 +683,34 @@ func peConnection(req *putRequest, pe *armnetwork.PrivateEndpoint) (*armnetwork.
 
 // canAutoApprove says whether an automatic connection is approved at once:
 // the consumer's subscription is auto-approved, or the caller may approve
-// connections on a service in its own subscription.
+// connections on a service in its own subscription. On an Azure service,
+// the caller's rights on it decide, whatever its subscription.
 func canAutoApprove(pls *resource, req *putRequest) bool {
+	if serviceTypeOf(pls) != nil {
+		return req.principal.canAccess(pls.id)
+	}
 	if autoApproved(pls, req.path.sub) {
 		return true
 	}
 	return strings.EqualFold(pls.sub, req.path.sub) && req.principal.canAccess(pls.id)
 }
 
-// newPELink reserves the endpoint's address and names its NIC.
-func newPELink(req *putRequest, pe *armnetwork.PrivateEndpoint, pool *ipPool) (*peLink, *armError) {
+// newPELink reserves the endpoint's address (one per member for an Azure
+// service) and names its NIC.
+func newPELink(req *putRequest, pe *armnetwork.PrivateEndpoint, pool *ipPool, members []peMember) (*peLink, *armError) {
 	p := pe.Properties
 	nicName := ptr.Deref(p.CustomNetworkInterfaceName, "")
 	if nicName == "" {
 		nicName = req.name() + ".nic." + newGUID()
 	}
 	link := &peLink{subnetID: *p.Subnet.ID, nicID: resourceID(req.path.sub, req.path.rg, typeNIC, nicName)}
+	if members != nil {
+		if e := claimMembers(pool, link.nicID, members); e != nil {
+			return nil, e
+		}
+		link.members, link.address = members, members[0].address
+		return link, nil
+	}
 	if len(p.IPConfigurations) > 0 && p.IPConfigurations[0].Properties != nil && p.IPConfigurations[0].Properties.PrivateIPAddress != nil {
 		link.address = *p.IPConfigurations[0].Properties.PrivateIPAddress
 		return link, pool.claim(link.address, link.nicID)
@@ -698,7 +733,10 @@ func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLi
 	// between sources ("Auto Approved", "Auto-Approved", "Auto-approved"):
 	// nothing may depend on a description.
 	desc := conn.Properties.RequestMessage
-	if status == ConnectionApproved {
+	switch {
+	case status == ConnectionApproved && serviceTypeOf(pls) != nil:
+		desc = new("Auto-Approved") // ASO's recording of an endpoint to a storage account
+	case status == ConnectionApproved:
 		desc = new("Auto Approved")
 	}
 	c := &resource{
@@ -728,6 +766,15 @@ func (s *state) ensurePENIC(r *resource, pe *armnetwork.PrivateEndpoint) {
 	}
 	p := armPathOf(l.nicID)
 	nic := &resource{id: l.nicID, typeKey: typeNIC, sub: p.sub, rg: p.rg, name: p.names[0], state: stateSucceeded, etag: newETag()}
+	if len(l.members) > 0 {
+		nic.obj = &armnetwork.Interface{Location: pe.Location, Properties: &armnetwork.InterfacePropertiesFormat{
+			PrivateEndpoint:   &armnetwork.PrivateEndpoint{ID: new(r.id)},
+			ProvisioningState: new(armnetwork.ProvisioningStateSucceeded),
+			IPConfigurations:  memberNICConfigs(l),
+		}}
+		s.res[key(nic.id)] = nic
+		return
+	}
 	nic.obj = &armnetwork.Interface{
 		Location: pe.Location,
 		Properties: &armnetwork.InterfacePropertiesFormat{
@@ -788,6 +835,13 @@ func renderPE(s *state, r *resource) {
 	for _, fqdn := range l.fqdns {
 		p.CustomDNSConfigs = append(p.CustomDNSConfigs, &armnetwork.CustomDNSConfigPropertiesFormat{
 			Fqdn: new(ptr.Deref(fqdn, "")), IPAddresses: []*string{new(l.address)},
+		})
+	}
+	// An endpoint to an Azure service names each member's FQDN with its
+	// address (ASO's recording of an endpoint to a storage account).
+	for _, m := range l.members {
+		p.CustomDNSConfigs = append(p.CustomDNSConfigs, &armnetwork.CustomDNSConfigPropertiesFormat{
+			Fqdn: new(m.fqdn), IPAddresses: []*string{new(m.address)},
 		})
 	}
 }

@@ -2,6 +2,7 @@ package privateendpoints
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
@@ -35,6 +36,18 @@ type Desired struct {
 	// ASGs are application security groups the endpoint joins (none: the
 	// endpoint's groups are left as they are).
 	ASGs []string
+	// GroupIDs name the sub-resource of an Azure service target (none for
+	// a private link service).
+	GroupIDs []string
+	// IPConfigs are static addresses per member of an Azure service
+	// target's sub-resource.
+	IPConfigs []IPConfig
+}
+
+// IPConfig is a static address for one member of an Azure service's
+// sub-resource.
+type IPConfig struct {
+	Name, MemberName, Address string
 }
 
 // ConnectionName is the name of the endpoint's one connection.
@@ -79,6 +92,9 @@ func Body(d Desired, observed *armnetwork.PrivateEndpoint) armnetwork.PrivateEnd
 	} else {
 		props.PrivateLinkServiceConnections = []*armnetwork.PrivateLinkServiceConnection{conn}
 	}
+	for _, g := range d.GroupIDs {
+		conn.Properties.GroupIDs = append(conn.Properties.GroupIDs, new(g))
+	}
 	if observed != nil && observed.Properties != nil {
 		// Azure keeps the connection's state through a PUT only when the
 		// connection is sent back as it is.
@@ -88,15 +104,34 @@ func Body(d Desired, observed *armnetwork.PrivateEndpoint) armnetwork.PrivateEnd
 			conn.Properties.GroupIDs = c.Properties.GroupIDs
 		}
 	}
+	props.IPConfigurations = d.ipConfigurations()
+	return armnetwork.PrivateEndpoint{Location: new(d.Location), Tags: tags, Properties: props}
+}
+
+// ipConfigurations are the static IP configurations of the PUT body: the
+// one address of an endpoint to a private link service, or one per member
+// of an Azure service's sub-resource (with its group ID, as Azure's
+// PrivateEndpointCreate example sends them).
+func (d Desired) ipConfigurations() []*armnetwork.PrivateEndpointIPConfiguration {
 	if d.IPAddress != "" {
-		props.IPConfigurations = []*armnetwork.PrivateEndpointIPConfiguration{{
-			Name: new(d.Name + "-ipconfig"),
-			Properties: &armnetwork.PrivateEndpointIPConfigurationProperties{
-				PrivateIPAddress: new(d.IPAddress),
-			},
+		return []*armnetwork.PrivateEndpointIPConfiguration{{
+			Name:       new(d.Name + "-ipconfig"),
+			Properties: &armnetwork.PrivateEndpointIPConfigurationProperties{PrivateIPAddress: new(d.IPAddress)},
 		}}
 	}
-	return armnetwork.PrivateEndpoint{Location: new(d.Location), Tags: tags, Properties: props}
+	var out []*armnetwork.PrivateEndpointIPConfiguration
+	for _, c := range d.IPConfigs {
+		name := c.Name
+		if name == "" {
+			name = d.Name + "-" + c.MemberName
+		}
+		p := &armnetwork.PrivateEndpointIPConfigurationProperties{MemberName: new(c.MemberName), PrivateIPAddress: new(c.Address)}
+		if len(d.GroupIDs) > 0 {
+			p.GroupID = new(d.GroupIDs[0])
+		}
+		out = append(out, &armnetwork.PrivateEndpointIPConfiguration{Name: new(name), Properties: p})
+	}
+	return out
 }
 
 func firstConnection(p *armnetwork.PrivateEndpointProperties) *armnetwork.PrivateLinkServiceConnection {
@@ -152,11 +187,46 @@ func Immutable(d Desired, observed *armnetwork.PrivateEndpoint) string {
 	}
 	// A target given by alias comes back as the service's resource ID, so
 	// only a target given by ID can be compared.
-	if c := firstConnection(p); c != nil && c.Properties != nil && strings.HasPrefix(d.Target, "/") &&
+	c := firstConnection(p)
+	if c != nil && c.Properties != nil && strings.HasPrefix(d.Target, "/") &&
 		!strings.EqualFold(ptr.Deref(c.Properties.PrivateLinkServiceID, ""), d.Target) {
 		return FieldTarget
 	}
+	if c != nil && c.Properties != nil && len(d.GroupIDs) > 0 && !slices.Equal(derefAll(c.Properties.GroupIDs), d.GroupIDs) {
+		return "groupIDs"
+	}
+	if len(d.IPConfigs) > 0 && !sameStatic(p.IPConfigurations, d.IPConfigs) {
+		return "ipConfigurations"
+	}
 	return ""
+}
+
+// sameStatic says whether an endpoint has exactly the static addresses
+// asked for, member by member.
+func sameStatic(have []*armnetwork.PrivateEndpointIPConfiguration, want []IPConfig) bool {
+	got := map[string]string{}
+	for _, c := range have {
+		if c != nil && c.Properties != nil {
+			got[ptr.Deref(c.Properties.MemberName, "")] = ptr.Deref(c.Properties.PrivateIPAddress, "")
+		}
+	}
+	if len(got) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		if got[w.MemberName] != w.Address {
+			return false
+		}
+	}
+	return true
+}
+
+func derefAll(in []*string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		out = append(out, ptr.Deref(s, ""))
+	}
+	return out
 }
 
 // FieldTarget is what Immutable names when the endpoint connects to

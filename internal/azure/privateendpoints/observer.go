@@ -7,6 +7,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,12 @@ type Observation struct {
 	Tags map[string]string
 }
 
+// DNSConfig is one of an endpoint's customDnsConfigs.
+type DNSConfig struct {
+	FQDN string
+	IPs  []string
+}
+
 // Ready says the endpoint can carry traffic: provisioned, approved, with an
 // IP. Pointing DNS at anything less fails silently.
 func (o Observation) Ready() bool {
@@ -77,6 +84,32 @@ func Observe(pe *armnetwork.PrivateEndpoint, nicIP func(nicID string) string) Ob
 	}
 	o.IP = address(p, o.NICIDs, nicIP)
 	return o
+}
+
+// DNSConfigs reads an endpoint's customDnsConfigs: the names Azure says it
+// serves, each with its addresses, and every address once in Azure's order
+// (one per member of an Azure service's sub-resource; one for a private
+// link service).
+func DNSConfigs(pe *armnetwork.PrivateEndpoint) (configs []DNSConfig, ips []string) {
+	if pe == nil || pe.Properties == nil {
+		return nil, nil
+	}
+	for _, c := range pe.Properties.CustomDNSConfigs {
+		if c == nil {
+			continue
+		}
+		dc := DNSConfig{FQDN: ptr.Deref(c.Fqdn, "")}
+		for _, ip := range c.IPAddresses {
+			if a := ptr.Deref(ip, ""); a != "" {
+				dc.IPs = append(dc.IPs, a)
+				if !slices.Contains(ips, a) {
+					ips = append(ips, a)
+				}
+			}
+		}
+		configs = append(configs, dc)
+	}
+	return configs, ips
 }
 
 // readConnection reads the endpoint's one connection, manual or automatic.

@@ -23,7 +23,16 @@ func (r *Reconciler) desired(obj *v1alpha1.AzurePrivateEndpoint, target string) 
 		Name: obj.AzurePrivateEndpointName(), Location: s.Location, SubnetID: s.SubnetID, Target: target,
 		ManualApproval: s.ManualApproval, RequestMessage: s.RequestMessage, IPAddress: s.IPAddress, Owner: owner(obj),
 		Tags: azure.Tags(r.Opts.Tags, s.Tags), NICName: s.NetworkInterfaceName, ASGs: s.ApplicationSecurityGroupIDs,
+		GroupIDs: s.GroupIDs, IPConfigs: ipConfigs(s.IPConfigurations),
 	}
+}
+
+func ipConfigs(in []v1alpha1.PrivateEndpointIPConfiguration) []pe.IPConfig {
+	var out []pe.IPConfig
+	for _, c := range in {
+		out = append(out, pe.IPConfig{Name: c.Name, MemberName: c.MemberName, Address: c.PrivateIPAddress})
+	}
+	return out
 }
 
 // endpoint observes the private endpoint with one GET and writes it only
@@ -101,9 +110,11 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	return ctrl.Result{}, true, nil
 }
 
-// address records the endpoint's connection and address. The address is
-// read from the NIC only when the NIC is new to the operator: a NIC keeps
-// its address, and a recreated endpoint gets a new NIC.
+// address records the endpoint's connection and addresses: every address
+// Azure names in customDnsConfigs (one per member of an Azure service's
+// sub-resource), else the NIC's. The NIC is read only when it is new to the
+// operator: a NIC keeps its address, and a recreated endpoint gets a new
+// NIC.
 func (r *Reconciler) address(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, observed *armnetwork.PrivateEndpoint) error {
 	st := &obj.Status
 	o := pe.Observe(observed, nil)
@@ -112,21 +123,27 @@ func (r *Reconciler) address(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 	if len(o.NICIDs) > 0 {
 		nic = o.NICIDs[0]
 	}
-	ip := o.IP
+	configs, ips := pe.DNSConfigs(observed)
 	switch {
-	case ip != "":
+	case len(ips) > 0:
 	case nic != "" && strings.EqualFold(nic, st.NetworkInterfaceID) && len(st.IPAddresses) > 0:
-		ip = st.IPAddresses[0]
+		ips = st.IPAddresses[:1]
 	case nic != "":
-		var err error
-		if ip, err = api.InterfaceIP(ctx, nic); err != nil {
+		ip, err := api.InterfaceIP(ctx, nic)
+		if err != nil {
 			return err
 		}
+		if ip != "" {
+			ips = []string{ip}
+		}
 	}
-	if ip == "" {
+	if len(ips) == 0 {
 		return waitFor(ReasonNoAddress, "private endpoint %s has no address yet", o.Name)
 	}
-	st.NetworkInterfaceID, st.IPAddresses = nic, []string{ip}
+	st.NetworkInterfaceID, st.IPAddresses, st.CustomDNSConfigs = nic, ips, nil
+	for _, c := range configs {
+		st.CustomDNSConfigs = append(st.CustomDNSConfigs, v1alpha1.CustomDNSConfig{FQDN: c.FQDN, IPAddresses: c.IPs})
+	}
 	return nil
 }
 

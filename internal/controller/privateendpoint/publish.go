@@ -25,6 +25,11 @@ const (
 	KeyIPAddresses       = "ipAddresses"
 	KeyFQDNs             = "fqdns"
 	KeyPrivateEndpointID = "privateEndpointID"
+	// KeyHosts holds the names Azure says the endpoint serves
+	// (status.customDNSConfigs), one "<address> <fqdn>" line each, as in
+	// a hosts file: for an Azure service, each member's name with its
+	// address. Present only when Azure names any.
+	KeyHosts = "hosts"
 )
 
 // The annotations external-dns reads on a Service: the names to publish
@@ -81,10 +86,26 @@ func publicationOf(obj *v1alpha1.AzurePrivateEndpoint) (publication, bool) {
 		},
 		targets: strings.Join(st.IPAddresses, ","),
 	}
+	if hosts := hostsLines(st.CustomDNSConfigs); hosts != "" {
+		p.data[KeyHosts] = hosts
+	}
 	if s := obj.Spec.Publish.Service; s != nil {
 		p.hostnames = strings.Join(s.Hostnames, ",")
 	}
 	return p, true
+}
+
+// hostsLines is "<address> <fqdn>" per address of each name, a line each.
+func hostsLines(configs []v1alpha1.CustomDNSConfig) string {
+	var b strings.Builder
+	for _, c := range configs {
+		for _, ip := range c.IPAddresses {
+			if c.FQDN != "" {
+				fmt.Fprintf(&b, "%s %s\n", ip, c.FQDN)
+			}
+		}
+	}
+	return b.String()
 }
 
 // publish writes spec.publish's objects and deletes those that left the

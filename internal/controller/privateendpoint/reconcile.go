@@ -178,9 +178,10 @@ func lowest(a, b ctrl.Result) ctrl.Result {
 	}
 }
 
-// target is the private link service to connect to: the ID, the alias,
-// the referenced AzurePrivateLinkService's resource ID once it has one, or
-// the one cloud-provider-azure made for a Service.
+// target is what to connect to: the private link service's ID or alias,
+// an Azure service's resource ID, the referenced AzurePrivateLinkService's
+// resource ID once it has one, or the service cloud-provider-azure made for
+// a Service.
 func (r *Reconciler) target(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api azureAPI) (string, error) {
 	s := obj.Spec
 	switch {
@@ -188,6 +189,8 @@ func (r *Reconciler) target(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 		return s.PrivateLinkServiceID, nil
 	case s.PrivateLinkServiceAlias != "":
 		return s.PrivateLinkServiceAlias, nil
+	case s.PrivateLinkResourceID != "":
+		return s.PrivateLinkResourceID, nil
 	case s.CloudProviderService != nil:
 		return r.serviceTarget(ctx, obj, api)
 	case s.PrivateLinkServiceRef == nil:

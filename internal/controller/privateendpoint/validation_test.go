@@ -92,6 +92,37 @@ func TestValidation(t *testing.T) {
 			o.Spec.PrivateLinkServiceID = ""
 			o.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx", ResourceGroup: prg, SubscriptionID: "wc1"}
 		}, "spec.cloudProviderService.subscriptionID"},
+		{"a group ID without an Azure service", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.GroupIDs = []string{"blob"} },
+			"spec.groupIDs names the sub-resource of spec.privateLinkResourceID"},
+		{"an Azure service without a group ID", func(o *v1alpha1.AzurePrivateEndpoint) { azureService(o); o.Spec.GroupIDs = nil },
+			"spec.groupIDs names the sub-resource of spec.privateLinkResourceID"},
+		{"two group IDs (Azure permits one)", func(o *v1alpha1.AzurePrivateEndpoint) { azureService(o); o.Spec.GroupIDs = []string{"blob", "file"} },
+			"spec.groupIDs"},
+		{"a private link service named as an Azure service", func(o *v1alpha1.AzurePrivateEndpoint) {
+			azureService(o)
+			o.Spec.PrivateLinkResourceID = someService
+		}, "a private link service is spec.privateLinkServiceID"},
+		{"an Azure service beside a private link service", func(o *v1alpha1.AzurePrivateEndpoint) {
+			azureService(o)
+			o.Spec.PrivateLinkServiceID = someService
+		}, "spec needs exactly one target"},
+		{"static configurations to a private link service", func(o *v1alpha1.AzurePrivateEndpoint) {
+			o.Spec.IPConfigurations = []v1alpha1.PrivateEndpointIPConfiguration{{MemberName: "x", PrivateIPAddress: "10.9.2.40"}}
+		}, "spec.ipConfigurations are for an Azure service target"},
+		{"one static address to an Azure service", func(o *v1alpha1.AzurePrivateEndpoint) { azureService(o); o.Spec.IPAddress = "10.9.2.40" },
+			"use spec.ipConfigurations"},
+		{"two addresses for one member", func(o *v1alpha1.AzurePrivateEndpoint) {
+			azureService(o)
+			o.Spec.IPConfigurations = []v1alpha1.PrivateEndpointIPConfiguration{{MemberName: "registry", PrivateIPAddress: "10.9.2.40"}, {MemberName: "registry", PrivateIPAddress: "10.9.2.41"}}
+		}, "Duplicate value"},
+		{"a static address that is not IPv4, per member", func(o *v1alpha1.AzurePrivateEndpoint) {
+			azureService(o)
+			o.Spec.IPConfigurations = []v1alpha1.PrivateEndpointIPConfiguration{{MemberName: "registry", PrivateIPAddress: "10.9.2.300"}}
+		}, "spec.ipConfigurations[0].privateIPAddress"},
+		{"DNS for an Azure service (privatelink zones are the network's)", func(o *v1alpha1.AzurePrivateEndpoint) {
+			azureService(o)
+			o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: "privatelink.azurecr.io", Records: []string{"reg1"}}
+		}, "spec.dns is for private link services"},
 	}
 	for i, c := range cases {
 		obj := ape("invalid-"+string(rune('a'+i)), someService)
@@ -148,6 +179,19 @@ func TestValidation(t *testing.T) {
 		t.Errorf("removing spec.dns: %v", err)
 	}
 
+	// An Azure service target, its group and its static addresses are
+	// immutable.
+	bySvcID := ape("valid-azure-service", someService)
+	azureService(bySvcID)
+	bySvcID.Spec.IPConfigurations = []v1alpha1.PrivateEndpointIPConfiguration{{MemberName: "registry", PrivateIPAddress: "10.9.2.40"}}
+	create(t, w, bySvcID)
+	refused(t, w, "valid-azure-service", "another group", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.GroupIDs = []string{"registry_data"} }, "the target")
+	refused(t, w, "valid-azure-service", "another address", func(o *v1alpha1.AzurePrivateEndpoint) {
+		o.Spec.IPConfigurations[0].PrivateIPAddress = "10.9.2.41"
+	}, "spec.ipConfigurations is immutable")
+	refused(t, w, "valid-azure-service", "no static addresses any more", func(o *v1alpha1.AzurePrivateEndpoint) { o.Spec.IPConfigurations = nil },
+		"spec.ipConfigurations is immutable")
+
 	// A Service target is immutable in each of its fields.
 	bySvc := ape("valid-service", "")
 	bySvc.Spec.CloudProviderService = &v1alpha1.CloudProviderServiceReference{Namespace: "ingress", Name: "nginx", ResourceGroup: prg}
@@ -169,4 +213,12 @@ func refused(t *testing.T, w *testworld.World, name, reason string, mutate func(
 	if err := w.Client.Update(context.Background(), cur); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("%s: got %v, want an error with %q", reason, err, want)
 	}
+}
+
+// azureService makes an object target a container registry's registry
+// sub-resource, without DNS.
+func azureService(o *v1alpha1.AzurePrivateEndpoint) {
+	o.Spec.PrivateLinkServiceID, o.Spec.DNS = "", nil
+	o.Spec.PrivateLinkResourceID = "/subscriptions/" + provider + "/resourceGroups/" + prg + "/providers/Microsoft.ContainerRegistry/registries/reg1"
+	o.Spec.GroupIDs = []string{"registry"}
 }
