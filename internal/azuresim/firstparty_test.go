@@ -55,16 +55,7 @@ func seedServices(t *testing.T, e *env) {
 // customDnsConfigs and on the NIC, approval, and Disconnected once the
 // service is deleted.
 func TestServiceEndpoints(t *testing.T) {
-	tests := []struct {
-		reason     string
-		target     string
-		groups     []string
-		static     map[string]string
-		manual     bool
-		wantCreate string
-		wantDNS    map[string]string // FQDN -> address
-		wantStatus string
-	}{
+	tests := []serviceCase{
 		{reason: "blob, automatic: approved, one FQDN", target: storageID, groups: []string{"blob"},
 			wantDNS: map[string]string{"acct1.blob.core.windows.net": "10.2.0.5"}, wantStatus: azuresim.ConnectionApproved},
 		{reason: "no group ID", target: storageID, wantCreate: "MissingParameterOnPrivateLinkServiceConnection"},
@@ -85,44 +76,58 @@ func TestServiceEndpoints(t *testing.T) {
 			wantDNS: map[string]string{"acct1.blob.core.windows.net": "10.2.0.5"}, wantStatus: azuresim.ConnectionPending},
 	}
 	for _, tc := range tests {
-		t.Run(tc.reason, func(t *testing.T) {
-			e := newEnv(t, azuresim.Options{})
-			seedServices(t, e)
-			cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
-			pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
-			err := pollErr(func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
-				return pes.BeginCreateOrUpdate(context.Background(), "mc-rg", "pe", serviceEndpoint(cons.nodeSubnetID, tc.target, tc.groups, tc.static, tc.manual), nil)
-			})
-			if code, _ := errorCode(err); code != tc.wantCreate {
-				t.Fatalf("create: want %q, got %v", tc.wantCreate, err)
-			}
-			if tc.wantCreate != "" {
-				if left := e.srv.Endpoints(); len(left) != 0 {
-					t.Errorf("a refused endpoint left %+v", left)
-				}
-				return
-			}
-			got, err := pes.Get(context.Background(), "mc-rg", "pe", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dns := map[string]string{}
-			for _, c := range got.Properties.CustomDNSConfigs {
-				dns[*c.Fqdn] = *c.IPAddresses[0]
-			}
-			if d := cmp.Diff(tc.wantDNS, dns); d != "" {
-				t.Errorf("customDnsConfigs (-want +got):\n%s", d)
-			}
-			conn := append(got.Properties.PrivateLinkServiceConnections, got.Properties.ManualPrivateLinkServiceConnections...)[0]
-			if s := *conn.Properties.PrivateLinkServiceConnectionState.Status; s != tc.wantStatus {
-				t.Errorf("connection %s, want %s", s, tc.wantStatus)
-			}
-			if d := cmp.Diff(tc.groups, derefs(conn.Properties.GroupIDs)); d != "" {
-				t.Errorf("groupIds (-want +got):\n%s", d)
-			}
-			checkMemberNIC(t, e, got.PrivateEndpoint, tc.wantDNS)
-		})
+		t.Run(tc.reason, func(t *testing.T) { runServiceCase(t, tc) })
 	}
+}
+
+// serviceCase is one row of TestServiceEndpoints.
+type serviceCase struct {
+	reason     string
+	target     string
+	groups     []string
+	static     map[string]string
+	manual     bool
+	wantCreate string
+	wantDNS    map[string]string // FQDN -> address
+	wantStatus string
+}
+
+func runServiceCase(t *testing.T, tc serviceCase) {
+	e := newEnv(t, azuresim.Options{})
+	seedServices(t, e)
+	cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
+	pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
+	err := pollErr(func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+		return pes.BeginCreateOrUpdate(context.Background(), "mc-rg", "pe", serviceEndpoint(cons.nodeSubnetID, tc.target, tc.groups, tc.static, tc.manual), nil)
+	})
+	if code, _ := errorCode(err); code != tc.wantCreate {
+		t.Fatalf("create: want %q, got %v", tc.wantCreate, err)
+	}
+	if tc.wantCreate != "" {
+		if left := e.srv.Endpoints(); len(left) != 0 {
+			t.Errorf("a refused endpoint left %+v", left)
+		}
+		return
+	}
+	got, err := pes.Get(context.Background(), "mc-rg", "pe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns := map[string]string{}
+	for _, c := range got.Properties.CustomDNSConfigs {
+		dns[*c.Fqdn] = *c.IPAddresses[0]
+	}
+	if d := cmp.Diff(tc.wantDNS, dns); d != "" {
+		t.Errorf("customDnsConfigs (-want +got):\n%s", d)
+	}
+	conn := append(got.Properties.PrivateLinkServiceConnections, got.Properties.ManualPrivateLinkServiceConnections...)[0]
+	if s := *conn.Properties.PrivateLinkServiceConnectionState.Status; s != tc.wantStatus {
+		t.Errorf("connection %s, want %s", s, tc.wantStatus)
+	}
+	if d := cmp.Diff(tc.groups, derefs(conn.Properties.GroupIDs)); d != "" {
+		t.Errorf("groupIds (-want +got):\n%s", d)
+	}
+	checkMemberNIC(t, e, got.PrivateEndpoint, tc.wantDNS)
 }
 
 // checkMemberNIC checks that the endpoint's NIC has one IP configuration

@@ -28,7 +28,7 @@ func (r *Reconciler) desired(obj *v1alpha1.AzurePrivateEndpoint, target string) 
 }
 
 func ipConfigs(in []v1alpha1.PrivateEndpointIPConfiguration) []pe.IPConfig {
-	var out []pe.IPConfig
+	out := make([]pe.IPConfig, 0, len(in))
 	for _, c := range in {
 		out = append(out, pe.IPConfig{Name: c.Name, MemberName: c.MemberName, Address: c.PrivateIPAddress})
 	}
