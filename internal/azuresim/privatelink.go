@@ -814,11 +814,21 @@ func renderPE(s *state, r *resource) {
 		for _, c := range list.conns {
 			c.ID = new(r.id + "/" + list.typ + "/" + ptr.Deref(c.Name, ""))
 			c.Type = new("Microsoft.Network/privateEndpoints/" + list.typ)
+			c.Etag = new(r.etag)
 			c.Properties.PrivateLinkServiceConnectionState = state
 			c.Properties.ProvisioningState = new(armnetwork.ProvisioningStateSucceeded)
 		}
 	}
-	p.NetworkInterfaces, p.CustomDNSConfigs = nil, nil
+	// What Azure always returns, empty or not (ASO's recording of an
+	// endpoint to a storage account): both connection lists, the static
+	// IP configurations, the custom NIC name ("" without one).
+	p.PrivateLinkServiceConnections = orEmpty(p.PrivateLinkServiceConnections)
+	p.ManualPrivateLinkServiceConnections = orEmpty(p.ManualPrivateLinkServiceConnections)
+	p.IPConfigurations = orEmpty(p.IPConfigurations)
+	if p.CustomNetworkInterfaceName == nil {
+		p.CustomNetworkInterfaceName = new("")
+	}
+	p.NetworkInterfaces, p.CustomDNSConfigs = nil, []*armnetwork.CustomDNSConfigPropertiesFormat{}
 	nic := s.lookup(l.nicID)
 	if nic == nil {
 		return // not provisioned yet
@@ -828,6 +838,13 @@ func renderPE(s *state, r *resource) {
 		p.NetworkInterfaces = []*armnetwork.Interface{objOf[armnetwork.Interface](nic)}
 	} else {
 		p.NetworkInterfaces = []*armnetwork.Interface{{ID: new(nic.id)}}
+	}
+	// Azure's 201 while the endpoint is Updating has customDnsConfigs
+	// empty; they are filled once it is provisioned (ASO's recording of an
+	// endpoint to a storage account): an address is read once
+	// provisioningState is Succeeded.
+	if r.state == stateUpdating {
+		return
 	}
 	// As Azure: customDnsConfigs name the service's FQDNs; an endpoint to a
 	// private link service without FQDNs has none, and its IP is only on
