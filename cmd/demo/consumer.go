@@ -33,6 +33,7 @@ const (
 	demoLocation   = "westeurope"
 	providerPrefix = "10.60"
 	guestPrefix    = "10.70"
+	registryName   = "platformacr"
 )
 
 // consumer runs the consumer step and prints what the API server's name
@@ -96,6 +97,46 @@ Ask azuresim yourself:
 	if from.Status != azuresim.ResolveOK || len(from.Addresses) == 0 || from.Addresses[0] != got.Status.IPAddresses[0] {
 		return fmt.Errorf("%s does not resolve to the endpoint's address %v from the guest network: %+v", name, got.Status.IPAddresses, from)
 	}
+	return d.azureService(ctx, providerSub, gVNet, identity)
+}
+
+// azureService connects the guest network to an Azure service, a container
+// registry of the provider's subscription, with a static address for each
+// of the two members of its registry sub-resource, and prints the names
+// Azure gives them.
+func (d *demo) azureService(ctx context.Context, providerSub, gVNet string, identity *v1alpha1.IdentityReference) error {
+	registry := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.ContainerRegistry/registries/%s", providerSub, providerRG, registryName)
+	body, err := json.Marshal(map[string]any{"location": demoLocation})
+	if err != nil {
+		return err
+	}
+	if err := d.sb.Sim.Seed(azuresim.Seed{Resources: []azuresim.SeedResource{{ID: registry, Body: body}}}); err != nil {
+		return fmt.Errorf("seeding the container registry: %w", err)
+	}
+	ape := &v1alpha1.AzurePrivateEndpoint{
+		ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: registryName},
+		Spec: v1alpha1.AzurePrivateEndpointSpec{
+			SubscriptionID: guestSub, ResourceGroup: guestRG, Location: demoLocation, IdentityRef: identity,
+			SubnetID:              gVNet + "/subnets/private-endpoints",
+			PrivateLinkResourceID: registry, GroupIDs: []string{"registry"},
+			IPConfigurations: []v1alpha1.PrivateEndpointIPConfiguration{
+				{MemberName: "registry", PrivateIPAddress: guestPrefix + ".1.40"},
+				{MemberName: "registry_data_" + demoLocation, PrivateIPAddress: guestPrefix + ".1.41"},
+			},
+		},
+	}
+	if err := d.sb.Client.Create(ctx, ape); err != nil {
+		return fmt.Errorf("creating AzurePrivateEndpoint %s: %w", ape.Name, err)
+	}
+	d.say("Applied AzurePrivateEndpoint %s/%s to the container registry %s (group registry, a static address per member)", consumerNS, registryName, registryName)
+	got, err := d.waitEndpointReady(ctx, ape)
+	if err != nil {
+		return err
+	}
+	d.say("AzurePrivateEndpoint %s/%s is Ready: connection %s; the names Azure gives its members (for the network's privatelink.azurecr.io zone):", consumerNS, registryName, got.Status.ConnectionState)
+	for _, c := range got.Status.CustomDNSConfigs {
+		d.say("  %-40s %s", c.FQDN, strings.Join(c.IPAddresses, ", "))
+	}
 	return nil
 }
 
@@ -123,14 +164,14 @@ func (d *demo) waitEndpointReady(ctx context.Context, obj *v1alpha1.AzurePrivate
 					return got, nil
 				}
 				if msg := c.Reason + ": " + c.Message; msg != last {
-					d.say("  %s/%s: %s", consumerNS, consumerName, msg)
+					d.say("  %s/%s: %s", obj.Namespace, obj.Name, msg)
 					last = msg
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("AzurePrivateEndpoint %s/%s not Ready within %s (last: %s)", consumerNS, consumerName, d.opts.timeout, last)
+			return nil, fmt.Errorf("AzurePrivateEndpoint %s/%s not Ready within %s (last: %s)", obj.Namespace, obj.Name, d.opts.timeout, last)
 		case <-time.After(time.Second):
 		}
 	}

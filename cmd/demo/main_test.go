@@ -123,6 +123,9 @@ func TestDemoNonInteractive(t *testing.T) {
 		"az network private-endpoint-connection approve --id /subscriptions/33333333-3333-3333-3333-333333333333/",
 		"AzurePrivateEndpoint org-hosted/hc1-apiserver is Ready",
 		"from the provider's network hcp-vnet:   no private zone linked here covers the name",
+		"AzurePrivateEndpoint org-hosted/platformacr is Ready: connection Approved",
+		"platformacr.azurecr.io                   10.70.1.40",
+		"platformacr.westeurope.data.azurecr.io   10.70.1.41",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

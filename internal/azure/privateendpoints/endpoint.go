@@ -192,7 +192,8 @@ func Immutable(d Desired, observed *armnetwork.PrivateEndpoint) string {
 		!strings.EqualFold(ptr.Deref(c.Properties.PrivateLinkServiceID, ""), d.Target) {
 		return FieldTarget
 	}
-	if c != nil && c.Properties != nil && len(d.GroupIDs) > 0 && !slices.Equal(derefAll(c.Properties.GroupIDs), d.GroupIDs) {
+	if c != nil && c.Properties != nil && len(d.GroupIDs) > 0 &&
+		!slices.EqualFunc(c.Properties.GroupIDs, d.GroupIDs, func(have *string, want string) bool { return ptr.Deref(have, "") == want }) {
 		return "groupIDs"
 	}
 	if len(d.IPConfigs) > 0 && !sameStatic(p.IPConfigurations, d.IPConfigs) {
@@ -219,14 +220,6 @@ func sameStatic(have []*armnetwork.PrivateEndpointIPConfiguration, want []IPConf
 		}
 	}
 	return true
-}
-
-func derefAll(in []*string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		out = append(out, ptr.Deref(s, ""))
-	}
-	return out
 }
 
 // FieldTarget is what Immutable names when the endpoint connects to
