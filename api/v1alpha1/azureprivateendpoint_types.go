@@ -145,8 +145,9 @@ type AzurePrivateEndpointSpec struct {
 	PrivateLinkResourceID string `json:"privateLinkResourceID,omitempty"`
 
 	// GroupIDs names the sub-resource of spec.privateLinkResourceID the
-	// endpoint connects to (Azure's group ID, case-sensitive: blob, file,
-	// vault, sqlServer, registry, ...). Azure permits one group ID on an
+	// endpoint connects to (Azure's group ID, spelled as the service spells
+	// it: Storage refuses BLOB for blob; blob, file, vault, sqlServer,
+	// registry, ...). Azure permits one group ID on an
 	// endpoint to an Azure service (OnlyOneGroupIdPermitted): one
 	// endpoint per sub-resource. Required with spec.privateLinkResourceID,
 	// refused without it. Immutable.

@@ -251,8 +251,13 @@ func (s *Server) Resources(typ string) []ResourceInfo {
 // connection's state.
 type EndpointInfo struct {
 	ID, Name, IP, NIC, ConnectionState, ProvisioningState string
-	// PrivateLinkService is the service the endpoint connects to.
+	// PrivateLinkService is the service the endpoint connects to (or the
+	// Azure service).
 	PrivateLinkService string
+	// Members are the addresses of an endpoint to an Azure service, by
+	// member name (IP is the first member's); nil for a private link
+	// service.
+	Members map[string]string
 }
 
 // Endpoints lists every private endpoint, for harnesses that check what
@@ -269,7 +274,7 @@ func (s *Server) Endpoints() []EndpointInfo {
 		out = append(out, EndpointInfo{
 			ID: r.id, Name: r.id[strings.LastIndex(r.id, "/")+1:], IP: r.link.address, NIC: r.link.nicID,
 			ConnectionState: ptr.Deref(connectionState(s.st, r.link).Status, ""), ProvisioningState: r.state,
-			PrivateLinkService: r.link.plsID,
+			PrivateLinkService: r.link.plsID, Members: memberAddresses(r.link),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i].ID) < key(out[j].ID) })

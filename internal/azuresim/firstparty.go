@@ -50,7 +50,9 @@ import (
 //     privateLinkConnectionProperties (groupId, requiredMemberName, fqdns):
 //     the network SDKs' NetworkInterfaceIPConfigurationPrivateLinkConnectionProperties.
 //
-// Not on record, so chosen by the emulator: a static configuration for a
+// Not on record, so chosen by the emulator: group IDs compare as spelled
+// for every service (on record for Storage only; the same azure-cli issue
+// says some other services accept other cases); a static configuration for a
 // member the group does not require is refused with the emulator's own code
 // PrivateEndpointIpConfigurationMemberNameNotRequired; every first-party
 // resource is visible to every subscription (anyone may ask; approval is the
@@ -60,10 +62,12 @@ import (
 // makes and deletes the resource with a synchronous PUT and DELETE, and acts
 // on connections as the owner through ActOnConnection.
 
-// serviceMember is one required member of a group: its name and FQDN.
+// serviceMember is one required member of a group: its name (followed by
+// the service's region when perRegion, as registry_data_<region>) and FQDN.
 type serviceMember struct {
-	name string
-	fqdn func(resource, location string) string
+	name      string
+	perRegion bool
+	fqdn      func(resource, location string) string
 }
 
 // serviceType is an Azure service the emulator serves as a private link
@@ -88,7 +92,7 @@ var serviceTypes = []serviceType{
 	{typ: "Microsoft.ContainerRegistry/registries", groups: map[string][]serviceMember{
 		"registry": {
 			{name: "registry", fqdn: func(n, _ string) string { return n + ".azurecr.io" }},
-			{name: "registry_data_", fqdn: func(n, loc string) string { return n + "." + loc + ".data.azurecr.io" }},
+			{name: "registry_data_", perRegion: true, fqdn: func(n, loc string) string { return n + "." + loc + ".data.azurecr.io" }},
 		},
 	}},
 	{typ: "Microsoft.Sql/servers", groups: map[string][]serviceMember{
@@ -178,7 +182,7 @@ func serviceMembers(req *putRequest, pe *armnetwork.PrivateEndpoint, conn *armne
 	members := make([]peMember, 0, len(required))
 	for _, m := range required {
 		name := m.name
-		if strings.HasSuffix(name, "_") { // registry_data_<region>
+		if m.perRegion {
 			name += svc.location
 		}
 		members = append(members, peMember{group: groups[0], name: name, fqdn: m.fqdn(svc.name, svc.location)})
@@ -256,43 +260,13 @@ func approvalAction(target *resource) string {
 	return typ + "/privateEndpointConnectionsApproval/action"
 }
 
-// memberNICConfigs are the NIC's IP configurations of an endpoint to an
-// Azure service: one per member, with what it serves.
-func memberNICConfigs(l *peLink) []*armnetwork.InterfaceIPConfiguration {
-	out := make([]*armnetwork.InterfaceIPConfiguration, 0, len(l.members))
-	for i, m := range l.members {
-		out = append(out, &armnetwork.InterfaceIPConfiguration{
-			ID:   new(l.nicID + "/ipConfigurations/privateEndpointIpConfig." + newGUID()),
-			Name: new("privateEndpointIpConfig." + m.name),
-			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-				Primary:                   new(i == 0),
-				PrivateIPAddress:          new(m.address),
-				PrivateIPAddressVersion:   new(armnetwork.IPVersionIPv4),
-				PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodDynamic),
-				Subnet:                    &armnetwork.Subnet{ID: new(l.subnetID)},
-				ProvisioningState:         new(armnetwork.ProvisioningStateSucceeded),
-				PrivateLinkConnectionProperties: &armnetwork.InterfaceIPConfigurationPrivateLinkConnectionProperties{
-					GroupID: new(m.group), RequiredMemberName: new(m.name), Fqdns: []*string{new(m.fqdn)},
-				},
-			},
-		})
-	}
-	return out
-}
-
-// EndpointAddresses is the address of each member of an endpoint to an
-// Azure service (member name → address), for harnesses; nil for an
-// endpoint to a private link service.
-func (s *Server) EndpointAddresses(endpointID string) map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.advance()
-	r := s.st.lookup(endpointID)
-	if r == nil || r.link == nil || len(r.link.members) == 0 {
+// memberAddresses are an endpoint's addresses by member, or nil.
+func memberAddresses(l *peLink) map[string]string {
+	if len(l.members) == 0 {
 		return nil
 	}
-	out := map[string]string{}
-	for _, m := range r.link.members {
+	out := make(map[string]string, len(l.members))
+	for _, m := range l.members {
 		out[m.name] = m.address
 	}
 	return out

@@ -181,7 +181,9 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 	if inVNet >= s.limits.PrivateEndpointsPerVirtualNetwork {
 		return errLimit(codeEndpointsPerVNet, "Private endpoints per virtual network", s.limits.PrivateEndpointsPerVirtualNetwork, "virtual network "+vnetID)
 	}
-	if n := len(s.list(typePLSConn, pls.id)); n >= s.limits.PrivateEndpointsPerPrivateLinkService {
+	// Azure's limit of endpoints per service is a private link service's;
+	// none is on record for an Azure service (firstparty.go).
+	if n := len(s.list(typePLSConn, pls.id)); pls.typeKey == typePLS && n >= s.limits.PrivateEndpointsPerPrivateLinkService {
 		return errLimit(codeEndpointsPerService, "Private endpoints per private link service", s.limits.PrivateEndpointsPerPrivateLinkService, "private link service "+pls.id)
 	}
 	return nil

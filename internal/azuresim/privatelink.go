@@ -766,35 +766,48 @@ func (s *state) ensurePENIC(r *resource, pe *armnetwork.PrivateEndpoint) {
 	}
 	p := armPathOf(l.nicID)
 	nic := &resource{id: l.nicID, typeKey: typeNIC, sub: p.sub, rg: p.rg, name: p.names[0], state: stateSucceeded, etag: newETag()}
-	if len(l.members) > 0 {
-		nic.obj = &armnetwork.Interface{Location: pe.Location, Properties: &armnetwork.InterfacePropertiesFormat{
-			PrivateEndpoint:   &armnetwork.PrivateEndpoint{ID: new(r.id)},
-			ProvisioningState: new(armnetwork.ProvisioningStateSucceeded),
-			IPConfigurations:  memberNICConfigs(l),
-		}}
-		s.res[key(nic.id)] = nic
-		return
-	}
 	nic.obj = &armnetwork.Interface{
 		Location: pe.Location,
 		Properties: &armnetwork.InterfacePropertiesFormat{
 			PrivateEndpoint:   &armnetwork.PrivateEndpoint{ID: new(r.id)},
 			ProvisioningState: new(armnetwork.ProvisioningStateSucceeded),
-			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-				ID:   new(l.nicID + "/ipConfigurations/privateEndpointIpConfig." + newGUID()),
-				Name: new("privateEndpointIpConfig"),
-				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-					Primary:                   new(true),
-					PrivateIPAddress:          new(l.address),
-					PrivateIPAddressVersion:   new(armnetwork.IPVersionIPv4),
-					PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodDynamic),
-					Subnet:                    &armnetwork.Subnet{ID: new(l.subnetID)},
-					ProvisioningState:         new(armnetwork.ProvisioningStateSucceeded),
-				},
-			}},
+			IPConfigurations:  nicConfigs(l),
 		},
 	}
 	s.res[key(nic.id)] = nic
+}
+
+// nicConfigs are the IP configurations of an endpoint's NIC: its one
+// address, or, for an Azure service, one per member with what it serves
+// (privateLinkConnectionProperties: groupId, requiredMemberName, fqdns, the
+// network SDK's NetworkInterfaceIPConfigurationPrivateLinkConnectionProperties).
+func nicConfigs(l *peLink) []*armnetwork.InterfaceIPConfiguration {
+	config := func(name, address string, primary bool) *armnetwork.InterfaceIPConfiguration {
+		return &armnetwork.InterfaceIPConfiguration{
+			ID:   new(l.nicID + "/ipConfigurations/privateEndpointIpConfig." + newGUID()),
+			Name: new(name),
+			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+				Primary:                   new(primary),
+				PrivateIPAddress:          new(address),
+				PrivateIPAddressVersion:   new(armnetwork.IPVersionIPv4),
+				PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodDynamic),
+				Subnet:                    &armnetwork.Subnet{ID: new(l.subnetID)},
+				ProvisioningState:         new(armnetwork.ProvisioningStateSucceeded),
+			},
+		}
+	}
+	if len(l.members) == 0 {
+		return []*armnetwork.InterfaceIPConfiguration{config("privateEndpointIpConfig", l.address, true)}
+	}
+	out := make([]*armnetwork.InterfaceIPConfiguration, 0, len(l.members))
+	for i, m := range l.members {
+		c := config("privateEndpointIpConfig."+m.name, m.address, i == 0)
+		c.Properties.PrivateLinkConnectionProperties = &armnetwork.InterfaceIPConfigurationPrivateLinkConnectionProperties{
+			GroupID: new(m.group), RequiredMemberName: new(m.name), Fqdns: []*string{new(m.fqdn)},
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // renderPE fills in the endpoint's derived state. Its view of the connection

@@ -118,7 +118,11 @@ func TestAzureServiceTargets(t *testing.T) {
 		t.Errorf("reg1 after the heal (-want +got):\n%s", d)
 	}
 	want := map[string]string{"registry": "10.9.2.40", "registry_data_" + location: "10.9.2.41"}
-	if d := cmp.Diff(want, w.Sim.EndpointAddresses(peResource+"reg1")); d != "" {
+	e := endpoint(w, "reg1")
+	if e == nil {
+		t.Fatal("azuresim holds no endpoint reg1 after the heal")
+	}
+	if d := cmp.Diff(want, e.Members); d != "" {
 		t.Errorf("azuresim's endpoint after the heal (-want +got):\n%s", d)
 	}
 }
