@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -96,12 +97,18 @@ type Credentials struct {
 type credEntry struct {
 	cred azcore.TokenCredential
 	// stop ends the credential's background work, if it has any.
-	stop            context.CancelFunc
-	identityVersion string
-	secretVersion   string
-	checked         time.Time
-	cloud           cloud.Configuration
-	transport       policy.Transporter
+	stop context.CancelFunc
+	// built and secret are what the credential was built from: the
+	// identity's credential fields and a digest of its Secret's value.
+	// Neither is a resourceVersion: CAPZ adds a finalizer to an identity
+	// for every cluster that uses it, and the identity guard one to its
+	// Secret, and a credential rebuilt for each such change asks Azure AD
+	// for a new token (611 token requests at 1,000 clusters, issue 41).
+	built     credentialInput
+	secret    [sha256.Size]byte
+	checked   time.Time
+	cloud     cloud.Configuration
+	transport policy.Transporter
 }
 
 // Credential is a usable credential for one cluster.
@@ -166,14 +173,16 @@ func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential,
 	entry := c.cache[cacheKey]
 	c.mu.Unlock()
 	now := c.now()
-	if entry != nil && entry.identityVersion == id.ResourceVersion && (!id.NeedsSecret() || now.Sub(entry.checked) < c.recheckAfter()) {
+	input := credentialInputOf(id)
+	if entry != nil && entry.built == input && (!id.NeedsSecret() || now.Sub(entry.checked) < c.recheckAfter()) {
 		return &Credential{TokenCredential: entry.cred, Cloud: entry.cloud, Transport: entry.transport, Key: cacheKey}, nil
 	}
-	secret, secretVersion, err := c.secret(ctx, id)
+	secret, err := c.secret(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if entry != nil && entry.identityVersion == id.ResourceVersion && entry.secretVersion == secretVersion {
+	digest := sha256.Sum256([]byte(secret))
+	if entry != nil && entry.built == input && entry.secret == digest {
 		c.mu.Lock()
 		entry.checked = now
 		c.mu.Unlock()
@@ -187,7 +196,7 @@ func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential,
 	// reconciles never build the same credential twice.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.cache[cacheKey]; e != nil && e.identityVersion == id.ResourceVersion && e.secretVersion == secretVersion && e != entry {
+	if e := c.cache[cacheKey]; e != nil && e.built == input && e.secret == digest && e != entry {
 		return &Credential{TokenCredential: e.cred, Cloud: e.cloud, Transport: e.transport, Key: cacheKey}, nil
 	}
 	bctx, stop := c.entryContext()
@@ -196,7 +205,7 @@ func (c *Credentials) ForSubject(ctx context.Context, sub Subject) (*Credential,
 		stop()
 		return nil, err
 	}
-	entry = &credEntry{cred: cred, stop: stop, identityVersion: id.ResourceVersion, secretVersion: secretVersion, checked: now, cloud: cfg, transport: transport}
+	entry = &credEntry{cred: cred, stop: stop, built: input, secret: digest, checked: now, cloud: cfg, transport: transport}
 	c.replace(cacheKey, entry)
 	c.Log.Info("Built Azure credential", "identity", id.Namespace+"/"+id.Name, "type", id.Spec.Type)
 	return &Credential{TokenCredential: cred, Cloud: cfg, Transport: transport, Key: cacheKey}, nil
@@ -309,28 +318,42 @@ func (c *Credentials) identity(ctx context.Context, ac Subject) (*Identity, erro
 	return id, nil
 }
 
-// secret returns the credential from the identity's Secret and the Secret's
-// resourceVersion; nothing for identities without a Secret.
-func (c *Credentials) secret(ctx context.Context, id *Identity) (string, string, error) {
+// secret returns the credential from the identity's Secret; nothing for
+// identities without a Secret.
+func (c *Credentials) secret(ctx context.Context, id *Identity) (string, error) {
 	if !id.NeedsSecret() {
-		return "", "", nil
+		return "", nil
 	}
 	ref := id.SecretRef()
 	if ref.Name == "" {
-		return "", "", identityErr(ReasonIdentityInvalid, "AzureClusterIdentity %s/%s of type %s has no spec.clientSecret", id.Namespace, id.Name, id.Spec.Type)
+		return "", identityErr(ReasonIdentityInvalid, "AzureClusterIdentity %s/%s of type %s has no spec.clientSecret", id.Namespace, id.Name, id.Spec.Type)
 	}
 	s := &corev1.Secret{}
 	if err := c.SecretReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", "", identityErr(ReasonIdentitySecret, "Secret %s/%s of AzureClusterIdentity %s/%s does not exist", ref.Namespace, ref.Name, id.Namespace, id.Name)
+			return "", identityErr(ReasonIdentitySecret, "Secret %s/%s of AzureClusterIdentity %s/%s does not exist", ref.Namespace, ref.Name, id.Namespace, id.Name)
 		}
-		return "", "", err
+		return "", err
 	}
 	v := s.Data[SecretKey]
 	if len(v) == 0 {
-		return "", "", identityErr(ReasonIdentitySecret, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, SecretKey)
+		return "", identityErr(ReasonIdentitySecret, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, SecretKey)
 	}
-	return string(v), s.ResourceVersion, nil
+	return string(v), nil
+}
+
+// credentialInput is every field of an identity that build reads. Its
+// allowedNamespaces are not among them: they are checked on every use.
+type credentialInput struct {
+	Type, TenantID, ClientID, CertPath string
+	Secret                             SecretReference
+	UAPath, UACloudType                string
+}
+
+func credentialInputOf(id *Identity) credentialInput {
+	s := id.Spec
+	return credentialInput{Type: s.Type, TenantID: s.TenantID, ClientID: s.ClientID, CertPath: s.CertPath, Secret: id.SecretRef(),
+		UAPath: s.UserAssignedIdentityCredentialsPath, UACloudType: s.UserAssignedIdentityCredentialsCloudType}
 }
 
 // build makes the credential for an identity type, the way CAPZ does.

@@ -287,6 +287,41 @@ func TestCredentialCache(t *testing.T) {
 		t.Error("a second use built a new credential")
 	}
 
+	// What others write on an identity and its Secret besides the
+	// credential — CAPZ's finalizer for every cluster that uses the
+	// identity, the identity guard's on the Secret, labels — builds
+	// nothing: each build asks Azure AD for a new token (issue 41).
+	id := &unstructured.Unstructured{}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp"}, id); err != nil {
+		t.Fatal(err)
+	}
+	id.SetFinalizers([]string{"azurecluster.infrastructure.cluster.x-k8s.io/0123"})
+	id.SetLabels(map[string]string{"team": "a"})
+	if err := ce.c.Update(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	held := &corev1.Secret{}
+	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp-secret"}, held); err != nil {
+		t.Fatal(err)
+	}
+	held.Finalizers = []string{"privatelink.giantswarm.io/identity-in-use"}
+	if err := ce.c.Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	ce.clock.SetTime(ce.clock.Now().Add(6 * time.Minute)) // the Secret is read again
+	metaOnly, err := ce.creds.For(ctx, cluster("sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if metaOnly.TokenCredential != first.TokenCredential {
+		t.Error("finalizers and labels on the identity and its Secret rebuilt the credential")
+	}
+	held.Finalizers = nil
+	if err := ce.c.Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+
 	s := &corev1.Secret{}
 	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp-secret"}, s); err != nil {
 		t.Fatal(err)

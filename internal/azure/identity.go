@@ -32,7 +32,6 @@ const SecretKey = "clientSecret"
 type Identity struct {
 	Name, Namespace string
 	UID             string
-	ResourceVersion string
 	Spec            IdentitySpec
 }
 
@@ -62,7 +61,7 @@ type AllowedNamespaces struct {
 
 // ParseIdentity reads an AzureClusterIdentity.
 func ParseIdentity(u *unstructured.Unstructured) (*Identity, error) {
-	id := &Identity{Name: u.GetName(), Namespace: u.GetNamespace(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}
+	id := &Identity{Name: u.GetName(), Namespace: u.GetNamespace(), UID: string(u.GetUID())}
 	spec, _, err := unstructured.NestedMap(u.Object, "spec")
 	if err != nil {
 		return nil, fmt.Errorf("AzureClusterIdentity %s/%s: spec: %w", id.Namespace, id.Name, err)

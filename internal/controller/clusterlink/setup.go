@@ -50,7 +50,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		For(newAzureCluster()).
 		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
-		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())))
+		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged()))
 	if opts.PrivateLinkServices {
 		// The WC's managed AzurePrivateLinkService becoming Ready is its
 		// "private links ready".
@@ -117,7 +117,7 @@ func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events
 		For(newAzureCluster()).
 		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
-		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient()))).
+		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(dr)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -112,6 +113,23 @@ func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstruct
 		}
 	}
 	return out
+}
+
+// identitySpecChanged passes creations and deletions, and updates that
+// change an identity's spec: what decides whether and how a cluster may use
+// it. CAPZ adds a finalizer to an identity for every cluster that uses it
+// (and the identity guard its own); mapped to every cluster of the
+// identity, N clusters sharing one identity made N² reconciles while they
+// were created (issue 41).
+func identitySpecChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*unstructured.Unstructured)
+		cur, okNew := e.ObjectNew.(*unstructured.Unstructured)
+		if !okOld || !okNew {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(old.Object["spec"], cur.Object["spec"])
+	}}
 }
 
 // subscriptionChanged passes creations and deletions, and updates that

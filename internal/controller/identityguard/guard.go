@@ -20,6 +20,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +29,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -122,8 +126,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("identity-secret-guard").
 		Watches(identity(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return requests([]string{secretOf(o)})
-		})).
+		}), builder.WithPredicates(secretRelevant())).
 		Complete(reconcile.Func(g.reconcileSecret))
+}
+
+// secretRelevant passes the identity events listed above and no other:
+// CAPZ adds its own finalizer to an identity for every cluster that uses
+// it, and each would cost an uncached read of the Secret (issue 41).
+func secretRelevant() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*unstructured.Unstructured)
+		cur, okNew := e.ObjectNew.(*unstructured.Unstructured)
+		if !okOld || !okNew {
+			return true
+		}
+		return controllerutil.ContainsFinalizer(old, Finalizer) != controllerutil.ContainsFinalizer(cur, Finalizer) ||
+			(old.GetDeletionTimestamp() == nil) != (cur.GetDeletionTimestamp() == nil) ||
+			!equality.Semantic.DeepEqual(old.Object["spec"], cur.Object["spec"])
+	}}
 }
 
 func (g *guard) reconcileIdentity(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
