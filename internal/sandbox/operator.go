@@ -35,6 +35,26 @@ func BuildOperator(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
+// Revision names the commit the work tree is at, for the reports a
+// benchmark writes: the short hash, with "+changes" when tracked files
+// differ from it (outside docs/, where the reports themselves go), or
+// "unknown" outside a git checkout.
+func Revision(ctx context.Context) string {
+	root, err := ModuleRoot(ctx)
+	if err != nil {
+		return "unknown"
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short=7", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	if exec.CommandContext(ctx, "git", "-C", root, "diff", "--quiet", "HEAD", "--", ".", ":(exclude)docs").Run() != nil {
+		rev += "+changes"
+	}
+	return rev
+}
+
 // ModuleRoot is the directory of this module's go.mod.
 func ModuleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()

@@ -128,6 +128,8 @@ type Result struct {
 	DNSWatchedSeconds float64            `json:"dnsWatchedSeconds,omitempty"`
 	DNSDoneSeconds    float64            `json:"dnsDoneSeconds,omitempty"`
 	DNSRates          []azuresim.DNSRate `json:"dnsRates,omitempty"`
+	// DNSPhase is what the operator did while DNS was watched.
+	DNSPhase *Phase `json:"dnsPhase,omitempty"`
 }
 
 // bench is one run in progress.
@@ -332,9 +334,11 @@ func (b *bench) watchDNS(ctx context.Context) error {
 	}
 	b.res.DNSRates = dnsRates(b.sb.Sim.PrivateDNSRates())
 	b.logf("DNS: %d of %d WCs ready %.0fs after the wiring; Private DNS requests: %+v", last.dnsReady, b.cfg.N, b.res.DNSWatchedSeconds, b.res.DNSRates)
-	if _, err := b.phase(time.Since(start)); err != nil {
+	p, err := b.phase(time.Since(start))
+	if err != nil {
 		return err
 	}
+	b.res.DNSPhase = &p
 	return nil
 }
 

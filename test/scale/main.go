@@ -50,6 +50,8 @@ type options struct {
 	consumerConcurrency int
 	consumerMarkdown    string
 	consumerJSON        string
+
+	revision string // the commit measured, named in the reports
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -126,6 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
 		return 2
 	}
+	opts.revision = sandbox.Revision(ctx)
 	results, consumers, err := runAll(ctx, opts, stdout)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)

@@ -77,6 +77,14 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: %+v", c.what, res)
 		}
 	}
+	checkBounds(t, append(wiringBounds(res),
+		bound{"restart and steady: token requests (a new process, one identity)", float64(res.Restart.TokenRequests + res.Steady.TokenRequests), 1},
+		bound{"steady: ARM reads per WC", perObject(res.N, res.Steady.ARMReads), 4},
+		bound{"delete: token requests", float64(res.Delete.TokenRequests), 0},
+		bound{"delete: writes to the MC object", float64(res.Delete.MCWrites), wiringMCWritesMax},
+		bound{"delete: writes per WC", perObject(res.N, res.Delete.WCWrites), 3},
+		bound{"delete: ARM reads per WC", perObject(res.N, res.Delete.ARMReads), 4},
+	))
 	table := markdownTable([]Result{res})
 	if !strings.Contains(table, "| N = 8 |") || !strings.Contains(table, "GET privateEndpoints") {
 		t.Errorf("table:\n%s", table)
@@ -124,6 +132,16 @@ func TestConsumerSmoke(t *testing.T) {
 			t.Errorf("%s: %+v", c.what, res)
 		}
 	}
+	checkBounds(t, []bound{
+		{"converge: token requests (one identity)", float64(res.Converge.TokenRequests), 1},
+		{"converge: writes per AzurePrivateEndpoint", res.KubeWritesPerObject, 6},
+		{"converge: ARM reads per AzurePrivateEndpoint", perObject(res.N, res.Converge.ARMReads), 10},
+		{"converge: Private DNS requests per AzurePrivateEndpoint", perObject(res.N, dnsRequests(res.Converge)), 10},
+		{"restart: ARM reads per AzurePrivateEndpoint", perObject(res.N, res.Restart.ARMReads), 6},
+		{"steady: ARM reads per AzurePrivateEndpoint", perObject(res.N, res.Steady.ARMReads), 4},
+		{"delete: ARM reads per AzurePrivateEndpoint", perObject(res.N, res.Delete.ARMReads), 12},
+		{"restart, steady and delete: token requests (a new process, one identity)", float64(res.Restart.TokenRequests + res.Steady.TokenRequests + res.Delete.TokenRequests), 1},
+	})
 	md := filepath.Join(t.TempDir(), "consumer.md")
 	if err := writeConsumers(options{consumerMarkdown: md, subscriptions: 2, latency: time.Second, steadyDrift: 10 * time.Second, consumerConcurrency: 4}, []ConsumerResult{res}); err != nil {
 		t.Fatal(err)
