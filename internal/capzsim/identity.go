@@ -23,6 +23,15 @@ import (
 // AzureCluster's reconcileDelete right after its own finalizer: the identity
 // is unprotected from then on, whatever other controllers still hold the
 // cluster (the operator's wiring does).
+//
+// In v1.23.0 and v1.27.0, EnsureClusterIdentity makes its patch helper
+// after it added the finalizer (a change of
+// kubernetes-sigs/cluster-api-provider-azure#3552), so the helper sees no
+// change and sends nothing: those releases never write the finalizer, while
+// RemoveClusterIdentityFinalizer does remove one (read in both modules'
+// controllers/helpers.go). capzsim keeps writing it, as the releases
+// before that change did and a fixed one would: it is the harder case for
+// the operator, one write to a shared identity per cluster (issue 41).
 func identityFinalizer(namespace, name string) string {
 	sum := sha256.Sum224([]byte(namespace + "-" + name))
 	return capzFinalizer + "/" + hex.EncodeToString(sum[:])
