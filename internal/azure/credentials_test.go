@@ -291,24 +291,7 @@ func TestCredentialCache(t *testing.T) {
 	// credential — CAPZ's finalizer for every cluster that uses the
 	// identity, the identity guard's on the Secret, labels — builds
 	// nothing: each build asks Azure AD for a new token (issue 41).
-	id := &unstructured.Unstructured{}
-	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
-	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp"}, id); err != nil {
-		t.Fatal(err)
-	}
-	id.SetFinalizers([]string{"azurecluster.infrastructure.cluster.x-k8s.io/0123"})
-	id.SetLabels(map[string]string{"team": "a"})
-	if err := ce.c.Update(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	held := &corev1.Secret{}
-	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp-secret"}, held); err != nil {
-		t.Fatal(err)
-	}
-	held.Finalizers = []string{"privatelink.giantswarm.io/identity-in-use"}
-	if err := ce.c.Update(ctx, held); err != nil {
-		t.Fatal(err)
-	}
+	setMetadata(t, ce, []string{"azurecluster.infrastructure.cluster.x-k8s.io/0123"}, []string{"privatelink.giantswarm.io/identity-in-use"})
 	ce.clock.SetTime(ce.clock.Now().Add(6 * time.Minute)) // the Secret is read again
 	metaOnly, err := ce.creds.For(ctx, cluster("sp"))
 	if err != nil {
@@ -317,10 +300,7 @@ func TestCredentialCache(t *testing.T) {
 	if metaOnly.TokenCredential != first.TokenCredential {
 		t.Error("finalizers and labels on the identity and its Secret rebuilt the credential")
 	}
-	held.Finalizers = nil
-	if err := ce.c.Update(ctx, held); err != nil {
-		t.Fatal(err)
-	}
+	setMetadata(t, ce, nil, nil)
 
 	s := &corev1.Secret{}
 	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp-secret"}, s); err != nil {
@@ -362,6 +342,33 @@ func TestCredentialCache(t *testing.T) {
 	}
 	if changed.TokenCredential == rotated.TokenCredential {
 		t.Error("a changed identity did not rebuild the credential")
+	}
+}
+
+// setMetadata sets the finalizers of identity "sp" and Secret "sp-secret"
+// and a label on both: metadata others write, nothing a credential is made
+// of.
+func setMetadata(t *testing.T, ce *credEnv, identityFinalizers, secretFinalizers []string) {
+	t.Helper()
+	ctx := context.Background()
+	id := &unstructured.Unstructured{}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp"}, id); err != nil {
+		t.Fatal(err)
+	}
+	id.SetFinalizers(identityFinalizers)
+	id.SetLabels(map[string]string{"touched": "yes"})
+	if err := ce.c.Update(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{}
+	if err := ce.c.Get(ctx, client.ObjectKey{Namespace: identityNS, Name: "sp-secret"}, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Finalizers = secretFinalizers
+	s.Labels = map[string]string{"touched": "yes"}
+	if err := ce.c.Update(ctx, s); err != nil {
+		t.Fatal(err)
 	}
 }
 

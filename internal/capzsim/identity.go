@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -61,18 +65,17 @@ func (r *Reconciler) holdIdentity(ctx context.Context, u *unstructured.Unstructu
 	if hold && !r.identityAllows(ctx, id, u.GetNamespace()) {
 		return nil // CAPZ refuses the cluster (NamespaceNotAllowedByIdentity) before it adds the finalizer
 	}
-	orig := id.DeepCopy()
 	f := identityFinalizer(u.GetNamespace(), u.GetName())
-	changed := controllerutil.RemoveFinalizer(id, f)
-	if hold {
-		// The API server refuses a new finalizer on an object being deleted.
-		if id.GetDeletionTimestamp() != nil {
-			return nil
-		}
-		changed = controllerutil.AddFinalizer(id, f)
+	// The API server refuses a new finalizer on an object being deleted.
+	if hold && id.GetDeletionTimestamp() != nil {
+		return nil
 	}
-	if changed {
-		if err := r.Client.Patch(ctx, id, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	patch, err := finalizerPatch(id, f, hold)
+	if err != nil {
+		return err
+	}
+	if patch != nil {
+		if err := r.Client.Patch(ctx, id, patch); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
@@ -82,6 +85,40 @@ func (r *Reconciler) holdIdentity(ctx context.Context, u *unstructured.Unstructu
 		r.holding.Delete(u.GetUID())
 	}
 	return nil
+}
+
+// finalizerPatch adds (hold) or removes f on the identity without a
+// conflict. CAPZ's patch helper sends a merge patch that is not locked on
+// the version, so a thousand clusters sharing an identity never conflict
+// on it; capzsim's JSON patches neither conflict nor lose another
+// cluster's finalizer, as a merge patch of the whole list from a stale
+// cache could. Only the very first finalizer, on an empty list, is a
+// locked merge patch. Nil when there is nothing to do.
+func finalizerPatch(id *unstructured.Unstructured, f string, hold bool) (client.Patch, error) {
+	fins := id.GetFinalizers()
+	i := slices.Index(fins, f)
+	switch {
+	case hold && i >= 0, !hold && i < 0:
+		return nil, nil
+	case hold && len(fins) == 0:
+		orig := id.DeepCopy()
+		controllerutil.AddFinalizer(id, f)
+		return client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), nil
+	}
+	var ops []map[string]any
+	if hold {
+		ops = []map[string]any{{"op": "add", "path": "/metadata/finalizers/-", "value": f}}
+	} else {
+		// The test fails the patch (422) when a stale cache gave the wrong
+		// index; the cluster is reconciled again.
+		at := fmt.Sprintf("/metadata/finalizers/%d", i)
+		ops = []map[string]any{{"op": "test", "path": at, "value": f}, {"op": "remove", "path": at}}
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.JSONPatchType, raw), nil
 }
 
 // identityAllows applies the identity's spec.allowedNamespaces to the
