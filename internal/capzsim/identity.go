@@ -4,13 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -33,9 +29,12 @@ import (
 // kubernetes-sigs/cluster-api-provider-azure#3552), so the helper sees no
 // change and sends nothing: those releases never write the finalizer, while
 // RemoveClusterIdentityFinalizer does remove one (read in both modules'
-// controllers/helpers.go). capzsim keeps writing it, as the releases
-// before that change did and a fixed one would: it is the harder case for
-// the operator, one write to a shared identity per cluster (issue 41).
+// controllers/helpers.go). capzsim does the same in Upstream and V127
+// mode: it removes the finalizer and never adds it. In Fork mode it adds
+// it, as the releases before that change did (the fork's base is not on
+// record): one write to a shared identity per cluster, what the
+// operator's credentials and watches must not turn into a token or a
+// reconcile of every cluster each (issue 41).
 func identityFinalizer(namespace, name string) string {
 	sum := sha256.Sum224([]byte(namespace + "-" + name))
 	return capzFinalizer + "/" + hex.EncodeToString(sum[:])
@@ -54,7 +53,7 @@ func (r *Reconciler) holdIdentity(ctx context.Context, u *unstructured.Unstructu
 		return nil
 	}
 	held := ref.Namespace + "/" + ref.Name
-	if prev, ok := r.holding.Load(u.GetUID()); hold && ok && prev == held {
+	if prev, ok := r.holding.Load(u.GetUID()); hold && (ok && prev == held || r.Opts.Mode != Fork) {
 		return nil
 	}
 	id := &unstructured.Unstructured{}
@@ -65,17 +64,18 @@ func (r *Reconciler) holdIdentity(ctx context.Context, u *unstructured.Unstructu
 	if hold && !r.identityAllows(ctx, id, u.GetNamespace()) {
 		return nil // CAPZ refuses the cluster (NamespaceNotAllowedByIdentity) before it adds the finalizer
 	}
+	orig := id.DeepCopy()
 	f := identityFinalizer(u.GetNamespace(), u.GetName())
-	// The API server refuses a new finalizer on an object being deleted.
-	if hold && id.GetDeletionTimestamp() != nil {
-		return nil
+	changed := controllerutil.RemoveFinalizer(id, f)
+	if hold {
+		// The API server refuses a new finalizer on an object being deleted.
+		if id.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		changed = controllerutil.AddFinalizer(id, f)
 	}
-	patch, err := finalizerPatch(id, f, hold)
-	if err != nil {
-		return err
-	}
-	if patch != nil {
-		if err := r.Client.Patch(ctx, id, patch); client.IgnoreNotFound(err) != nil {
+	if changed {
+		if err := r.Client.Patch(ctx, id, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
@@ -85,40 +85,6 @@ func (r *Reconciler) holdIdentity(ctx context.Context, u *unstructured.Unstructu
 		r.holding.Delete(u.GetUID())
 	}
 	return nil
-}
-
-// finalizerPatch adds (hold) or removes f on the identity without a
-// conflict. CAPZ's patch helper sends a merge patch that is not locked on
-// the version, so a thousand clusters sharing an identity never conflict
-// on it; capzsim's JSON patches neither conflict nor lose another
-// cluster's finalizer, as a merge patch of the whole list from a stale
-// cache could. Only the very first finalizer, on an empty list, is a
-// locked merge patch. Nil when there is nothing to do.
-func finalizerPatch(id *unstructured.Unstructured, f string, hold bool) (client.Patch, error) {
-	fins := id.GetFinalizers()
-	i := slices.Index(fins, f)
-	switch {
-	case hold && i >= 0, !hold && i < 0:
-		return nil, nil
-	case hold && len(fins) == 0:
-		orig := id.DeepCopy()
-		controllerutil.AddFinalizer(id, f)
-		return client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), nil
-	}
-	var ops []map[string]any
-	if hold {
-		ops = []map[string]any{{"op": "add", "path": "/metadata/finalizers/-", "value": f}}
-	} else {
-		// The test fails the patch (422) when a stale cache gave the wrong
-		// index; the cluster is reconciled again.
-		at := fmt.Sprintf("/metadata/finalizers/%d", i)
-		ops = []map[string]any{{"op": "test", "path": at, "value": f}, {"op": "remove", "path": at}}
-	}
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		return nil, err
-	}
-	return client.RawPatch(types.JSONPatchType, raw), nil
 }
 
 // identityAllows applies the identity's spec.allowedNamespaces to the
