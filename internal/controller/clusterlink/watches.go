@@ -117,8 +117,9 @@ func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstruct
 
 // identitySpecChanged passes creations and deletions, and updates that
 // change an identity's spec: what decides whether and how a cluster may use
-// it. CAPZ adds a finalizer to an identity for every cluster that uses it
-// (and the identity guard its own); mapped to every cluster of the
+// it. CAPZ releases that write their identity finalizer (the fork, and
+// upstream before v1.23) add one for every cluster that uses the identity,
+// and the identity guard adds its own; mapped to every cluster of the
 // identity, N clusters sharing one identity made N² reconciles while they
 // were created (issue 41).
 func identitySpecChanged() predicate.Funcs {

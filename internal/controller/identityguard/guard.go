@@ -130,9 +130,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Complete(reconcile.Func(g.reconcileSecret))
 }
 
-// secretRelevant passes the identity events listed above and no other:
-// CAPZ adds its own finalizer to an identity for every cluster that uses
-// it, and each would cost an uncached read of the Secret (issue 41).
+// secretRelevant passes the identity events listed above and no other: a
+// CAPZ that writes its identity finalizer adds one for every cluster that
+// uses the identity, and each would cost an uncached read of the Secret
+// (issue 41).
 func secretRelevant() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*unstructured.Unstructured)
