@@ -101,7 +101,7 @@ type credEntry struct {
 	// built and secret are what the credential was built from: the
 	// identity's credential fields and a digest of its Secret's value.
 	// Neither is a resourceVersion: a CAPZ that writes its identity
-	// finalizer (the fork, upstream before v1.23) adds one for every
+	// finalizer (the fork, releases before CAPZ's #3552) adds one for every
 	// cluster that uses the identity, the identity guard adds one to the
 	// Secret, and a credential rebuilt for each such change asks Azure AD
 	// for a new token (611 token requests at 1,000 clusters, issue 41).

@@ -118,7 +118,7 @@ func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstruct
 // identitySpecChanged passes creations and deletions, and updates that
 // change an identity's spec: what decides whether and how a cluster may use
 // it. CAPZ releases that write their identity finalizer (the fork, and
-// upstream before v1.23) add one for every cluster that uses the identity,
+// releases before kubernetes-sigs/cluster-api-provider-azure#3552) add one for every cluster that uses the identity,
 // and the identity guard adds its own; mapped to every cluster of the
 // identity, N clusters sharing one identity made N² reconciles while they
 // were created (issue 41).
