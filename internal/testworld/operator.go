@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +26,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
 
 // StartOperator runs the AzureCluster controllers in-process against the
@@ -96,12 +98,16 @@ func (w *World) StartPrivateEndpoints(t testing.TB, opts privateendpoint.Options
 		opts.ConnectionCheck = 500 * time.Millisecond
 	}
 	plsOpts := privatelinkservice.Options{Recheck: 200 * time.Millisecond, TerminalRecheck: 2 * time.Second, DriftInterval: time.Minute, ConnectionCheck: time.Second}
+	var extra []rbacv1.PolicyRule
+	if opts.PublishSecrets {
+		extra = append(extra, testenv.PublishSecretsRule)
+	}
 	w.StartManager(t, true, func(mgr ctrl.Manager, clients *azure.Clients) error {
 		if err := privatelinkservice.Setup(mgr, plsOpts, clients); err != nil {
 			return err
 		}
 		return privateendpoint.Setup(context.Background(), mgr, opts, clients)
-	})
+	}, extra...)
 }
 
 // OwnCredentialNamespace is the one namespace whose objects may use the
@@ -113,9 +119,18 @@ const OwnCredentialNamespace = "org-operator-credential" //nolint:gosec // G101:
 // operator its own credential (CAPZ's principal), for objects in
 // OwnCredentialNamespace only. It stops with the test, or earlier when the
 // returned function is called.
-func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *azure.Clients) error) (stop func()) {
+//
+// The manager acts as the chart's ServiceAccount under exactly the chart's
+// RBAC (testenv.AsOperator), plus extra rules where the chart grants them
+// with a value (testenv.PublishSecretsRule): a controller that needs what
+// the chart does not grant fails here, not in a cluster.
+func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *azure.Clients) error, extra ...rbacv1.PolicyRule) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
+	cfg, err := w.Env.AsOperator(context.Background(), extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 w.Env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

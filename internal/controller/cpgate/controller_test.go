@@ -207,7 +207,12 @@ func gateEnv(t *testing.T) (*testenv.Env, *unstructured.Unstructured) {
 // start runs the gate as the binary sets it up, until the returned stop
 // (also called at cleanup) ends it.
 func start(t *testing.T, env *testenv.Env, opts cpgate.Options) (stop func()) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// As the chart's ServiceAccount, under the chart's RBAC.
+	cfg, err := env.AsOperator(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},

@@ -34,6 +34,7 @@ package providerconfig
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,9 @@ const (
 	EventWritten   = "ProviderConfigWritten"
 	EventDeleted   = "ProviderConfigDeleted"
 	EventNameTaken = "ProviderConfigNameTaken"
+	// EventInvalidCredentials: the client, subscription or tenant ID read
+	// from an ASO credential Secret is not a GUID; nothing is written.
+	EventInvalidCredentials = "ProviderConfigInvalidCredentials"
 )
 
 var (
@@ -89,6 +93,22 @@ var (
 type Credentials struct {
 	ClientID, SubscriptionID, TenantID string
 }
+
+// invalid names the first field that is not a GUID, as every Azure client,
+// subscription and tenant ID is; "" when all are.
+func (c Credentials) invalid() string {
+	for _, f := range []struct{ name, value string }{
+		{"the client ID", c.ClientID}, {"the subscription ID", c.SubscriptionID}, {"the tenant ID", c.TenantID},
+	} {
+		if !guid.MatchString(f.value) {
+			return f.name
+		}
+	}
+	return ""
+}
+
+// guid is the form of Azure's IDs (8-4-4-4-12 hexadecimal digits).
+var guid = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // Spec is the ProviderConfig's spec the older operator writes (pure).
 func Spec(c Credentials) map[string]any {
@@ -116,7 +136,10 @@ type Options struct {
 type Reconciler struct {
 	Opts   Options
 	Client client.Client
-	// Reader reads identities' Secrets and ASO credential Secrets uncached.
+	// Reader reads uncached what is read once per reconcile and never
+	// watched: ProviderConfigs, the managed control planes, ASO credential
+	// Secrets. The chart grants only get on them; a cached read would start
+	// an informer that needs list and watch, and wait for it forever.
 	Reader   client.Reader
 	Recorder events.EventRecorder
 }
@@ -152,6 +175,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).V(1).Info("no ProviderConfig", "why", skip)
 		return ctrl.Result{}, nil
 	}
+	if bad := creds.invalid(); bad != "" {
+		// A tenant's Secret is copied into a cluster-scoped object every
+		// reader of ProviderConfigs sees: only values of the form Azure
+		// gives them pass. Secrets are not watched: looked at again later.
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventInvalidCredentials, "Write",
+			"no Crossplane ProviderConfig: %s is not a GUID; fix the ASO credential Secret", bad)
+		return ctrl.Result{RequeueAfter: r.Opts.Recheck}, nil
+	}
 	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
 		patch := client.MergeFromWithOptions(cluster.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(cluster, Finalizer)
@@ -183,7 +214,11 @@ func (r *Reconciler) credentials(ctx context.Context, cluster *unstructured.Unst
 		return Credentials{}, "infrastructure kind " + infraKind + " is not supported", nil
 	}
 	holder.SetNamespace(ns)
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(holder), holder); err != nil {
+	var reader client.Reader = r.Client // AzureClusters are watched (the wiring)
+	if holder.GetKind() != capz.AzureClusterGVK.Kind {
+		reader = r.Reader
+	}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(holder), holder); err != nil {
 		return Credentials{}, "", fmt.Errorf("reading %s %s/%s: %w", holder.GetKind(), ns, holder.GetName(), err)
 	}
 	sub, _, _ := unstructured.NestedString(holder.Object, "spec", "subscriptionID")
@@ -219,7 +254,7 @@ func (r *Reconciler) credentials(ctx context.Context, cluster *unstructured.Unst
 // takes its credential from.
 func (r *Reconciler) asoCredentials(ctx context.Context, ns, cpName string) (Credentials, string, error) {
 	cp := capz.Object(asoCPGVK)
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: cpName}, cp); err != nil {
+	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: cpName}, cp); err != nil {
 		return Credentials{}, "", fmt.Errorf("reading AzureASOManagedControlPlane %s/%s: %w", ns, cpName, err)
 	}
 	resources, _, _ := unstructured.NestedSlice(cp.Object, "spec", "resources")
@@ -250,7 +285,7 @@ func owner(pc *unstructured.Unstructured) string { return pc.GetAnnotations()[Fo
 func (r *Reconciler) write(ctx context.Context, cluster *unstructured.Unstructured, creds Credentials) error {
 	key := cluster.GetNamespace() + "/" + cluster.GetName()
 	pc := capz.Object(ProviderConfigGVK)
-	err := r.Client.Get(ctx, types.NamespacedName{Name: cluster.GetName()}, pc)
+	err := r.Reader.Get(ctx, types.NamespacedName{Name: cluster.GetName()}, pc)
 	switch {
 	case apierrors.IsNotFound(err):
 		pc = capz.Object(ProviderConfigGVK)
@@ -309,7 +344,7 @@ func (r *Reconciler) release(ctx context.Context, cluster *unstructured.Unstruct
 	}
 	key := cluster.GetNamespace() + "/" + cluster.GetName()
 	pc := capz.Object(ProviderConfigGVK)
-	err := r.Client.Get(ctx, types.NamespacedName{Name: cluster.GetName()}, pc)
+	err := r.Reader.Get(ctx, types.NamespacedName{Name: cluster.GetName()}, pc)
 	switch {
 	case err == nil && (owner(pc) == "" || owner(pc) == key):
 		uid := pc.GetUID()

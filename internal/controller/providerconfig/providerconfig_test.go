@@ -76,6 +76,18 @@ func TestProviderConfigs(t *testing.T) {
 	}}}
 	mustCreate(t, c, aso)
 	cluster(t, c, nsA, "aso1", "AzureASOManagedCluster", "AzureASOManagedControlPlane")
+	// A tenant's Secret whose values are not Azure IDs: nothing of it is
+	// copied into a cluster-scoped object.
+	mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "aso-junk"}, StringData: map[string]string{
+		"AZURE_CLIENT_ID": strings.Repeat("x", 4096), "AZURE_SUBSCRIPTION_ID": "33333333-3333-3333-3333-333333333333", "AZURE_TENANT_ID": tenant,
+	}})
+	junk := aso.DeepCopy()
+	junk.SetName("aso2")
+	junk.SetResourceVersion("")
+	junk.Object["spec"].(map[string]any)["resources"].([]any)[0].(map[string]any)["metadata"] = map[string]any{
+		"name": "aso2", "annotations": map[string]any{providerconfig.CredentialFromAnnotation: "aso-junk"}}
+	mustCreate(t, c, junk)
+	cluster(t, c, nsA, "aso2", "AzureASOManagedCluster", "AzureASOManagedControlPlane")
 
 	// What 0.7 left: its ProviderConfig of "older" (with a field someone
 	// added) and its finalizer on that Cluster.
@@ -108,9 +120,13 @@ func TestProviderConfigs(t *testing.T) {
 	if pc := get(t, c, "wc1"); pc.GetAnnotations()[providerconfig.ForAnnotation] != nsA+"/wc1" {
 		t.Errorf("wc1's ProviderConfig is held by %v", pc.GetAnnotations())
 	}
+	testworld.Eventually(t, testworld.Timeout, "aso2 is told its Secret's client ID is not a GUID", func(ctx context.Context) (bool, string) {
+		return hasEvent(ctx, c, nsA, "aso2", providerconfig.EventInvalidCredentials)
+	})
 	// No ProviderConfig for a service principal, nor for an identity the
-	// namespace may not use; no finalizer on those Clusters.
-	for _, name := range []string{"sp1", "stolen"} {
+	// namespace may not use, nor for values that are not Azure IDs; no
+	// finalizer on those Clusters.
+	for _, name := range []string{"sp1", "stolen", "aso2"} {
 		if err := c.Get(ctx, types.NamespacedName{Name: name}, capz.Object(providerconfig.ProviderConfigGVK)); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: a ProviderConfig exists (%v)", name, err)
 		}
@@ -200,10 +216,19 @@ func pcEnv(t *testing.T) *testenv.Env {
 
 func start(t *testing.T, env *testenv.Env, opts providerconfig.Options) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// The controller runs as the chart's ServiceAccount under the chart's
+	// rules: a read its RBAC does not allow (a cached read of a kind the
+	// chart grants only get on starts an informer that needs list and
+	// watch) is refused here as in a cluster.
+	cfg, err := env.AsOperator(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: new(true)},
-		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// As the operator's main.go sets it.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	if err != nil {
 		t.Fatal(err)
