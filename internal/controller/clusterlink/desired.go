@@ -177,9 +177,9 @@ type Problem struct {
 // workload cluster's API server: one per private link of the WC that allows
 // the MC's subscription. Readiness gates only creation (docs/design.md,
 // *Keep what works*): while the WC's private links are not ready, an
-// endpoint the MC already holds (existing, by name) stays, and only the
-// missing ones wait.
-func MCToWC(mc, wc *capz.AzureCluster, cfg Config, existing map[string]bool) ([]Endpoint, []Problem) {
+// endpoint the MC already holds for this WC's service (existing) stays, and
+// only the missing ones wait.
+func MCToWC(mc, wc *capz.AzureCluster, cfg Config, existing Held) ([]Endpoint, []Problem) {
 	id := key(wc)
 	switch wc.APIServerLBType {
 	case capz.LBTypeInternal:
@@ -213,7 +213,8 @@ func MCToWC(mc, wc *capz.AzureCluster, cfg Config, existing map[string]bool) ([]
 			problems = append(problems, *p)
 			continue
 		}
-		if !wc.PrivateLinksReady && !existing[name] {
+		plsID := PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, pl.Name)
+		if !wc.PrivateLinksReady && !existing.Holds(name, plsID) {
 			waiting = true
 			continue
 		}
@@ -224,7 +225,7 @@ func MCToWC(mc, wc *capz.AzureCluster, cfg Config, existing map[string]bool) ([]
 				Name: name, Location: mc.Location, ManualApproval: manual,
 				Connections: []capz.PrivateLinkServiceConnection{{
 					Name:                 pl.Name + "-connection",
-					PrivateLinkServiceID: PrivateLinkServiceID(wc.SubscriptionID, wc.ResourceGroup, pl.Name),
+					PrivateLinkServiceID: plsID,
 				}},
 			},
 		}
@@ -298,37 +299,98 @@ func WCToMC(mc, wc *capz.AzureCluster, cfg Config) ([]Endpoint, []Problem) {
 	return out, problems
 }
 
+// Held is what the operator holds in the MC: endpoint entry name →
+// lower-case resource ID of the private link service its connection
+// targets. The target records the entry's owner: the WC whose service it
+// is (docs/design.md, *Shared names*).
+type Held map[string]string
+
+// Holds says the entry name is held and targets plsID.
+func (h Held) Holds(name, plsID string) bool {
+	target, ok := h[name]
+	return ok && target == strings.ToLower(plsID)
+}
+
+// heldTargets returns Held for entries grouped by subnet.
+func heldTargets(eps map[string][]capz.PrivateEndpoint) Held {
+	out := Held{}
+	for _, list := range eps {
+		for _, ep := range list {
+			target := ""
+			if len(ep.Connections) > 0 {
+				target = strings.ToLower(ep.Connections[0].PrivateLinkServiceID)
+			}
+			out[ep.Name] = target
+		}
+	}
+	return out
+}
+
 // DesiredMC computes the management cluster's complete set of operator
 // endpoints for all workload clusters at once, so that it can be applied in
-// one write however many WC events arrived (docs/design.md, *One write to the MC*). Deleting
-// clusters get none. existing names the endpoints the operator holds in the
-// MC now (see MCToWC). Endpoints are sorted by name; when two WCs would need
-// the same endpoint name, the first by namespace/name keeps it and the other
-// gets a Problem.
-func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing map[string]bool) ([]Endpoint, []Problem) {
+// one write however many WC events arrived (docs/design.md, *One write to
+// the MC*). Deleting clusters get none. existing is what the operator holds
+// in the MC now (see MCToWC). Endpoints are sorted by name.
+//
+// An entry name is a shared name: the MC's endpoints of every tenant sit in
+// one list, and the name carries no namespace. Its holder keeps it: the WC
+// whose service the entry the MC holds targets. Any other WC that needs
+// that name gets a Problem, and so does every WC that needs a name whose
+// entry targets a service no WC claims now (its endpoint is on its way
+// out; the name is free once the entry is gone). Among new claimants of a
+// free name, the first by namespace/name gets it. An entry is never
+// re-targeted from one service to another.
+func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing Held) ([]Endpoint, []Problem) {
 	sorted := slices.Clone(wcs)
 	sort.Slice(sorted, func(i, j int) bool { return key(sorted[i]) < key(sorted[j]) })
-	var out []Endpoint
+	var claims []Endpoint
 	var problems []Problem
-	owner := map[string]string{} // endpoint name -> cluster
 	for _, wc := range sorted {
 		if wc.Deleting || key(wc) == key(mc) {
 			continue
 		}
 		eps, ps := MCToWC(mc, wc, cfg, existing)
 		problems = append(problems, ps...)
-		for _, ep := range eps {
-			if other, taken := owner[ep.Name]; taken {
-				problems = append(problems, Problem{key(wc), ReasonNameConflict, fmt.Sprintf(
-					"private endpoint %s is already used for workload cluster %s; rename private link %s", ep.Name, other, ep.Link)})
-				continue
+		claims = append(claims, eps...)
+	}
+	winner := map[string]int{} // endpoint name -> index in claims
+	for i, ep := range claims {
+		if _, ok := winner[ep.Name]; !ok && existing.Holds(ep.Name, ep.Connections[0].PrivateLinkServiceID) {
+			winner[ep.Name] = i // the holder
+		}
+	}
+	var out []Endpoint
+	for i, ep := range claims {
+		if _, ok := winner[ep.Name]; !ok {
+			if _, held := existing[ep.Name]; !held {
+				winner[ep.Name] = i // the first new claimant of a free name
 			}
-			owner[ep.Name] = key(wc)
+		}
+		w, ok := winner[ep.Name]
+		switch {
+		case ok && w == i:
 			out = append(out, ep)
+		case ok:
+			problems = append(problems, nameConflict(ep, claims[w].Cluster))
+		default:
+			problems = append(problems, nameConflict(ep, ""))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, problems
+}
+
+// nameConflict is the Problem of a WC that needs an entry name another
+// cluster holds (other; "" when it is an entry on its way out). It names
+// the holder only when it is in the same namespace: a tenant learns
+// nothing of another tenant's clusters.
+func nameConflict(ep Endpoint, other string) Problem {
+	holder := "another workload cluster"
+	if ns, _, _ := strings.Cut(ep.Cluster, "/"); other != "" && strings.HasPrefix(other, ns+"/") {
+		holder = "workload cluster " + other
+	}
+	return Problem{ep.Cluster, ReasonNameConflict, fmt.Sprintf(
+		"private endpoint %s in the management cluster is already held for %s; rename private link %s", ep.Name, holder, ep.Link)}
 }
 
 // PrivateLinkServiceID is the resource ID of a private link service.

@@ -53,6 +53,16 @@ func wc(name string, mutate ...func(*capz.AzureCluster)) *capz.AzureCluster {
 	return ac
 }
 
+// heldWC1 is the operator holding wc1's MC endpoint, targeting wc1's service.
+func heldWC1() Held {
+	return Held{"wc1-api-privatelink-privateendpoint": strings.ToLower(mcEndpoint(false).Connections[0].PrivateLinkServiceID)}
+}
+
+// heldFor is the operator holding the MC endpoint of link for cluster.
+func heldFor(cluster *capz.AzureCluster, link string) Held {
+	return Held{link + "-privateendpoint": strings.ToLower(PrivateLinkServiceID(cluster.SubscriptionID, cluster.ResourceGroup, link))}
+}
+
 func mcEndpoint(manual bool) Endpoint {
 	const wcName = "wc1"
 	ep := Endpoint{
@@ -76,7 +86,7 @@ func TestMCToWC(t *testing.T) {
 		reason       string
 		mc, wc       *capz.AzureCluster
 		cfg          Config
-		existing     map[string]bool
+		existing     Held
 		want         []Endpoint
 		wantProblems []Problem
 	}{
@@ -136,7 +146,7 @@ func TestMCToWC(t *testing.T) {
 		{
 			reason: "links not ready (a CAPZ flap) but the MC holds the endpoint: it stays, nothing waits",
 			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
-			existing: map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			existing: heldWC1(),
 			want:     []Endpoint{mcEndpoint(false)},
 		},
 		{
@@ -146,7 +156,7 @@ func TestMCToWC(t *testing.T) {
 				a.PrivateLinksReady = false
 				a.PrivateLinks = append(a.PrivateLinks, capz.PrivateLink{Name: "wc1-new", AllowedSubscriptions: []string{mcSub}})
 			}),
-			existing:     map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			existing:     heldWC1(),
 			want:         []Endpoint{mcEndpoint(false)},
 			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
 		},
@@ -156,14 +166,14 @@ func TestMCToWC(t *testing.T) {
 				a.PrivateLinksReady = false
 				a.PrivateLinks[0].AllowedSubscriptions = []string{"other"}
 			}),
-			existing: map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			existing: heldWC1(),
 			wantProblems: []Problem{{"org-a/wc1", ReasonSubscriptionNotAllowed,
 				"private link wc1-api-privatelink does not list the management cluster's subscription " + mcSub + " in allowedSubscriptions"}},
 		},
 		{
 			reason: "a held endpoint of a link removed from the WC's spec goes",
 			mc:     mc(), wc: wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false; a.PrivateLinks[0].Name = "wc1-renamed" }),
-			existing:     map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			existing:     heldWC1(),
 			wantProblems: []Problem{{"org-a/wc1", ReasonWaitingForPrivateLinks, "waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
 		},
 		{
@@ -325,8 +335,9 @@ func TestDesiredMC(t *testing.T) {
 	tests := []struct {
 		reason       string
 		wcs          []*capz.AzureCluster
-		existing     map[string]bool
+		existing     Held
 		want         []string
+		wantOwner    map[string]string // endpoint name -> the cluster it is for
 		wantProblems []Problem
 	}{
 		{
@@ -339,14 +350,48 @@ func TestDesiredMC(t *testing.T) {
 			want: []string{"wc1-api-privatelink-privateendpoint", "wc3-api-privatelink-privateendpoint"},
 		},
 		{
-			reason: "two WCs needing one endpoint name: the first by namespace/name keeps it",
+			reason: "two new WCs needing one endpoint name: the first by namespace/name gets it",
 			wcs: []*capz.AzureCluster{
 				wc("wc2", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
 				wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
 			},
-			want: []string{"shared-api-privateendpoint"},
+			want:      []string{"shared-api-privateendpoint"},
+			wantOwner: map[string]string{"shared-api-privateendpoint": "org-a/wc1"},
 			wantProblems: []Problem{{"org-a/wc2", ReasonNameConflict,
-				"private endpoint shared-api-privateendpoint is already used for workload cluster org-a/wc1; rename private link shared-api"}},
+				"private endpoint shared-api-privateendpoint in the management cluster is already held for workload cluster org-a/wc1; rename private link shared-api"}},
+		},
+		{
+			reason: "the holder keeps its name: a later WC that sorts first does not take it over",
+			wcs: []*capz.AzureCluster{
+				wc("wc2", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
+				wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
+			},
+			existing:  heldFor(wc("wc2"), "shared-api"),
+			want:      []string{"shared-api-privateendpoint"},
+			wantOwner: map[string]string{"shared-api-privateendpoint": "org-a/wc2"},
+			wantProblems: []Problem{{"org-a/wc1", ReasonNameConflict,
+				"private endpoint shared-api-privateendpoint in the management cluster is already held for workload cluster org-a/wc2; rename private link shared-api"}},
+		},
+		{
+			reason: "two WCs named alike in two namespaces: the holder keeps it, the other is not told the holder's name",
+			wcs: []*capz.AzureCluster{
+				wc("wc1", func(a *capz.AzureCluster) { a.Namespace = "org-a" }),
+				wc("wc1", func(a *capz.AzureCluster) { a.Namespace = "org-b"; a.ResourceGroup = "org-b-wc1" }),
+			},
+			existing:  heldFor(wc("wc1", func(a *capz.AzureCluster) { a.ResourceGroup = "org-b-wc1" }), "wc1-api-privatelink"),
+			want:      []string{"wc1-api-privatelink-privateendpoint"},
+			wantOwner: map[string]string{"wc1-api-privatelink-privateendpoint": "org-b/wc1"},
+			wantProblems: []Problem{{"org-a/wc1", ReasonNameConflict,
+				"private endpoint wc1-api-privatelink-privateendpoint in the management cluster is already held for another workload cluster; rename private link wc1-api-privatelink"}},
+		},
+		{
+			reason: "a name whose entry targets a service no WC claims now is not re-targeted: it is free once the entry is gone",
+			wcs: []*capz.AzureCluster{
+				wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinks[0].Name = "shared-api" }),
+			},
+			existing: heldFor(wc("gone"), "shared-api"),
+			wantProblems: []Problem{{"org-a/wc1", ReasonNameConflict,
+				"private endpoint shared-api-privateendpoint in the management cluster is already held for another workload cluster; rename private link shared-api"}},
 		},
 		{
 			reason: "a WC whose links flap to not ready keeps the endpoint the MC holds; one never wired waits",
@@ -354,7 +399,7 @@ func TestDesiredMC(t *testing.T) {
 				wc("wc1", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
 				wc("wc2", func(a *capz.AzureCluster) { a.PrivateLinksReady = false }),
 			},
-			existing: map[string]bool{"wc1-api-privatelink-privateendpoint": true},
+			existing: heldWC1(),
 			want:     []string{"wc1-api-privatelink-privateendpoint"},
 			wantProblems: []Problem{{"org-a/wc2", ReasonWaitingForPrivateLinks,
 				"waiting for the private link services (CAPZ's condition PrivateLinksReady, or the Ready condition of the AzurePrivateLinkService the operator created)"}},
@@ -366,6 +411,9 @@ func TestDesiredMC(t *testing.T) {
 			var names []string
 			for _, ep := range got {
 				names = append(names, ep.Name)
+				if want, ok := tc.wantOwner[ep.Name]; ok && ep.Cluster != want {
+					t.Errorf("%s: endpoint %s is for %s, want %s", tc.reason, ep.Name, ep.Cluster, want)
+				}
 			}
 			if diff := cmp.Diff(tc.want, names); diff != "" {
 				t.Errorf("%s: endpoint names (-want +got):\n%s", tc.reason, diff)

@@ -74,10 +74,13 @@ func FuzzDesired(f *testing.F) {
 		other := *wc
 		other.Name += "-other"
 		cfg := Config{MCLinkNames: []string{"a", "b", "a"}}
-		existing := map[string]bool{}
+		existing := Held{}
 		for _, s := range mc.Subnets {
 			for _, pe := range s.PrivateEndpoints {
-				existing[pe.Name] = true
+				existing[pe.Name] = ""
+				if len(pe.Connections) > 0 {
+					existing[pe.Name] = strings.ToLower(pe.Connections[0].PrivateLinkServiceID)
+				}
 			}
 		}
 		toMC, _ := WCToMC(mc, wc, cfg)

@@ -123,7 +123,7 @@ func TestManagedLinkUpdateKeepsEndpoint(t *testing.T) {
 		t.Fatal("an older generation's Ready counts as ready")
 	}
 	name := ManagedLinkName(view) + "-privateendpoint"
-	got, _ := DesiredMC(mc(), []*capz.AzureCluster{managed}, Config{}, map[string]bool{name: true})
+	got, _ := DesiredMC(mc(), []*capz.AzureCluster{managed}, Config{}, heldFor(managed, ManagedLinkName(view)))
 	if len(got) != 1 || got[0].Name != name {
 		t.Errorf("while the managed service updates, the MC's endpoint %s must stay: %+v", name, got)
 	}

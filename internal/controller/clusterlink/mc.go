@@ -117,7 +117,7 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 		return mcPlan{want: capz.Owned{Endpoints: WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active))}}
 	}
 	older := OlderInMC(opts.AdoptFieldManagers)
-	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, names(seen.current.Endpoints))
+	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, heldTargets(seen.current.Endpoints))
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
 	plan := mcPlan{want: capz.Owned{Endpoints: CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)}, taken: taken}
 	for _, p := range problems {

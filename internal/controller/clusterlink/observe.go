@@ -122,6 +122,14 @@ func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (s
 	switch {
 	case !exists:
 		return stateProvisioning, fmt.Sprintf("private endpoint %s is not in Azure yet; CAPZ creates it from the AzureCluster spec", ep.Name)
+	case !strings.EqualFold(ob.PrivateLinkServiceID, pls):
+		// The name is shared (an entry name carries no namespace); an
+		// endpoint of that name connected elsewhere is someone else's, and
+		// its address must never be published for this cluster. The other
+		// service is not named: it may be another tenant's.
+		return stateForeign, fmt.Sprintf(
+			"private endpoint %s in Azure is connected to another private link service than %s: its address is not published for this cluster, and the operator does not touch it; rename private link %s",
+			ep.Name, pls, ep.Link)
 	case ob.ProvisioningState != "Succeeded":
 		return stateProvisioning, fmt.Sprintf("private endpoint %s is being provisioned (%s)", ep.Name, ob.ProvisioningState)
 	case ob.ConnectionState == privateendpoints.StatePending:

@@ -34,6 +34,28 @@ func (f fakeEndpoints) ResourceGroupEndpoints(_ context.Context, ac *capz.AzureC
 
 func (f fakeEndpoints) Delete(context.Context, *capz.AzureCluster, string) error { return nil }
 
+// connected fills in, for every observation without one, the service its
+// endpoint declares (as Azure reports an endpoint the declared connection
+// made), so that cases about states need not spell it out; a case about a
+// foreign target sets it.
+func connected(f fakeEndpoints, eps ...[]Endpoint) fakeEndpoints {
+	out := fakeEndpoints{}
+	for cluster, a := range f {
+		obs := map[string]privateendpoints.Observation{}
+		for name, ob := range a.obs {
+			for _, ep := range slices.Concat(eps...) {
+				if strings.EqualFold(ep.Name, name) && ob.PrivateLinkServiceID == "" {
+					ob.PrivateLinkServiceID = ep.Connections[0].PrivateLinkServiceID
+				}
+			}
+			obs[name] = ob
+		}
+		a.obs = obs
+		out[cluster] = a
+	}
+	return out
+}
+
 // recordingEndpoints is fakeEndpoints that records deletions.
 type recordingEndpoints struct {
 	fakeEndpoints
@@ -131,6 +153,28 @@ func TestObserve(t *testing.T) {
 			want: want{Annotations: map[string]string{ingressAnn: "10.1.0.4"}, States: map[Direction]string{DirectionWCToMC: stateRejected}, Requeue: "pending"},
 		},
 		{
+			reason: "an endpoint of the cluster's name connected to another service (a colliding name): its IP is never published, the one held is removed",
+			azure: fakeEndpoints{
+				"mc": {obs: map[string]privateendpoints.Observation{"wc1-api-privatelink-privateendpoint": {
+					ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StateApproved, IP: "10.0.0.8",
+					PrivateLinkServiceID: "/pls/other-tenants-wc1-api-privatelink",
+				}}},
+			},
+			toWC: toWC, current: map[string]string{apiAnn: "10.0.0.8"},
+			want: want{Annotations: map[string]string{}, States: map[Direction]string{DirectionMCToWC: stateForeign}, Requeue: "pending"},
+		},
+		{
+			reason: "the service's ID in another case is the same service",
+			azure: fakeEndpoints{
+				"mc": {obs: map[string]privateendpoints.Observation{"wc1-api-privatelink-privateendpoint": {
+					ProvisioningState: "Succeeded", ConnectionState: privateendpoints.StateApproved, IP: "10.0.0.4",
+					PrivateLinkServiceID: "/PLS/WC1-API-PRIVATELINK",
+				}}},
+			},
+			toWC: toWC,
+			want: want{Annotations: map[string]string{apiAnn: "10.0.0.4"}, States: map[Direction]string{DirectionMCToWC: stateReady}, Ready: true, Requeue: "drift"},
+		},
+		{
 			reason: "an endpoint not in Azure yet: provisioning, nothing published",
 			azure:  fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{}}},
 			toMC:   toMC,
@@ -196,7 +240,7 @@ func TestObserve(t *testing.T) {
 	for _, c := range cases {
 		opts := Options{PendingRecheck: time.Nanosecond, DriftCheck: time.Hour, TerminalRecheck: 42 * time.Minute}
 		opts.setDefaults()
-		r := &WCReconciler{Opts: opts, Endpoints: c.azure, Recorder: events.NewFakeRecorder(100)}
+		r := &WCReconciler{Opts: opts, Endpoints: connected(c.azure, c.toWC, c.toMC, c.retiring), Recorder: events.NewFakeRecorder(100)}
 		u := &unstructured.Unstructured{}
 		u.SetNamespace(wc.Namespace)
 		u.SetName(wc.Name)
@@ -246,7 +290,7 @@ func TestObserveHealsDisconnected(t *testing.T) {
 	}}}
 	broken := func(state string) fakeEndpoints {
 		return fakeEndpoints{"wc1": {obs: map[string]privateendpoints.Observation{
-			"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: state, IP: "10.1.0.4"},
+			"wc1-to-mc-privatelink-privateendpoint": {ProvisioningState: "Succeeded", ConnectionState: state, IP: "10.1.0.4", PrivateLinkServiceID: "/pls/mc-ingress-privatelink"},
 		}}}
 	}
 	for _, c := range []struct {

@@ -25,7 +25,7 @@ type plan struct {
 func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState, opts Options) plan {
 	mc := mcs.view
 	toMC, p1 := WCToMC(mc, wc, opts.Config)
-	toWC, p2 := MCToWC(mc, wc, opts.Config, mcs.ownedNames)
+	toWC, p2 := MCToWC(mc, wc, opts.Config, mcs.held)
 	wcOwners := capz.EndpointOwners(u)
 	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, OlderInWC(opts.AdoptFieldManagers, wc, mc)), key(wc))
 	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, OlderInMC(opts.AdoptFieldManagers)), key(mc))

@@ -10,9 +10,12 @@ const (
 	ReasonEndpointDisconnected      = "PrivateEndpointDisconnected"
 	ReasonEndpointProvisioning      = "WaitingForPrivateEndpoint"
 	ReasonEndpointNotReady          = "PrivateEndpointNotReady"
-	ReasonAzureError                = "AzureError"
-	ReasonFinalizerReleased         = "FinalizerReleased"
-	ReasonOrphanDeleted             = "OrphanedPrivateEndpointDeleted"
+	// ReasonEndpointTargetMismatch: the endpoint of the cluster's name in
+	// Azure connects to another service (someone else's endpoint).
+	ReasonEndpointTargetMismatch = "PrivateEndpointTargetMismatch"
+	ReasonAzureError             = "AzureError"
+	ReasonFinalizerReleased      = "FinalizerReleased"
+	ReasonOrphanDeleted          = "OrphanedPrivateEndpointDeleted"
 	// ConditionGSPrivateLinksReady is the compatibility condition existing
 	// installations read; it is only ever written True.
 	ConditionGSPrivateLinksReady = "GSPrivateLinksReady"
@@ -26,6 +29,9 @@ const (
 	stateDisconnected = "disconnected"
 	stateProvisioning = "provisioning"
 	stateUnknown      = "unknown"
+	// stateForeign: an endpoint of the name exists but connects to another
+	// service; it is never published, healed or deleted.
+	stateForeign = "foreign"
 )
 
 // ReasonEndpointHealed is the Event reason for a Disconnected (or, when

@@ -39,12 +39,13 @@ func (r *WCReconciler) noteState(u *unstructured.Unstructured, ep Endpoint, stat
 	reason := map[string]string{
 		statePending: ReasonEndpointPending, stateRejected: ReasonEndpointRejected,
 		stateDisconnected: ReasonEndpointDisconnected, stateProvisioning: ReasonEndpointProvisioning,
+		stateForeign: ReasonEndpointTargetMismatch,
 	}[state]
 	if reason == "" {
 		reason = ReasonEndpointNotReady
 	}
 	typ := corev1.EventTypeNormal
-	if state == stateRejected || state == stateDisconnected || state == statePending {
+	if state == stateRejected || state == stateDisconnected || state == statePending || state == stateForeign {
 		typ = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(u, nil, typ, reason, "Observe", "%s", note)

@@ -31,10 +31,10 @@ type mcState struct {
 	// owners are the field managers of each endpoint entry the cache shows
 	// (capz.EndpointOwners).
 	owners map[capz.EndpointKey][]string
-	// ownedNames are the names of owned's entries (names): every WC's
+	// held is what the operator holds of owned's entries (heldTargets): every WC's
 	// plan asks, and at 1,000 WCs building it per plan is a million map
 	// writes per MC change.
-	ownedNames map[string]bool
+	held Held
 }
 
 func (s *mcSnapshot) get(ctx context.Context, c client.Reader, key types.NamespacedName) (*unstructured.Unstructured, *capz.AzureCluster, error) {
@@ -65,7 +65,7 @@ func (s *mcSnapshot) read(ctx context.Context, c client.Reader, key types.Namesp
 		// the MC reconcile reports the errors.
 		view, _ := capz.FromUnstructured(u)
 		owned := capz.CurrentOwned(u, view, capz.FieldManager)
-		s.state = mcState{u: u, view: view, owned: owned, owners: capz.EndpointOwners(u), ownedNames: names(owned.Endpoints)}
+		s.state = mcState{u: u, view: view, owned: owned, owners: capz.EndpointOwners(u), held: heldTargets(owned.Endpoints)}
 	}
 	return s.state, nil
 }

@@ -119,7 +119,7 @@ func (r *WCReconciler) wireWithoutMC(ctx context.Context, u *unstructured.Unstru
 		return ctrl.Result{}, r.apply(ctx, u, wc, current, want)
 	}
 	toMC, _ := WCToMC(last.view, wc, r.Opts.Config)
-	toWC, _ := MCToWC(last.view, wc, r.Opts.Config, last.ownedNames)
+	toWC, _ := MCToWC(last.view, wc, r.Opts.Config, last.held)
 	o := r.observe(ctx, u, wc, last.view, toWC, toMC, nil, current.Annotations)
 	want.Annotations = o.annotations
 	if err := r.apply(ctx, u, wc, current, want); err != nil {

@@ -1,0 +1,106 @@
+package clusterlink_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestLaterTenantDoesNotTakeOverMCEndpoint: two tenants each have a
+// cluster wc1 with a link wc1-api-privatelink, in their own subscriptions.
+// The MC's endpoint entry wc1-api-privatelink-privateendpoint (entry names
+// carry no namespace) belongs to the one wired first, org-b's; org-a's,
+// created later though it sorts first, is told the name is held and is
+// never given the holder's endpoint or its address.
+func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
+	const otherSub = "33333333-3333-3333-3333-333333333333"
+	schema := testenv.SchemaFork
+	w := world(t, schema, capzsim.Fork, false)
+	w.Namespace(t, "org-b")
+	holder := wcCluster("wc1", 20)
+	holder.Namespace = "org-b"
+	create(t, w, schema, mcCluster(true), holder)
+	operator(t, w)
+
+	holderService := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-api-privatelink")
+	var holderIP string
+	testworld.Eventually(t, testworld.Timeout, "org-b/wc1 wired", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, "org-b", "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		holderIP = u.GetAnnotations()[apiAnn]
+		target, _ := mcEntryTarget(ctx, w, "wc1-api-privatelink-privateendpoint")
+		return holderIP != "" && strings.EqualFold(target, holderService), testworld.Describe(u) + " entry -> " + target
+	})
+
+	later := wcCluster("wc1", 30)
+	later.Subscription = otherSub
+	later.PrivateLinks[0].AllowedSubscriptions = []string{mcSub}
+	create(t, w, schema, later)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonNameConflict)
+	// A later pass of the MC (any WC's change) must not move it either.
+	create(t, w, schema, wcCluster("wc2", 40))
+	testworld.Eventually(t, testworld.Timeout, "org-a/wc2 wired", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc2")
+		if err != nil {
+			return false, err.Error()
+		}
+		return u.GetAnnotations()[apiAnn] != "", testworld.Describe(u)
+	})
+
+	checkNotTakenOver(t, w, holderService, holderIP)
+}
+
+// checkNotTakenOver checks that the MC's entry of wc1 still targets the
+// holder's service, that org-b/wc1 keeps its address, and that org-a/wc1
+// got none and was told nothing of org-b.
+func checkNotTakenOver(t *testing.T, w *testworld.World, holderService, holderIP string) {
+	t.Helper()
+	ctx := context.Background()
+	if target, err := mcEntryTarget(ctx, w, "wc1-api-privatelink-privateendpoint"); err != nil || !strings.EqualFold(target, holderService) {
+		t.Errorf("the MC's entry was re-targeted to %q (%v); it is org-b/wc1's, %s", target, err, holderService)
+	}
+	u, err := w.Get(ctx, "org-b", "wc1")
+	if err != nil || u.GetAnnotations()[apiAnn] != holderIP {
+		t.Errorf("org-b/wc1's address changed: %v (%v), was %s", u.GetAnnotations()[apiAnn], err, holderIP)
+	}
+	u, err = w.Get(ctx, wcNS, "wc1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip, ok := u.GetAnnotations()[apiAnn]; ok {
+		t.Errorf("org-a/wc1 was given an address (%s) of an endpoint that is not its own", ip)
+	}
+	for _, e := range w.Events(ctx, types.NamespacedName{Namespace: wcNS, Name: "wc1"}) {
+		if strings.Contains(e.Note, "org-b") {
+			t.Errorf("org-a/wc1 was told about another tenant's cluster: %s: %s", e.Reason, e.Note)
+		}
+	}
+}
+
+// mcEntryTarget is the private link service the MC's entry name targets
+// ("" without such an entry).
+func mcEntryTarget(ctx context.Context, w *testworld.World, name string) (string, error) {
+	u, err := w.Get(ctx, mcNS, "mc")
+	if err != nil {
+		return "", err
+	}
+	view, _ := capz.FromUnstructured(u)
+	for _, s := range view.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			if pe.Name == name && len(pe.Connections) > 0 {
+				return pe.Connections[0].PrivateLinkServiceID, nil
+			}
+		}
+	}
+	return "", nil
+}
