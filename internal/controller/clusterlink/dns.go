@@ -175,9 +175,12 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 			continue
 		}
 		zoneName, records, problem := sideNames(mc, wc, side.namesOf, side.side, side.zoneTmpl, side.records, cfg, prefix)
+		reserved := problem != nil && problem.Reason == ReasonDNSNameReserved
 		if problem != nil {
 			problems = append(problems, *problem)
-			continue
+			if !reserved || !hadDNS {
+				continue
+			}
 		}
 		set := DNSSet{
 			Side: side.side, Holder: side.holder, Records: records, Owner: key(wc),
@@ -192,6 +195,10 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 		if len(side.eps) > 0 {
 			set.IP = ann[side.annotated]
 			set.VNet = vnetOf(side.holder, side.eps[0].Subnet)
+		}
+		if reserved {
+			// Records an earlier release wrote under the MC's domain go.
+			set.IP, set.Refused = "", true
 		}
 		out = append(out, set)
 	}
@@ -232,7 +239,54 @@ func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string
 	if err := cfg.Guard.Check(zoneName); err != nil {
 		return "", nil, &Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf("the %s-side zone is refused: %v", side, err)}
 	}
+	if side == DNSSideMC {
+		reserved := mcDomain(mc, cfg, prefix)
+		if name := inReserved(zoneName, records, !strings.Contains(zoneTmpl, ".Cluster"), reserved); name != "" {
+			return zoneName, records, &Problem{key(wc), ReasonDNSNameReserved, fmt.Sprintf(
+				"the mc-side name %s would shadow %s, the management cluster's own domain, which is reserved in its network: no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)",
+				name, reserved)}
+		}
+	}
 	return zoneName, records, nil
+}
+
+// mcDomain is the management cluster's own domain, <mc>.<its base domain>
+// (its base-domain annotation, else the configured one): the names its
+// ingress, OIDC issuer and the rest live under. In the MC's network it is
+// reserved: no workload cluster's MC-side zone or record may equal it, sit
+// under it, or (a zone of its own) sit above it. "" without a base domain.
+func mcDomain(mc *capz.AzureCluster, cfg DNSConfig, prefix func(string) string) string {
+	base := cfg.BaseDomain
+	if bd := mc.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
+		base = bd
+	}
+	base = strings.ToLower(strings.TrimSuffix(base, "."))
+	if base == "" {
+		return ""
+	}
+	return strings.ToLower(mc.Name) + "." + base
+}
+
+// inReserved returns the first of a set's names that shadows reserved: a
+// zone of one cluster's own that equals it, is under it or above it (a
+// zone answers for every name below it in the networks it is linked to);
+// a shared zone under or equal to it; a record at or under it. "" when
+// none does. A shared zone above it (the base domain) is the layout's
+// choice, documented in docs/dns.md.
+func inReserved(zone string, records []string, shared bool, reserved string) string {
+	if reserved == "" {
+		return ""
+	}
+	under := func(n string) bool { return n == reserved || strings.HasSuffix(n, "."+reserved) }
+	if under(zone) || !shared && strings.HasSuffix(reserved, "."+zone) {
+		return zone
+	}
+	for _, fqdn := range dns.FQDNs(records, zone) {
+		if under(strings.ToLower(fqdn)) {
+			return fqdn
+		}
+	}
+	return ""
 }
 
 // vnetOf is the ID of the network of a cluster's subnet, from the subnet ID

@@ -40,6 +40,10 @@ func TestDesiredDNS(t *testing.T) {
 		return Problem{"org-a/" + name, ReasonDNSNameRefused, `the annotation ` + prefix(BaseDomainAnnotation) + `="` + base +
 			`" names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no mc-side DNS is written for it`}
 	}
+	reservedName := func(name, fqdn string) Problem {
+		return Problem{"org-a/" + name, ReasonDNSNameReserved, "the mc-side name " + fqdn +
+			" would shadow mc.example.com, the management cluster's own domain, which is reserved in its network: no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)"}
+	}
 	cases := []struct {
 		reason       string
 		cfg          func(*DNSConfig)
@@ -108,6 +112,51 @@ func TestDesiredDNS(t *testing.T) {
 				{"org-a/wc1", ReasonDNSNameRefused, "the mc-side zone is refused: zone wc1.example.com would shadow example.com, a protected domain (Azure's own, or --dns-denied-zones)"},
 				{"org-a/wc1", ReasonDNSNameRefused, "the wc-side zone is refused: zone mc.example.com would shadow example.com, a protected domain (Azure's own, or --dns-denied-zones)"},
 			},
+		},
+		{
+			reason: "a tenant's cluster named like the MC: its zone would be the MC's own domain in the MC's network, refused",
+			wc:     wc("mc", withIDs),
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{reservedName("mc", "mc.example.com")},
+		},
+		{
+			reason: "the same after an earlier release wrote it: the set is refused, so its records go",
+			wc:     wc("mc", withIDs),
+			toWC:   toWC, ann: ann, hadDNS: true,
+			want: []DNSSet{func() DNSSet {
+				s := mcSide
+				s.Owner, s.Zone.Name, s.IP, s.Refused = "org-a/mc", "mc.example.com", "", true
+				return s
+			}(), func() DNSSet {
+				// No endpoint to the MC: what it may have written goes.
+				s := without(wcSide)
+				s.Owner, s.Zone.ResourceGroup = "org-a/mc", "mc-resources"
+				return s
+			}()},
+			wantProblems: []Problem{reservedName("mc", "mc.example.com")},
+		},
+		{
+			reason: "one shared zone: the record api.mc would shadow the MC's api, refused; the zone above is the layout's",
+			cfg:    func(c *DNSConfig) { c.MCZone, c.MCRecords = "{{.BaseDomain}}", []string{"api.{{.Cluster}}"} },
+			wc:     wc("mc", withIDs),
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{reservedName("mc", "api.mc.example.com")},
+		},
+		{
+			reason: "a template that puts clusters under the MC's domain: every WC is refused",
+			cfg:    func(c *DNSConfig) { c.MCZone = "{{.Cluster}}.{{.ManagementCluster}}.{{.BaseDomain}}" },
+			toWC:   toWC, ann: ann,
+			wantProblems: []Problem{reservedName("wc1", "wc1.mc.example.com")},
+		},
+		{
+			reason: "a WC whose name only ends like the MC's is not refused",
+			wc:     wc("xmc", withIDs),
+			toWC:   toWC, ann: ann,
+			want: []DNSSet{func() DNSSet {
+				s := mcSide
+				s.Owner, s.Zone.Name = "org-a/xmc", "xmc.example.com"
+				return s
+			}()},
 		},
 		{
 			reason: "no base domain: a problem, not a one-label zone",

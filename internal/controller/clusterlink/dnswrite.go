@@ -18,10 +18,13 @@ import (
 // Event reasons of the DNS mode; what it does to zones, links and records
 // is recorded with the engine's (dnsengine.Reason*).
 const (
-	ReasonDNSRecordNotOwned   = "DNSRecordSetNotOwned"
-	ReasonDNSNotReleased      = "DNSNotReleased"
-	ReasonInvalidDNS          = "InvalidDNSNames"
-	ReasonDNSNameRefused      = "DNSZoneNameRefused"
+	ReasonDNSRecordNotOwned = "DNSRecordSetNotOwned"
+	ReasonDNSNotReleased    = "DNSNotReleased"
+	ReasonInvalidDNS        = "InvalidDNSNames"
+	ReasonDNSNameRefused    = "DNSZoneNameRefused"
+	// ReasonDNSNameReserved: a WC's MC-side name would shadow the
+	// management cluster's own domain in its network (mcDomain).
+	ReasonDNSNameReserved     = "DNSNameReserved"
 	reasonDNSZoneReadyMessage = "private DNS records of the wiring are written and linked"
 )
 
