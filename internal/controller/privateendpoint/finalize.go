@@ -33,6 +33,11 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return ctrl.Result{}, r.release(ctx, obj)
 	}
 	before := obj.DeepCopy()
+	// What spec.publish wrote goes first: once the endpoint is deleted,
+	// Azure gives its address to the next endpoint in the subnet.
+	if err := r.unpublish(ctx, obj, v1alpha1.PublishedStatus{}); err != nil {
+		return r.fail(ctx, obj, v1alpha1.ConditionPrivateEndpointReady, err)
+	}
 	done, res, err := r.deleteAzure(ctx, obj)
 	if !done {
 		summarize(obj)

@@ -55,6 +55,9 @@ const (
 	ReasonSecretsDisabled    = "SecretsDisabled"
 	EventPublished           = "Published"
 	EventUnpublished         = "Unpublished"
+	// EventWithdrawn: the address was taken out of the published objects
+	// because the endpoint has no Approved connection.
+	EventWithdrawn = "AddressWithdrawn"
 )
 
 // publication is what spec.publish's objects hold: a pure function of the
@@ -133,6 +136,12 @@ func (r *Reconciler) publish(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 	}
 	pub, ok := publicationOf(obj)
 	if !ok {
+		// An address published for an endpoint that is not Approved (or
+		// no longer exists) leads nowhere, or, once Azure hands it to the
+		// next endpoint in the subnet, to someone else: it is withdrawn.
+		if err := r.withdraw(ctx, obj); err != nil {
+			return r.fail(ctx, obj, cond, err)
+		}
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForEndpoint, "waiting for the endpoint's address and an Approved connection")
 		return ctrl.Result{}, nil
 	}
@@ -200,6 +209,92 @@ func (r *Reconciler) ensurePublished(ctx context.Context, obj *v1alpha1.AzurePri
 		return false, nil
 	}
 	return true, r.Client.Patch(ctx, target, client.MergeFrom(before))
+}
+
+// withdraw takes the address out of every object the status says is
+// published (only while obj controls it): the ConfigMap's and Secret's
+// keys of the operator, and the Service's external-dns annotations, so
+// that external-dns removes its records. The objects and everything else
+// in them stay; the address comes back when the endpoint is Approved.
+func (r *Reconciler) withdraw(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) error {
+	had := obj.Status.Published
+	if had == nil {
+		return nil
+	}
+	var withdrawn []string
+	for _, o := range []struct {
+		name   string
+		target client.Object
+	}{
+		{had.ConfigMapName, &corev1.ConfigMap{}},
+		{had.SecretName, &corev1.Secret{}},
+		{had.ServiceName, &corev1.Service{}},
+	} {
+		if o.name == "" {
+			continue
+		}
+		err := r.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: o.name}, o.target)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return err
+		case !metav1.IsControlledBy(o.target, obj):
+			continue
+		}
+		before, ok := o.target.DeepCopyObject().(client.Object)
+		if !ok {
+			return fmt.Errorf("copying %s %s", kindOf(o.target), o.name)
+		}
+		if !clearAddress(o.target) {
+			continue
+		}
+		if err := r.Client.Patch(ctx, o.target, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		withdrawn = append(withdrawn, kindOf(o.target)+" "+o.name)
+	}
+	if len(withdrawn) > 0 {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventWithdrawn, "Withdraw",
+			"withdrew the address from %s: the endpoint has no Approved connection (%s)", strings.Join(withdrawn, ", "), or(obj.Status.ConnectionState, "no endpoint"))
+	}
+	return nil
+}
+
+// addressKeys are the keys of a published ConfigMap or Secret that say
+// where the endpoint is; fqdns (names) stays.
+var addressKeys = []string{KeyIPAddress, KeyIPAddresses, KeyHosts, KeyPrivateEndpointID}
+
+// clearAddress removes the address from a published object; it says
+// whether anything changed.
+func clearAddress(o client.Object) bool {
+	changed := false
+	switch t := o.(type) {
+	case *corev1.ConfigMap:
+		for _, k := range addressKeys {
+			if _, ok := t.Data[k]; ok {
+				delete(t.Data, k)
+				changed = true
+			}
+		}
+	case *corev1.Secret:
+		for _, k := range addressKeys {
+			if _, ok := t.Data[k]; ok {
+				delete(t.Data, k)
+				changed = true
+			}
+		}
+	case *corev1.Service:
+		a := t.GetAnnotations()
+		for _, k := range []string{ExternalDNSHostname, ExternalDNSTarget} {
+			if _, ok := a[k]; ok {
+				delete(a, k)
+				changed = true
+			}
+		}
+		t.SetAnnotations(a)
+	}
+	return changed
 }
 
 // unpublish deletes the objects the status names that want no longer does

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -94,6 +95,36 @@ func TestPublish(t *testing.T) {
 	gone(t, w, "pub-endpoint", &corev1.ConfigMap{})
 	gone(t, w, "pub-dns", &corev1.Service{})
 	hasEvent(t, w, "pub", privateendpoint.EventUnpublished)
+
+	// The provider rejects the connection: the address leaves what was
+	// published (it leads nowhere now); the objects, their names and keys
+	// someone added stay.
+	if err := w.Sim.ActOnConnection(azuresim.ConnectionAction{PrivateLinkServiceID: svc.Status.ResourceID,
+		PrivateEndpointID: peResource + "pub", Status: "Rejected", Description: "rejected by the provider"}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, w, "pub", v1alpha1.ConditionPublished, metav1.ConditionFalse, privateendpoint.ReasonWaitingForEndpoint)
+	cm2 := &corev1.ConfigMap{}
+	for _, o := range []struct {
+		name string
+		obj  client.Object
+		data func() map[string]string
+	}{
+		{"pub-endpoint-2", cm2, func() map[string]string { return cm2.Data }},
+		{"pub-endpoint", sec, func() map[string]string { return strData(sec.Data) }},
+	} {
+		testworld.Eventually(t, testworld.Timeout, "the address is withdrawn from "+o.name, func(ctx context.Context) (bool, string) {
+			if err := w.Client.Get(ctx, key(o.name), o.obj); err != nil {
+				return false, err.Error()
+			}
+			d := o.data()
+			_, ip := d[privateendpoint.KeyIPAddress]
+			_, ips := d[privateendpoint.KeyIPAddresses]
+			_, id := d[privateendpoint.KeyPrivateEndpointID]
+			return !ip && !ips && !id && d[privateendpoint.KeyFQDNs] != "", fmt.Sprint(d)
+		})
+	}
+	hasEvent(t, w, "pub", privateendpoint.EventWithdrawn)
 
 	// Deleted: what it published goes with it; someone else's stays.
 	for _, name := range []string{"pub", "other"} {
