@@ -48,7 +48,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		Watches(newCluster(), delayed(mcKey, opts.MCWriteDelay, selected))
 	wcb := ctrl.NewControllerManagedBy(mgr).Named("workload-cluster").
 		For(newAzureCluster()).
-		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
+		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
 		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged()))
 	if opts.PrivateLinkServices {
@@ -115,7 +115,7 @@ func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events
 		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}, handOff: wcr.dns, mc: &wcr.mc}
 	return ctrl.NewControllerManagedBy(mgr).Named("wiring-dns").
 		For(newAzureCluster()).
-		Watches(newAzureCluster(), handler.EnqueueRequestsFromMapFunc(allWCsWhenMC(mgr.GetClient(), opts.ManagementCluster))).
+		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
 		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
