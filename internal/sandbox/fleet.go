@@ -46,7 +46,7 @@ func FleetWCName(i int) string { return fmt.Sprintf("wc%04d", i) }
 
 // FleetMC is the private MC: its node subnet (a /17) holds N endpoints.
 func FleetMC() *unstructured.Unstructured {
-	return fleetCluster(FleetIdentityNS, FleetMCName, FleetMCSubscription, FleetMCName, "10.0", nil)
+	return PrivateCluster(FleetIdentityNS, FleetMCName, FleetMCSubscription, FleetMCName, "10.0", nil)
 }
 
 // FleetWC is private WC i, whose private link auto-approves the MC, spelled
@@ -65,13 +65,14 @@ func FleetWC(i, subscriptions int, schema testenv.Schema) *unstructured.Unstruct
 		nat:                         []any{map[string]any{"allocationMethod": "Dynamic", "subnet": name + "-cp"}},
 	}}
 	// Every WC has its own VNet; VNets of different clusters may overlap.
-	return fleetCluster(FleetWCNamespace(i), name, FleetWCSubscription(i, subscriptions), name, "172.16", links)
+	return PrivateCluster(FleetWCNamespace(i), name, FleetWCSubscription(i, subscriptions), name, "172.16", links)
 }
 
-// fleetCluster builds a private AzureCluster with a /16 VNet prefix
-// ("10.0"): control plane in .0.0/24, nodes (where endpoints go) in
-// .128.0/17.
-func fleetCluster(ns, name, sub, rg, prefix string, links []any) *unstructured.Unstructured {
+// PrivateCluster builds a private AzureCluster with the fleet's identity
+// and a /16 VNet prefix ("10.0"): control plane in .0.0/24, nodes (where
+// endpoints go) in .128.0/17; links are its apiServerLB.privateLinks (nil:
+// none).
+func PrivateCluster(ns, name, sub, rg, prefix string, links []any) *unstructured.Unstructured {
 	lb := map[string]any{
 		"name": name + "-api-lb", "type": capz.LBTypeInternal,
 		"frontendIPs": []any{map[string]any{"name": name + "-api-lb-frontend", "privateIP": prefix + ".0.100"}},

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+)
+
+// TestSimulateShort is make simulate in small, as make test runs it: one
+// fixed seed, the real operator binary, every kind of operation; no
+// invariant may be violated. On failure it prints the history.
+func TestSimulateShort(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	dir := t.TempDir()
+	bin, err := sandbox.BuildOperator(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Seed: 3, Histories: 1, Operations: 30, Kills: 2, Every: 250 * time.Millisecond, Grace: time.Minute,
+		Settle: 30 * time.Second, Timeout: 4 * time.Minute, OperatorBinary: bin, Dir: t.TempDir(), Logf: t.Logf}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, checks, _ := res.Totals()
+	if checks < 100 {
+		t.Errorf("only %d checks: the checker did not run", checks)
+	}
+	if ops < cfg.Operations {
+		t.Errorf("%d operations, want at least %d", ops, cfg.Operations)
+	}
+	if err := failure(res); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestChecker: the checker counts what breaks an invariant — once per
+// episode, only when seen twice in a row, and an unapproved address only
+// after the grace an out-of-band change gives — and nothing else.
+func TestChecker(t *testing.T) {
+	n := names()
+	wc1 := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4", IngressIP: "172.16.128.4"}
+	wc1b := cluster{Key: "org-beta/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(1), "wc1")}
+	mcEP := func(name, ip, pls, state string) azuresim.EndpointInfo {
+		return azuresim.EndpointInfo{ID: n.MCScope + "providers/microsoft.network/privateendpoints/" + name, Name: name, IP: ip, PrivateLinkService: pls, ConnectionState: state}
+	}
+	wcEP := azuresim.EndpointInfo{ID: wc1.Scope + "providers/microsoft.network/privateendpoints/wc1-to-mc", Name: "wc1-to-mc", IP: "172.16.128.4",
+		PrivateLinkService: n.IngressPLS, ConnectionState: azuresim.ConnectionApproved}
+	pls1 := wc1.Scope + "providers/microsoft.network/privatelinkservices/wc1-api-privatelink"
+	pls1b := wc1b.Scope + "providers/microsoft.network/privatelinkservices/wc1-api-privatelink"
+	good := func() snapshot {
+		return snapshot{
+			MCResolve: map[string]azuresim.Resolution{n.APIName("wc1"): {Status: azuresim.ResolveOK, Addresses: []string{"10.0.128.4"}}},
+			WCResolve: map[string]azuresim.Resolution{wc1.Key: {Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.4"}}},
+			Endpoints: []azuresim.EndpointInfo{mcEP("wc1-api-privatelink-privateendpoint", "10.0.128.4", pls1, azuresim.ConnectionApproved), wcEP},
+			Clusters:  []cluster{wc1, wc1b},
+			MCEntries: map[string]string{"wc1-api-privatelink-privateendpoint": pls1},
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		change  func(*snapshot)
+		excused bool
+		want    []string
+	}{
+		{name: "a wired world", change: func(*snapshot) {}},
+		{name: "the MC entry re-targeted to another tenant's service", change: func(s *snapshot) {
+			s.MCEntries["wc1-api-privatelink-privateendpoint"] = pls1b
+		}, want: []string{InvEntryRetargeted}},
+		{name: "the endpoint deleted under its annotation and record", change: func(s *snapshot) {
+			s.Endpoints = s.Endpoints[1:]
+		}, want: []string{InvGoneAddress, InvGoneAddress}},
+		{name: "its address handed to another tenant's endpoint", change: func(s *snapshot) {
+			s.Endpoints[0] = mcEP("other-privateendpoint", "10.0.128.4", pls1b, azuresim.ConnectionApproved)
+		}, want: []string{InvForeignAddress, InvRecordRetargeted}},
+		{name: "the connection removed by its owner, within the grace", excused: true, change: func(s *snapshot) {
+			s.Endpoints[0].ConnectionState = azuresim.ConnectionDisconnected
+		}},
+		{name: "an unapproved endpoint published without an out-of-band change", change: func(s *snapshot) {
+			s.Endpoints[0].ConnectionState = azuresim.ConnectionPending
+		}, want: []string{InvUnapprovedAddress, InvUnapprovedAddress}},
+		{name: "the MC's own domain shadowed", change: func(s *snapshot) {
+			s.MCResolve[n.MCNames[1]] = azuresim.Resolution{Status: azuresim.ResolveNXDomain, Zone: "mc." + baseDomain}
+		}, want: []string{InvShadow}},
+		{name: "the WC-side record to another network's endpoint", change: func(s *snapshot) {
+			s.WCResolve[wc1.Key] = azuresim.Resolution{Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.9"}}
+		}, want: []string{InvGoneAddress}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			excused := ""
+			if c.excused {
+				excused = wc1.Key
+			}
+			if got := breaches(t, good, c.change, excused); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("violations %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// breaches checks a good snapshot, then three changed ones a second
+// apart (excused: a cluster an out-of-band change excuses), and returns
+// the invariants counted; none may count at the first sight.
+func breaches(t *testing.T, good func() snapshot, change func(*snapshot), excused string) []string {
+	t.Helper()
+	start := time.Now()
+	k := newChecker(names(), start, time.Minute)
+	s := good()
+	s.At = start
+	if v := k.check(s); len(v) != 0 {
+		t.Fatalf("the wired world violates: %v", v)
+	}
+	if excused != "" {
+		k.excuse(excused, start)
+	}
+	var got []string
+	for i := 1; i <= 3; i++ {
+		s := good()
+		s.At = start.Add(time.Duration(i) * time.Second)
+		change(&s)
+		for _, v := range k.check(s) {
+			if i == 1 {
+				t.Errorf("counted at the first sight: %v", v)
+			}
+			got = append(got, v.Invariant)
+		}
+	}
+	return got
+}
+
+// TestGraceEnds: an unapproved published address is counted once the
+// grace after the out-of-band change is over.
+func TestGraceEnds(t *testing.T) {
+	n := names()
+	start := time.Now()
+	k := newChecker(n, start, 10*time.Second)
+	wc := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4"}
+	k.excuse(wc.Key, start)
+	s := snapshot{Clusters: []cluster{wc}, Endpoints: []azuresim.EndpointInfo{{
+		ID: n.MCScope + "providers/microsoft.network/privateendpoints/e", Name: "e", IP: "10.0.128.4",
+		PrivateLinkService: wc.Scope + "providers/microsoft.network/privatelinkservices/l", ConnectionState: azuresim.ConnectionDisconnected,
+	}}}
+	var count int
+	for i := range 30 {
+		s.At = start.Add(time.Duration(i) * time.Second)
+		for _, v := range k.check(s) {
+			count++
+			if v.At < 10*time.Second {
+				t.Errorf("counted within the grace: %v", v)
+			}
+		}
+	}
+	if count != 1 {
+		t.Errorf("%d violations, want 1 (once per episode)", count)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil || o.cfg.Histories != 10 || o.cfg.Operations != 44 || o.cfg.Every != 250*time.Millisecond {
+		t.Errorf("defaults: %+v, %v", o.cfg, err)
+	}
+	if _, err := parseFlags([]string{"--histories=0"}, io.Discard); err == nil {
+		t.Error("--histories=0 was accepted")
+	}
+}
+
+// TestWriteSection: the run's section replaces the one between the
+// markers and keeps everything else; without markers it is added.
+func TestWriteSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reliability.md")
+	if err := os.WriteFile(path, []byte("# Reliability\n\nnotes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"first run\n", "second run\n"} {
+		if err := writeSection(path, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, _ := os.ReadFile(path)
+	got := string(raw)
+	if !strings.HasPrefix(got, "# Reliability\n\nnotes\n") || strings.Contains(got, "first run") || strings.Count(got, "second run") != 1 ||
+		strings.Count(got, beginMarker) != 1 {
+		t.Errorf("after two runs:\n%s", got)
+	}
+}

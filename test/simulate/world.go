@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+)
+
+// The simulated platform: the fleet's private MC (fork schema, DNS mode on)
+// and three tenants, each an organisation namespace with its own
+// subscription, whose workload clusters draw their names from one small
+// pool so that names collide across tenants and with the MC.
+const (
+	baseDomain = "sim.example.com"
+	// watchFilter is the operator's --watch-filter value; every cluster
+	// carries it until a history takes it away.
+	watchFilter      = "sim"
+	watchFilterLabel = "cluster.x-k8s.io/watch-filter"
+)
+
+var (
+	tenants = []string{"org-alpha", "org-beta", "org-gamma"}
+	// clusterNames: "mc" is the MC's own name.
+	clusterNames = []string{"wc1", "wc2", "wc3", sandbox.FleetMCName}
+)
+
+func tenantSubscription(t int) string { return fmt.Sprintf("00000000-0000-0000-0000-0000000000a%d", t) }
+
+// scopeOf is a cluster's resource group scope, lower case.
+func scopeOf(sub, rg string) string {
+	return strings.ToLower("/subscriptions/" + sub + "/resourcegroups/" + rg + "/")
+}
+
+func vnetOf(sub, rg, name string) string {
+	return "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/" + name + "-vnet"
+}
+
+func names() worldNames {
+	mc := sandbox.FleetMCName
+	return worldNames{
+		MCScope:    scopeOf(sandbox.FleetMCSubscription, mc),
+		IngressPLS: strings.ToLower(scopeOf(sandbox.FleetMCSubscription, mc) + "providers/microsoft.network/privatelinkservices/" + mc + "-ingress-privatelink"),
+		MCNames:    []string{"api." + mc + "." + baseDomain, "ingress." + mc + "." + baseDomain},
+		APIName:    func(c string) string { return "api." + c + "." + baseDomain },
+		// The WC-side zone is <mc>.<base> with a wildcard record.
+		IngressName: "ingress." + mc + "." + baseDomain,
+	}
+}
+
+// wcSpec is one workload cluster a history creates.
+type wcSpec struct {
+	Tenant int
+	Name   string
+	// Link is its private link's name (others' names collide on purpose).
+	Link string
+	// Manual: the link does not auto-approve the MC; the tenant approves.
+	Manual bool
+}
+
+func (w wcSpec) Namespace() string { return tenants[w.Tenant] }
+func (w wcSpec) Key() string       { return w.Namespace() + "/" + w.Name }
+func (w wcSpec) Sub() string       { return tenantSubscription(w.Tenant) }
+
+// PLSID is the ID of its private link service (CAPZ puts it in the
+// cluster's resource group, which is named like the cluster).
+func (w wcSpec) PLSID() string {
+	return "/subscriptions/" + w.Sub() + "/resourceGroups/" + w.Name + "/providers/Microsoft.Network/privateLinkServices/" + w.Link
+}
+
+func (w wcSpec) links() []any {
+	link := map[string]any{
+		"name":                    w.Link,
+		"allowedSubscriptions":    []any{sandbox.FleetMCSubscription},
+		"lbFrontendIPConfigNames": []any{w.Name + "-api-lb-frontend"},
+		testenv.SchemaFork.NATConfigurationsField(): []any{map[string]any{"allocationMethod": "Dynamic", "subnet": w.Name + "-cp"}},
+	}
+	if !w.Manual {
+		link["autoApprovedSubscriptions"] = []any{sandbox.FleetMCSubscription}
+	}
+	return []any{link}
+}
+
+// object is the cluster's AzureCluster as the tenant writes it.
+func (w wcSpec) object(withLinks bool) *unstructured.Unstructured {
+	var links []any
+	if withLinks {
+		links = w.links()
+	}
+	u := sandbox.PrivateCluster(w.Namespace(), w.Name, w.Sub(), w.Name, "172.16", links)
+	u.SetLabels(map[string]string{watchFilterLabel: watchFilter})
+	return u
+}
+
+// operatorFlags: DNS mode with its default layout (a zone per workload
+// cluster in the MC's network, <mc>.<base> in each WC's), the watch filter,
+// and short intervals so that a history of minutes sees rechecks, drift
+// checks and heals.
+func operatorFlags() []string {
+	return []string{
+		"--management-cluster-name=" + sandbox.FleetMCName, "--management-cluster-namespace=" + sandbox.FleetIdentityNS,
+		"--wiring-dns", "--wiring-dns-base-domain=" + baseDomain, "--watch-filter=" + watchFilter,
+		"--pending-recheck-interval=3s", "--drift-check-interval=15s", "--terminal-recheck-interval=15s",
+		"--mc-write-delay=1s", "--heal-disconnected-after=10s", "--identity-secret-recheck-interval=15s",
+		"--azure-observe-ttl=2s", "--wiring-dns-check-interval=30s",
+		"--leader-elect=false",
+	}
+}
+
+// world is one history's running sandbox and operator.
+type world struct {
+	cfg *Config
+	sb  *sandbox.Sandbox
+	dir string
+
+	mu     sync.Mutex
+	op     *sandbox.Operator
+	starts int
+	logs   []string
+}
+
+func startWorld(ctx context.Context, cfg *Config, dir string) (*world, error) {
+	subs := make([]string, len(tenants))
+	for t := range tenants {
+		subs[t] = tenantSubscription(t)
+	}
+	throttling := azuresim.DefaultThrottling()
+	throttling.Exempt = []string{sandbox.CAPZClientID}
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		Dir: dir, Throttling: throttling, CAPZResync: time.Second, CAPZConcurrency: 4, CAPZSyncPeriod: 10 * time.Second,
+		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
+		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
+		Logf:       cfg.Logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := &world{cfg: cfg, sb: sb, dir: dir}
+	if err := w.setup(ctx); err != nil {
+		_ = sb.Stop()
+		return nil, err
+	}
+	sb.Sim.SetLatency(300 * time.Millisecond)
+	if err := w.startOperator(); err != nil {
+		_ = sb.Stop()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *world) setup(ctx context.Context) error {
+	if err := w.sb.CreateIdentity(ctx, sandbox.FleetIdentity()); err != nil {
+		return err
+	}
+	for _, ns := range tenants {
+		if err := w.sb.EnsureNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	mc := sandbox.FleetMC()
+	mc.SetLabels(map[string]string{watchFilterLabel: watchFilter})
+	return w.sb.Client.Create(ctx, mc)
+}
+
+func (w *world) startOperator() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.starts++
+	log := filepath.Join(w.dir, fmt.Sprintf("operator-%d.log", w.starts))
+	op, err := w.sb.StartOperator(w.cfg.OperatorBinary, log, operatorFlags()...)
+	if err != nil {
+		return err
+	}
+	w.op, w.logs = op, append(w.logs, log)
+	return nil
+}
+
+// kill SIGKILLs the operator and starts a new one after a moment, as the
+// kubelet restarts a pod.
+func (w *world) kill(ctx context.Context, pause time.Duration) error {
+	w.mu.Lock()
+	op := w.op
+	w.mu.Unlock()
+	if err := op.Kill(); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(pause):
+	}
+	return w.startOperator()
+}
+
+// logFiles are the logs of every operator process of the world.
+func (w *world) logFiles() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.logs)
+}
+
+func (w *world) stop() {
+	w.mu.Lock()
+	op := w.op
+	w.mu.Unlock()
+	if op != nil {
+		_ = op.Stop(30 * time.Second)
+	}
+	_ = w.sb.Stop()
+}
+
+// look takes one snapshot (the order is snapshot's).
+func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string) (snapshot, error) {
+	s := snapshot{At: time.Now(), MCResolve: map[string]azuresim.Resolution{}, WCResolve: map[string]azuresim.Resolution{}, MCEntries: map[string]string{}}
+	mcVNet := vnetOf(sandbox.FleetMCSubscription, sandbox.FleetMCName, sandbox.FleetMCName)
+	for _, c := range clusterNames {
+		name := n.APIName(c)
+		s.MCResolve[name] = w.sb.Sim.Resolve(mcVNet, name)
+	}
+	for _, name := range n.MCNames {
+		s.MCResolve[name] = w.sb.Sim.Resolve(mcVNet, name)
+	}
+	for key, vnet := range vnets {
+		s.WCResolve[key] = w.sb.Sim.Resolve(vnet, n.IngressName)
+	}
+	s.Endpoints = w.sb.Sim.Endpoints()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
+	if err := w.sb.Client.List(ctx, list); err != nil {
+		return s, err
+	}
+	prefix := clusterlink.DefaultAnnotationPrefix + "/"
+	for i := range list.Items {
+		u := &list.Items[i]
+		view, errs := capz.FromUnstructured(u)
+		if view == nil {
+			return s, errs.ToAggregate()
+		}
+		if u.GetNamespace() == sandbox.FleetIdentityNS && u.GetName() == sandbox.FleetMCName {
+			s.MCEntries = entriesOf(view)
+			continue
+		}
+		a := u.GetAnnotations()
+		s.Clusters = append(s.Clusters, cluster{
+			Key: u.GetNamespace() + "/" + u.GetName(), Name: u.GetName(),
+			Scope: scopeOf(view.SubscriptionID, view.ResourceGroup), VNetID: vnetOf(view.SubscriptionID, view.ResourceGroup, u.GetName()),
+			Deleting: u.GetDeletionTimestamp() != nil,
+			APIIP:    a[prefix+clusterlink.AnnotationAPIServerIP], IngressIP: a[prefix+clusterlink.AnnotationMCIngressIP],
+		})
+	}
+	return s, nil
+}
+
+// entriesOf are a cluster's private endpoint entries: name → the service
+// of their first connection, lower case.
+func entriesOf(view *capz.AzureCluster) map[string]string {
+	out := map[string]string{}
+	for _, sn := range view.Subnets {
+		for _, pe := range sn.PrivateEndpoints {
+			if len(pe.Connections) > 0 {
+				out[pe.Name] = strings.ToLower(pe.Connections[0].PrivateLinkServiceID)
+			}
+		}
+	}
+	return out
+}
+
+// exists reports whether the cluster's AzureCluster exists (deleting or not).
+func (w *world) exists(ctx context.Context, spec wcSpec) (bool, error) {
+	u := spec.object(false)
+	err := w.sb.Client.Get(ctx, client.ObjectKeyFromObject(u), u)
+	if err == nil {
+		return true, nil
+	}
+	return false, client.IgnoreNotFound(err)
+}
