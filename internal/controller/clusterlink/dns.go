@@ -17,8 +17,10 @@ import (
 // IP annotations feed (docs/design.md, *DNS for the wiring*). This file is
 // the pure part: which zone, link and records each side needs.
 
-// ConditionGSDNSZoneReady is the WC condition written (True only) once the
-// records of both directions resolve, for control plane gates.
+// ConditionGSDNSZoneReady is the WC condition written True once the
+// records of both directions resolve, for control plane gates, and
+// Unknown with the reason when a person must act (never False, see
+// setWaitingCondition).
 const ConditionGSDNSZoneReady = "GSDNSZoneReady"
 
 // BaseDomainAnnotation is, under the annotation prefix, what overrides

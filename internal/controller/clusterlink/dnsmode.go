@@ -2,6 +2,7 @@ package clusterlink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,8 +26,9 @@ import (
 // and the WC hold — and writes the Private DNS those addresses need,
 // through the process's DNS engine. The wiring does no DNS: a slow,
 // throttled or failing Private DNS never holds a cluster's endpoints or
-// annotations back. What the records hold comes back to the wiring through
-// the hand-off (dnshandoff.go), for the steps that must wait for it.
+// annotations back. What the records hold goes back to the wiring and the
+// MC reconcile on the cluster itself (AnnotationPrivateDNS, safety.go),
+// for the steps that must wait for it.
 type DNSReconciler struct {
 	Client client.Client
 	// APIReader reads past the cache before a condition write; Client
@@ -39,9 +41,8 @@ type DNSReconciler struct {
 	// Clock drives the memo; the real clock when nil.
 	Clock clock.PassiveClock
 
-	handOff *dnsHandOff
-	// mc is the wiring's snapshot of the management cluster.
-	mc     *mcSnapshot
+	// mc is this controller's snapshot of the management cluster.
+	mc     mcSnapshot
 	memory eventMemory
 	seen   memo.Memo
 	// zones counts the per-cluster layout's MC-side zones (zonelimit.go).
@@ -100,7 +101,8 @@ func (r *DNSReconciler) warnOnce(u *unstructured.Unstructured, reason, msg strin
 // reported and lets the cluster go (releaseDNS): DNS never blocks a
 // deletion.
 func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(u, Finalizer) || r.handOff.releasedAlready(key(wc), u.GetUID()) {
+	held := dnsHeldOf(u, r.Opts.annotation)
+	if !controllerutil.ContainsFinalizer(u, Finalizer) || held.Released {
 		// Released already: the MC's and the wiring's writes while the
 		// cluster goes bring it back here, and Azure is not read again.
 		return ctrl.Result{}, nil
@@ -112,7 +114,12 @@ func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructure
 	if !done {
 		return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
 	}
-	r.handOff.markReleased(key(wc), u.GetUID())
+	// On the cluster: the MC reconcile lets its endpoints go, then the
+	// wiring its finalizer.
+	held.Released, held.Sides = true, map[DNSSide]string{DNSSideMC: "", DNSSideWC: ""}
+	if err := writeDNSHeld(ctx, r.Client, u, r.Opts.annotation, held); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.memory.forget(key(wc))
 	return ctrl.Result{}, nil
 }
@@ -120,18 +127,20 @@ func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructure
 // reconcileDNS brings the WC's DNS sets (DesiredDNS) in place and sets
 // GSDNSZoneReady once every direction's records are written and linked.
 // DNS in place is read again only every DNS.Check (a memo per WC and side).
+//
+// What each side's records may hold is recorded on the cluster
+// (AnnotationPrivateDNS), before Azure is written: a side that takes a new
+// address says it may hold the old one or the new one until the write is
+// done, so that a crash in between never leaves the cluster saying less
+// than the records hold. A side that only gains an address from none, or
+// only loses one, costs one write of the annotation; a move from one
+// address to another two.
 func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
-	hadDNS := hasCondition(u, ConditionGSDNSZoneReady)
-	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, hadDNS)
-	problems, err := r.refuseConflict(ctx, u, wc, mc, sets, problems)
+	held := dnsHeldOf(u, r.Opts.annotation)
+	sets, problems, err := r.desiredSets(ctx, u, wc, mc, toWC, toMC, ann, held)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), hadDNS)
-	for _, p := range problems {
-		r.warnOnce(u, p.Reason, p.Message)
-	}
-	ready := len(sets) > 0 && len(problems) == 0
 	summary := dnsSummary(sets)
 	r.seedDNSMemo(u, sets, summary)
 	result := ctrl.Result{}
@@ -139,23 +148,69 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 		// Looked at again when the cluster that holds the names may be gone.
 		result = ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}
 	}
-	r.noteNoDNS(key(wc), sets)
+	pass := newDNSPass(held, sets)
+	if err := writeDNSHeld(ctx, r.Client, u, r.Opts.annotation, pass.before); err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		// What the records hold after this pass, also when it failed.
+		if werr := writeDNSHeld(ctx, r.Client, u, r.Opts.annotation, pass.after); werr != nil {
+			ctrl.LoggerFrom(ctx).Error(werr, "recording the private DNS state")
+		}
+	}()
+	res, written, taken, err := r.writeSets(ctx, u, sets, &pass)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result = lowestNonZeroResult(result, res)
+	problems = append(problems, taken...)
+	return result, r.reportDNS(ctx, u, written && len(sets) > 0 && len(problems) == 0, summary, problems)
+}
+
+// desiredSets are the WC's DNS sets (DesiredDNS), with the WC-side
+// conflict and the zone limit applied, and the problems, reported.
+func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string, held dnsHeld) ([]DNSSet, []Problem, error) {
+	ready := hasCondition(u, ConditionGSDNSZoneReady)
+	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, ready || held.mayHold())
+	problems, err := r.refuseConflict(ctx, u, wc, mc, sets, problems)
+	if err != nil {
+		return nil, nil, err
+	}
+	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), ready || held.sideMayHold(DNSSideMC))
+	for _, p := range problems {
+		r.warnOnce(u, p.Reason, p.Message)
+	}
+	return sets, problems, nil
+}
+
+// writeSets brings each set in place through the engine, noting in pass
+// what its records hold; written: every set holds its address. It returns
+// the problems of sets whose zone another cluster holds.
+func (r *DNSReconciler) writeSets(ctx context.Context, u *unstructured.Unstructured, sets []DNSSet, pass *dnsPass) (ctrl.Result, bool, []Problem, error) {
+	result, written := ctrl.Result{}, true
+	var problems []Problem
 	for _, set := range sets {
-		if set.IP == "" && !hadDNS && !set.Refused && !wroteRecord(&r.seen, set) {
-			// Not approved yet, and no record was ever written: nothing to
-			// remove, and no read to spend on finding that out.
-			r.handOff.note(key(wc), set.Side, "", true)
-			ready = false
+		if pass.skip(set) {
+			pass.skipped(set)
+			written = false
 			continue
 		}
 		state, err := r.ensureDNS(ctx, u, set)
-		r.handOff.note(key(wc), set.Side, set.IP, err == nil && state != dnsWaiting)
+		var held *zoneHeldError
+		if errors.As(err, &held) {
+			pass.skipped(set) // nothing was written
+			r.warnOnce(u, held.Reason, held.Message)
+			problems = append(problems, held.Problem)
+			result, written = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}), false
+			continue
+		}
+		pass.done(set, err == nil && state != dnsWaiting)
 		if err != nil {
 			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
 			if err != nil {
-				return ctrl.Result{}, err
+				return ctrl.Result{}, false, nil, err
 			}
-			result, ready = lowestNonZeroResult(result, res), false
+			result, written = lowestNonZeroResult(result, res), false
 			continue
 		}
 		switch state {
@@ -165,14 +220,23 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 		case dnsBlocked:
 			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck})
 		}
-		ready = ready && state == dnsDone && set.IP != ""
+		written = written && state == dnsDone && set.IP != ""
 	}
-	if ready {
-		if err := setTrueCondition(ctx, r.Client, r.APIReader, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", summary, true); err != nil {
-			return ctrl.Result{}, err
-		}
+	return result, written, problems, nil
+}
+
+// reportDNS writes GSDNSZoneReady: True when ready; Unknown with the first
+// problem's reason when a person must act (a refused name, a conflict, a
+// limit), so that a control plane gated on it does not wait without a
+// word. Waiting for the wiring is GSPrivateLinksReady's to say.
+func (r *DNSReconciler) reportDNS(ctx context.Context, u *unstructured.Unstructured, ready bool, summary string, problems []Problem) error {
+	switch {
+	case ready:
+		return setTrueCondition(ctx, r.Client, r.APIReader, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", summary, true)
+	case len(problems) > 0:
+		return setWaitingCondition(ctx, r.Client, r.APIReader, u, ConditionGSDNSZoneReady, problems[0].Reason, problems[0].Message)
 	}
-	return result, nil
+	return nil
 }
 
 // refuseConflict refuses the WC-side set when another WC of the resource
@@ -192,16 +256,6 @@ func (r *DNSReconciler) refuseConflict(ctx context.Context, u *unstructured.Unst
 		sets[i].IP, sets[i].Refused = "", true // what this cluster wrote there goes
 	}
 	return problems, nil
-}
-
-// noteNoDNS tells the wiring that the sides of a WC without a set hold
-// nothing.
-func (r *DNSReconciler) noteNoDNS(wc string, sets []DNSSet) {
-	for _, side := range []DNSSide{DNSSideMC, DNSSideWC} {
-		if !slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Side == side }) {
-			r.handOff.note(wc, side, heldNothing, true)
-		}
-	}
 }
 
 // dnsSummary is GSDNSZoneReady's message: every name, its address and the

@@ -3,6 +3,7 @@ package clusterlink
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,6 @@ import (
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
 // Event reasons of the DNS mode; what it does to zones, links and records
@@ -24,7 +24,11 @@ const (
 	ReasonDNSNameRefused    = "DNSZoneNameRefused"
 	// ReasonDNSNameReserved: a WC's MC-side name would shadow the
 	// management cluster's own domain in its network (mcDomain).
-	ReasonDNSNameReserved     = "DNSNameReserved"
+	ReasonDNSNameReserved = "DNSNameReserved"
+	// ReasonDNSZoneHeld: the cluster's own zone (a template naming
+	// .Cluster) exists and another workload cluster made it: two clusters
+	// of one name in two namespaces. The holder keeps it.
+	ReasonDNSZoneHeld         = "DNSZoneHeld"
 	reasonDNSZoneReadyMessage = "private DNS records of the wiring are written and linked"
 )
 
@@ -123,12 +127,14 @@ func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstru
 	if err != nil || !zone.Ready {
 		return dnsWaiting, err
 	}
+	if held := zoneHeldByAnotherCluster(set, zone.Owner, key(&capz.AzureCluster{Namespace: u.GetNamespace(), Name: u.GetName()})); held != nil {
+		return dnsBlocked, held
+	}
 	link, err := r.dnsEngine().EnsureLink(ctx, t, set.VNet, linkOwner(set))
 	if err != nil {
 		return dnsWaiting, err
 	}
 	state := dnsDone
-	r.seen.Set("wrote|"+set.Owner+"|"+string(set.Side), "", now)
 	for _, rel := range set.Records {
 		taken, err := r.dnsEngine().WriteRecord(ctx, t, rel, []string{set.IP}, r.Opts.DNS.TTL, had)
 		if err != nil {
@@ -194,7 +200,6 @@ func (r *DNSReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstruct
 		r.seen.ForgetPrefix(key(wc) + "|")
 		r.seen.ForgetPrefix("wait|" + key(wc) + "|")
 		r.seen.ForgetPrefix("release|" + key(wc) + "|")
-		r.seen.ForgetPrefix("wrote|" + key(wc) + "|")
 		for _, set := range sets {
 			for _, rel := range set.Records {
 				r.dnsEngine().ForgetRecord(set.Zone, rel)
@@ -248,12 +253,6 @@ func (r *DNSReconciler) releaseSet(ctx context.Context, u *unstructured.Unstruct
 	return r.dnsEngine().DropZone(ctx, t, dnsengine.ZoneRelease{Links: len(links)})
 }
 
-// wroteRecord reports whether this process wrote a record of the set (so
-// that its removal must look).
-func wroteRecord(m *memo.Memo, set DNSSet) bool {
-	return m.Known("wrote|" + set.Owner + "|" + string(set.Side))
-}
-
 // conditionMessage is a condition's message ("" without it).
 func conditionMessage(u *unstructured.Unstructured, typ string) string {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -264,6 +263,17 @@ func conditionMessage(u *unstructured.Unstructured, typ string) string {
 		}
 	}
 	return ""
+}
+
+// conditionOf is the condition of type typ on an object, or nil.
+func conditionOf(u *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
 }
 
 // hasCondition reports whether a condition is True on an object.
@@ -279,3 +289,29 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 
 // dnsEngine is the process's Private DNS engine.
 func (r *DNSReconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }
+
+// zoneHeldError: the set's zone is another workload cluster's.
+type zoneHeldError struct{ Problem }
+
+func (e *zoneHeldError) Error() string { return e.Message }
+
+// zoneHeldByAnotherCluster says whether a per-cluster zone (its template
+// names .Cluster) was made by another workload cluster (its owner tag).
+// Such a zone is that cluster's: this one writes nothing into it — its
+// records would keep the zone after its maker is gone, and nobody would
+// delete it — and gets a problem that names the holder only within its own
+// namespace. A zone without the operator's tag (made by a person) or
+// shared is used as before.
+func zoneHeldByAnotherCluster(set DNSSet, owner, wc string) *zoneHeldError {
+	o, ok := dns.ParseOwner(owner)
+	if set.Zone.Shared || !ok || o.Kind != dns.KindAzureCluster || o.Namespace+"/"+o.Name == wc {
+		return nil
+	}
+	holder := "another workload cluster"
+	if ns, _, _ := strings.Cut(wc, "/"); o.Namespace == ns {
+		holder = "workload cluster " + o.Namespace + "/" + o.Name
+	}
+	return &zoneHeldError{Problem{wc, ReasonDNSZoneHeld, fmt.Sprintf(
+		"private DNS zone %s (%s side) was made by %s, which holds it: this cluster writes no records there while it does; rename the cluster, or name the zone per namespace (--wiring-dns-mc-zone with .Namespace)",
+		set.Zone.Name, set.Side, holder)}}
+}

@@ -26,7 +26,7 @@ func (r *WCReconciler) finishHandOver(ctx context.Context, u *unstructured.Unstr
 	api := r.Opts.annotation(AnnotationAPIServerIP)
 	ip := o.annotations[api]
 	if !handOverDone(toWC[0], pls.AzurePrivateLinkServiceName(), o.apiSourceReady, u.GetAnnotations()[api], ip, func() bool {
-		return r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionMCToWC, ip)
+		return r.dnsHolds(u, DirectionMCToWC, ip)
 	}) {
 		return nil
 	}

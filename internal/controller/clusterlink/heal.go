@@ -23,7 +23,7 @@ func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructur
 	if err := r.followASOHeal(ctx, owner, ep); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "asking CAPZ to make a healed endpoint's ASO object again", "endpoint", ep.Name)
 	}
-	if healWaitsForDNS(broken, r.heal.Grace > 0, func() bool { return r.dnsAllowsHeal(u.GetNamespace()+"/"+u.GetName(), ep.Direction, ip) }) {
+	if healWaitsForDNS(broken, r.heal.Grace > 0, func() bool { return r.dnsAllowsHeal(u, ep.Direction, ip) }) {
 		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
 			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
 		return r.Opts.pendingRecheck() // the DNS controller removes the records, then wakes this cluster

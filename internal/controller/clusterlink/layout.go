@@ -20,7 +20,7 @@ func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation
 	// The records follow the annotation (DNS mode): the earlier layout's
 	// endpoints go only once they hold the new address.
 	switched := layoutSwitched(toMC, o.sourceReady, u.GetAnnotations()[ingress], o.annotations[ingress], func() bool {
-		return r.dnsHolds(u.GetNamespace()+"/"+u.GetName(), DirectionWCToMC, o.annotations[ingress])
+		return r.dnsHolds(u, DirectionWCToMC, o.annotations[ingress])
 	})
 	if len(retiring) == 0 || switched {
 		return toMC, switched

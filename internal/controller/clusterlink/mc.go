@@ -70,8 +70,12 @@ type mcSeen struct {
 	// endpoints go); held are paused or unreadable ones, whose entries
 	// stay exactly as they are.
 	active, held []*capz.AzureCluster
-	current      capz.Owned
-	owners       map[capz.EndpointKey][]string
+	// publishing are the entries of active WCs that stay although
+	// DesiredMC drops them: their addresses may still be published
+	// (publishingOf).
+	publishing []Publishing
+	current    capz.Owned
+	owners     map[capz.EndpointKey][]string
 }
 
 // gather reads the MC and the selected WCs; nil when there is nothing to
@@ -90,12 +94,12 @@ func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
 		}
 		return nil, err
 	}
-	active, held, err := r.workloadClusters(ctx)
+	active, held, publishing, err := r.workloadClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &mcSeen{
-		u: u, mc: mc, specErr: errs.ToAggregate(), active: active, held: held,
+		u: u, mc: mc, specErr: errs.ToAggregate(), active: active, held: held, publishing: publishing,
 		current: capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
 	}, nil
 }
@@ -114,12 +118,13 @@ type mcPlan struct {
 // but deleted WCs are still let go: their endpoints leave, the rest stay.
 func decideMC(seen *mcSeen, opts Options) mcPlan {
 	if seen.specErr != nil {
-		return mcPlan{want: capz.Owned{Endpoints: WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active))}}
+		return mcPlan{want: capz.Owned{Endpoints: CarryPublished(WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active)), seen.current.Endpoints, seen.publishing)}}
 	}
 	older := OlderInMC(opts.AdoptFieldManagers)
 	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, heldTargets(seen.current.Endpoints))
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
-	plan := mcPlan{want: capz.Owned{Endpoints: CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)}, taken: taken}
+	want := CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)
+	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken}
 	for _, p := range problems {
 		// The others (waiting for private links) are the WC's own
 		// reconcile's to report.
@@ -170,27 +175,36 @@ func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {
 }
 
 // workloadClusters returns the WCs to wire and, separately, those whose
-// current endpoints stay exactly as they are: paused ones, and ones whose
-// AzureCluster cannot be read (their own reconcile reports why). A deleting
-// WC that is not paused is in neither, so its endpoints go.
-func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureCluster, []*capz.AzureCluster, error) {
+// current endpoints stay exactly as they are: paused ones, ones whose
+// AzureCluster cannot be read (their own reconcile reports why), and ones
+// the watch filter leaves to someone else — the wiring and DNS mode leave
+// their annotations and records as they are, so their endpoints must stay
+// too (an endpoint deleted under a published address frees that address
+// for the next cluster's endpoint). A deleting WC that is not paused is in
+// neither, so its endpoints go (deletion ignores the watch filter, as the
+// wiring's and DNS mode's releases do).
+//
+// Of the WCs to wire it also returns what each publishes (publishingOf):
+// the entries that stay until nothing publishes their addresses.
+func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureCluster, []*capz.AzureCluster, []Publishing, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 	// Read only: no deep copy of every WC on every MC reconcile.
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var links map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService
 	if r.Opts.PrivateLinkServices {
 		var err error
 		if links, err = managedLinks(ctx, r.Client); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	var active, held []*capz.AzureCluster
+	var publishing []Publishing
 	for i := range list.Items {
 		u := &list.Items[i]
-		if (types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}) == r.Opts.ManagementCluster || !r.Opts.selected(u) {
+		if (types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}) == r.Opts.ManagementCluster {
 			continue
 		}
 		view, errs := capz.FromUnstructured(u)
@@ -198,20 +212,28 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 		view = asWired(view, pls, false, r.Opts) // managedLinks holds only the clusters' own
 		isPaused, err := paused(ctx, r.Client, u, view)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch {
 		case isPaused:
 			held = append(held, view)
+			continue
 		case view.Deleting:
 			active = append(active, view) // DesiredMC gives it nothing
+		case !r.Opts.selected(u):
+			held = append(held, view)
+			continue
 		case len(errs) > 0:
 			held = append(held, view)
+			continue
 		default:
 			active = append(active, view)
 		}
+		if p := publishingOf(u, view, r.Opts); p != nil {
+			publishing = append(publishing, *p)
+		}
 	}
-	return active, held, nil
+	return active, held, publishing, nil
 }
 
 func (r *MCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {

@@ -25,6 +25,17 @@ type observation struct {
 	sourceReady, apiSourceReady bool
 	result                      ctrl.Result
 	err                         error
+	// waitReason and waitMessage say what the first endpoint that is not
+	// ready waits for (GSPrivateLinksReady Unknown).
+	waitReason, waitMessage string
+}
+
+// waitFor records what the cluster waits for, unless something before it
+// in the pass did.
+func (o *observation) waitFor(reason, message string) {
+	if o.waitReason == "" {
+		o.waitReason, o.waitMessage = reason, message
+	}
 }
 
 // observe reads both directions' endpoints and computes the annotations.
@@ -52,7 +63,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 		{toMC, slices.Concat(tail(toMC), retiring), wc, r.Opts.annotation(AnnotationMCIngressIP)},
 	} {
 		if len(d.eps)+len(d.fallback) == 0 {
-			delete(o.annotations, d.annName)
+			o.unpublish(d.annName)
 			continue
 		}
 		results = append(results, r.observeDirection(ctx, u, &o, d.eps, d.fallback, d.owner, d.annName)...)
@@ -80,6 +91,7 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 	if err != nil {
 		o.ready = false
 		o.states[dir] = stateUnknown
+		o.waitFor(ReasonAzureError, fmt.Sprintf("the private endpoints of %s/%s cannot be read from Azure; the cluster's Events say why", owner.Namespace, owner.Name))
 		res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", owner.Namespace, owner.Name), err)
 		if err != nil {
 			o.err = err
@@ -96,16 +108,37 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 	return results
 }
 
-// fallbackIP is was, the IP the annotation holds now, when a ready
-// endpoint among eps has it; otherwise "".
-func fallbackIP(obs map[string]privateendpoints.Observation, eps []Endpoint, was string) string {
+// fallbackIP is was, the IP the annotation holds now, and the endpoint
+// that has it, when a ready endpoint among eps has it; otherwise "".
+func fallbackIP(obs map[string]privateendpoints.Observation, eps []Endpoint, was string) (string, string) {
 	for _, ep := range eps {
 		ob, exists := obs[strings.ToLower(ep.Name)]
 		if state, _ := endpointState(ob, exists, ep); state == stateReady && was != "" && ob.IP == was {
-			return was
+			return was, ep.Name
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// endpointAnnotation is the annotation that names the endpoint whose
+// address an IP annotation holds (AnnotationAPIServerEndpoint,
+// AnnotationMCIngressEndpoint).
+func endpointAnnotation(ipAnnotation string) string {
+	return strings.TrimSuffix(ipAnnotation, "-ip") + "-endpoint"
+}
+
+// publish sets an IP annotation to ip, the address of endpoint, and names
+// the endpoint beside it (safety.go: the MC keeps that entry while it is
+// published).
+func (o *observation) publish(annName, ip, endpoint string) {
+	o.annotations[annName] = ip
+	o.annotations[endpointAnnotation(annName)] = endpoint
+}
+
+// unpublish removes an IP annotation and the endpoint's name beside it.
+func (o *observation) unpublish(annName string) {
+	delete(o.annotations, annName)
+	delete(o.annotations, endpointAnnotation(annName))
 }
 
 // tail is eps without its first.
@@ -205,16 +238,17 @@ func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unst
 	if state == stateReady {
 		r.heal.Ready(healKey)
 		if first {
-			o.annotations[annName] = ob.IP
+			o.publish(annName, ob.IP, ep.Name)
 			o.sourceReady = o.sourceReady || dir == DirectionWCToMC
 			o.apiSourceReady = o.apiSourceReady || dir == DirectionMCToWC
 		}
 		return nil
 	}
 	if first {
-		delete(o.annotations, annName)
+		o.unpublish(annName)
 	}
 	o.ready = false
+	o.waitFor(stateReason(state), note)
 	r.noteState(u, ep, state, note)
 	results := []ctrl.Result{{RequeueAfter: r.Opts.pendingRecheck()}}
 	if wait := r.maybeHeal(ctx, u, owner, ep, state, ob.IP, healKey); wait > 0 {
@@ -226,10 +260,10 @@ func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unst
 // fallBack keeps the annotation on was, the IP it holds, while a ready
 // endpoint among eps has it (a layout switch); none is not ready.
 func (o *observation) fallBack(obs map[string]privateendpoints.Observation, eps []Endpoint, annName, was string, none bool) {
-	if ip := fallbackIP(obs, eps, was); ip != "" {
-		o.annotations[annName] = ip
+	if ip, ep := fallbackIP(obs, eps, was); ip != "" {
+		o.publish(annName, ip, ep)
 	} else {
-		delete(o.annotations, annName)
+		o.unpublish(annName)
 	}
 	if none {
 		o.ready = false // nothing of the configured layout is wired

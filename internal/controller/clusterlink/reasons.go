@@ -16,8 +16,13 @@ const (
 	ReasonAzureError             = "AzureError"
 	ReasonFinalizerReleased      = "FinalizerReleased"
 	ReasonOrphanDeleted          = "OrphanedPrivateEndpointDeleted"
+	// ReasonNothingToWire: GSPrivateLinksReady is Unknown because the
+	// cluster has no endpoint to wire any more.
+	ReasonNothingToWire = "NoPrivateEndpoints"
 	// ConditionGSPrivateLinksReady is the compatibility condition existing
-	// installations read; it is only ever written True.
+	// installations read: True once every endpoint is approved and
+	// annotated; Unknown, with the reason and message of what it waits
+	// for, otherwise (never False, see setWaitingCondition).
 	ConditionGSPrivateLinksReady = "GSPrivateLinksReady"
 )
 

@@ -36,14 +36,7 @@ func (r *WCReconciler) noteState(u *unstructured.Unstructured, ep Endpoint, stat
 	if !r.memory.first(key, "state:"+string(ep.Direction)+":"+state) {
 		return
 	}
-	reason := map[string]string{
-		statePending: ReasonEndpointPending, stateRejected: ReasonEndpointRejected,
-		stateDisconnected: ReasonEndpointDisconnected, stateProvisioning: ReasonEndpointProvisioning,
-		stateForeign: ReasonEndpointTargetMismatch,
-	}[state]
-	if reason == "" {
-		reason = ReasonEndpointNotReady
-	}
+	reason := stateReason(state)
 	typ := corev1.EventTypeNormal
 	if state == stateRejected || state == stateDisconnected || state == statePending || state == stateForeign {
 		typ = corev1.EventTypeWarning
@@ -66,6 +59,38 @@ func (r *WCReconciler) reportTransitions(u *unstructured.Unstructured, before, a
 			r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonEndpointNotReady, "Annotate", "annotation %s removed: its private endpoint is no longer ready", name)
 		}
 	}
+}
+
+// stateReason is the reason of an endpoint state that is not ready.
+func stateReason(state string) string {
+	reason := map[string]string{
+		statePending: ReasonEndpointPending, stateRejected: ReasonEndpointRejected,
+		stateDisconnected: ReasonEndpointDisconnected, stateProvisioning: ReasonEndpointProvisioning,
+		stateForeign: ReasonEndpointTargetMismatch,
+	}[state]
+	if reason == "" {
+		reason = ReasonEndpointNotReady
+	}
+	return reason
+}
+
+// whyWaiting is why a pass did not find the WC ready, for
+// GSPrivateLinksReady Unknown: what keeps an endpoint from being planned
+// (a name held by another cluster, links not ready), else what the first
+// endpoint that is not ready waits for; "" when there is nothing to say (a
+// cluster with nothing to wire that never had the condition).
+func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation, wired int) (string, string) {
+	switch {
+	case len(problems) > 0:
+		return problems[0].Reason, problems[0].Message
+	case o.waitReason != "":
+		return o.waitReason, o.waitMessage
+	case wired == 0 && conditionOf(u, ConditionGSPrivateLinksReady) != nil:
+		return ReasonNothingToWire, "no private endpoint is wired for this cluster: none of its private links allows the management cluster's subscription, and the management cluster is not private"
+	case wired > 0:
+		return ReasonEndpointNotReady, "a private endpoint of this cluster is not ready"
+	}
+	return "", ""
 }
 
 func (r *WCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -62,11 +61,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		}
 	}
 	if opts.DNS.Enabled {
-		wcr.dns = newDNSHandOff()
-		// The DNS controller wakes the clusters the wiring holds back for
-		// their records (dnshandoff.go).
-		wcb = wcb.WatchesRawSource(source.Channel(wcr.dns.wake, &handler.EnqueueRequestForObject{}))
-		if err := setupDNS(mgr, opts, clients, rec, wcr); err != nil {
+		if err := setupDNS(mgr, opts, clients, rec); err != nil {
 			return err
 		}
 	}
@@ -103,16 +98,16 @@ func setupManagedLinks(mgr ctrl.Manager, opts Options, rec events.EventRecorder,
 }
 
 // setupDNS registers the DNS mode's controller, which follows what the
-// wiring (wcr) publishes on the workload clusters and reads the MC through
-// its snapshot.
-func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events.EventRecorder, wcr *WCReconciler) error {
+// wiring publishes on the workload clusters, with a snapshot of the MC of
+// its own.
+func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events.EventRecorder) error {
 	// Workload clusters of one resource group share their WC-side zone
 	// (WCSideConflict).
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), groupIndex, resourceGroupOf); err != nil {
 		return err
 	}
 	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec,
-		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}, handOff: wcr.dns, mc: &wcr.mc}
+		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}}
 	return ctrl.NewControllerManagedBy(mgr).Named("wiring-dns").
 		For(newAzureCluster()).
 		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).

@@ -2,11 +2,15 @@ package clusterlink_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
@@ -103,4 +107,101 @@ func mcEntryTarget(ctx context.Context, w *testworld.World, name string) (string
 		}
 	}
 	return "", nil
+}
+
+// TestSameNamedClusterDoesNotWriteIntoHoldersZone: in DNS mode the MC-side
+// zone of the default layout is named after the cluster alone
+// (wc1.<base>), a name two tenants' clusters share. org-b/wc1 made it; it
+// withdraws its link (its entry and record go, its zone stays while it
+// exists), and org-a/wc1 takes the free entry name. org-a/wc1 writes
+// nothing into org-b's zone (DNSZoneHeld, GSDNSZoneReady Unknown, told
+// nothing of org-b); once org-b/wc1 is deleted, its zone goes and
+// org-a/wc1 makes its own; once org-a/wc1 is deleted too, no zone is left.
+// Before, org-a's record went into org-b's zone, which nobody deleted.
+func TestSameNamedClusterDoesNotWriteIntoHoldersZone(t *testing.T) {
+	schema := testenv.SchemaFork
+	w := world(t, schema, capzsim.Fork, false)
+	ctx := context.Background()
+	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
+	zone := "wc1." + baseDomain
+	w.Namespace(t, "org-b")
+	holder := wcCluster("wc1", 20)
+	holder.Namespace = "org-b"
+	create(t, w, schema, mcCluster(true), holder)
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1}
+		o.TerminalRecheck = 2 * time.Second
+	})
+	testworld.Eventually(t, testworld.Timeout, "org-b/wc1's record", func(context.Context) (bool, string) {
+		r := w.Sim.Resolve(mcVNet, "api."+zone)
+		return r.Status == azuresim.ResolveOK, fmt.Sprintf("%+v", r)
+	})
+	mergePatch(t, w, types.NamespacedName{Namespace: "org-b", Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	testworld.Eventually(t, testworld.Timeout, "org-b/wc1's entry gone", func(ctx context.Context) (bool, string) {
+		target, err := mcEntryTarget(ctx, w, "wc1-api-privatelink-privateendpoint")
+		return err == nil && target == "", target
+	})
+
+	later := wcCluster("wc1", 30)
+	later.ResourceGroup = "org-a-wc1-rg" // its own group in the subscription the MC's ingress approves
+	create(t, w, schema, later)
+	u := wired(t, w, "wc1", true, true)
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	waitEvent(t, w, key, clusterlink.ReasonDNSZoneHeld)
+	testworld.Eventually(t, testworld.Timeout, "GSDNSZoneReady Unknown with DNSZoneHeld", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
+		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonDNSZoneHeld, fmt.Sprint(c)
+	})
+	if r := w.Sim.Resolve(mcVNet, "api."+zone); r.Status == azuresim.ResolveOK {
+		t.Errorf("org-a/wc1 wrote into org-b/wc1's zone: %+v", r)
+	}
+	for _, e := range w.Events(ctx, key) {
+		if strings.Contains(e.Note, "org-b") {
+			t.Errorf("org-a/wc1 was told about another tenant's cluster: %s: %s", e.Reason, e.Note)
+		}
+	}
+
+	deleteCluster(t, w, "org-b", "wc1")
+	resolves(t, w, mcVNet, "api."+zone, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	dnsReady(t, w, "wc1")
+	deleteCluster(t, w, wcNS, "wc1")
+	testworld.Eventually(t, testworld.Timeout, "no zone left", func(context.Context) (bool, string) {
+		left := w.Sim.Resources("Microsoft.Network/privateDnsZones")
+		return len(left) == 0, fmt.Sprint(left)
+	})
+}
+
+// deleteCluster deletes an AzureCluster and waits until it is gone.
+func deleteCluster(t *testing.T, w *testworld.World, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := w.Get(ctx, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Client.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, ns+"/"+name+" gone", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, ns, name)
+		if err != nil {
+			return true, ""
+		}
+		return false, testworld.Describe(u)
+	})
+}
+
+// condition is a condition of an object ({} without it).
+func condition(u *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return map[string]any{}
 }

@@ -39,12 +39,9 @@ type WCReconciler struct {
 	Clock clock.PassiveClock
 
 	memory eventMemory
-	// dns is what the DNS controller says of each cluster's records (DNS
-	// mode; nil otherwise).
-	dns  *dnsHandOff
-	mc   mcSnapshot
-	heal heal.Tracker
-	once sync.Once
+	mc     mcSnapshot
+	heal   heal.Tracker
+	once   sync.Once
 	// asoHeals are the ASO objects (namespace/name → UID) deleted to heal
 	// an endpoint, until CAPZ has been asked again (healaso.go).
 	asoHeals sync.Map
@@ -97,7 +94,8 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	if len(errs) > 0 {
 		r.warnOnce(u, ReasonInvalidSpec, errs.ToAggregate().Error())
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, setWaitingCondition(ctx, r.Client, r.APIReader, u, ConditionGSPrivateLinksReady, ReasonInvalidSpec,
+			"the AzureCluster's spec cannot be read, nothing is wired until it is fixed: "+errs.ToAggregate().Error())
 	}
 	if mcs.u == nil {
 		return r.wireWithoutMC(ctx, u, wc)
@@ -222,6 +220,9 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 {
 		return r.setCondition(ctx, w.u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated", false)
 	}
+	if reason, msg := whyWaiting(w.u, w.problems, w.o, len(w.toWC)+len(w.toMC)); reason != "" {
+		return setWaitingCondition(ctx, r.Client, r.APIReader, w.u, ConditionGSPrivateLinksReady, reason, msg)
+	}
 	return nil
 }
 
@@ -241,16 +242,24 @@ func (r *WCReconciler) sweepOrphans(ctx context.Context, wc *capz.AzureCluster, 
 }
 
 // dnsAllowsHeal says whether an endpoint whose address is ip may be
-// deleted: the DNS mode is off, or the DNS controller says the side's
-// records do not hold ip (dnsHandOff.allowsHeal).
-func (r *WCReconciler) dnsAllowsHeal(wc string, d Direction, ip string) bool {
-	return !r.Opts.DNS.Enabled || r.dns.allowsHeal(wc, d, ip)
+// deleted: nothing publishes ip — not the direction's annotation on the
+// WC as applied, nor, in DNS mode, the side's records (the DNS state the
+// DNS controller records on the WC, safety.go).
+func (r *WCReconciler) dnsAllowsHeal(u *unstructured.Unstructured, d Direction, ip string) bool {
+	ann := AnnotationAPIServerIP
+	if d == DirectionWCToMC {
+		ann = AnnotationMCIngressIP
+	}
+	if ip != "" && u.GetAnnotations()[r.Opts.annotation(ann)] == ip {
+		return false
+	}
+	return !r.Opts.DNS.Enabled || dnsHeldOf(u, r.Opts.annotation).allowsDelete(d, ip)
 }
 
 // dnsHolds says whether the records of a direction's side hold ip (or the
 // DNS mode is off), so that the endpoint they held before may go.
-func (r *WCReconciler) dnsHolds(wc string, d Direction, ip string) bool {
-	return !r.Opts.DNS.Enabled || r.dns.holds(wc, d, ip)
+func (r *WCReconciler) dnsHolds(u *unstructured.Unstructured, d Direction, ip string) bool {
+	return !r.Opts.DNS.Enabled || dnsHeldOf(u, r.Opts.annotation).holds(d, ip)
 }
 
 // knownLBType reports whether an API server load balancer type is one the
@@ -289,9 +298,9 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",
 			"management cluster %s does not exist; releasing the finalizer without cleaning up its private endpoints", r.Opts.ManagementCluster)
 	}
-	if r.Opts.DNS.Enabled && !r.dns.isReleased(key(wc), u.GetUID()) {
-		// The DNS controller removes the cluster's DNS and wakes this
-		// reconcile when it is gone.
+	if r.Opts.DNS.Enabled && !dnsHeldOf(u, r.Opts.annotation).Released {
+		// The DNS controller removes the cluster's DNS and records that on
+		// the cluster, whose update brings this reconcile back.
 		return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
 	}
 	if err := r.apply(ctx, u, wc, capz.CurrentOwned(u, wc, capz.FieldManager), capz.Owned{}); err != nil {
@@ -316,8 +325,5 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 	key := wc.Namespace + "/" + wc.Name
 	endpointStates.set(key, nil)
 	r.memory.forget(key)
-	if r.dns != nil {
-		r.dns.forget(key)
-	}
 	return ctrl.Result{}, nil
 }

@@ -69,9 +69,8 @@ func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, 
 // setCondition writes a compatibility condition (GSPrivateLinksReady,
 // GSDNSZoneReady) True, with a JSON patch of that one condition, so that a
 // concurrent status write (CAPZ's, or the other controller's condition) is
-// neither lost nor a conflict. It is never written False:
-// CAPZ's Ready summary includes every condition. A True condition is
-// written again only when exact and its message differs.
+// neither lost nor a conflict. A True condition is written again only when
+// exact and its message differs.
 func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
 	return setTrueCondition(ctx, r.Client, r.APIReader, u, typ, reason, message, exact)
 }
@@ -79,8 +78,26 @@ func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstruc
 // setTrueCondition is setCondition for either controller that writes a
 // WC's conditions; reader (c when nil) reads past the cache.
 func setTrueCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
+	return writeCondition(ctx, c, reader, u, typ, "True", reason, message, exact)
+}
+
+// setWaitingCondition writes a compatibility condition Unknown, with the
+// reason and message of what the cluster waits for, when they differ.
+// Never False: CAPZ's Ready is the summary of every condition of the
+// AzureCluster (cluster-api's v1beta1 SetSummary), where a False one of
+// any severity outranks True, and a cluster waiting for an approval is not
+// a broken cluster; Unknown ranks below True there, so CAPZ's Ready stays
+// CAPZ's (mergePriority in cluster-api's util/conditions, v1.14). Gates
+// (--azure-cluster-gates) and people read the reason either way.
+func setWaitingCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string) error {
+	return writeCondition(ctx, c, reader, u, typ, "Unknown", reason, message, true)
+}
+
+// writeCondition writes one condition of a WC (status True or Unknown).
+func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, status, reason, message string, exact bool) error {
 	current := func(o *unstructured.Unstructured) bool {
-		return hasCondition(o, typ) && (!exact || conditionMessage(o, typ) == message)
+		m := conditionOf(o, typ)
+		return m != nil && m["status"] == status && (status == "True" || m["reason"] == reason) && (!exact || m["message"] == message)
 	}
 	if current(u) {
 		return nil
@@ -96,10 +113,13 @@ func setTrueCondition(ctx context.Context, c client.Client, reader client.Reader
 		return err
 	}
 	cond := map[string]any{
-		"type": typ, "status": "True",
+		"type": typ, "status": status,
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 		"reason":             reason,
 		"message":            message,
+	}
+	if was := conditionOf(fresh, typ); was != nil && was["status"] == status && was["lastTransitionTime"] != nil {
+		cond["lastTransitionTime"] = was["lastTransitionTime"] // a new reason is no transition
 	}
 	conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
 	var ops []map[string]any

@@ -1,0 +1,200 @@
+package clusterlink
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+func prefixed(name string) string { return DefaultAnnotationPrefix + "/" + name }
+
+// TestDNSHeld: what DNS mode records on a cluster, read back. Unknown
+// holds every step back; a heal waits until the records no longer hold the
+// endpoint's address, a switch until they hold the new one. A cluster
+// without the record had no DNS unless its GSDNSZoneReady says otherwise
+// (an operator from before the record).
+func TestDNSHeld(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		annotation  *string
+		condition   bool
+		ip          string
+		heal, holds bool
+		caughtUp    bool
+		mayHold     bool
+	}{
+		{name: "never recorded, never ready: nothing", ip: "10.0.0.4", heal: true, holds: true, caughtUp: true},
+		{name: "never recorded but ready once: unknown", condition: true, ip: "10.0.0.4", mayHold: false},
+		{name: "still holds the broken endpoint's address", annotation: new("mc=10.0.0.4,wc=-"), ip: "10.0.0.4", holds: true, caughtUp: true, mayHold: true},
+		{name: "records removed", annotation: new("mc=,wc=-"), ip: "10.0.0.4", heal: true, caughtUp: true},
+		{name: "records hold the next endpoint's address", annotation: new("mc=10.0.0.5,wc=-"), ip: "10.0.0.4", heal: true, mayHold: true},
+		{name: "no records on that side", annotation: new("mc=-,wc=-"), ip: "10.0.0.4", heal: true, holds: true, caughtUp: true},
+		{name: "a write under way", annotation: new("mc=?,wc=-"), ip: "10.0.0.4", mayHold: true},
+		{name: "moving from the broken endpoint's address to the next", annotation: new("mc=10.0.0.4|10.0.0.5,wc=-"), ip: "10.0.0.4", mayHold: true},
+		{name: "moving: neither address is known to be the only one", annotation: new("mc=10.0.0.4|10.0.0.5,wc=-"), ip: "10.0.0.5", mayHold: true},
+		{name: "moving: a third address may go", annotation: new("mc=10.0.0.4|10.0.0.5,wc=-"), ip: "10.0.0.6", heal: true, mayHold: true},
+		{name: "an address unknown to the wiring", annotation: new("mc=10.0.0.5,wc=-"), ip: "", mayHold: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := dnsHeldOf(heldCluster(c.annotation, c.condition), (&Options{AnnotationPrefix: DefaultAnnotationPrefix}).annotation)
+			got := [4]bool{h.allowsDelete(DirectionMCToWC, c.ip), h.holds(DirectionMCToWC, c.ip), h.caughtUp(c.ip), h.mayHold()}
+			if want := [4]bool{c.heal, c.holds, c.caughtUp, c.mayHold}; got != want {
+				t.Errorf("allowsDelete, holds, caughtUp, mayHold = %v, want %v", got, want)
+			}
+			if c.annotation != nil && *c.annotation != "" && h.String() != *c.annotation {
+				t.Errorf("String() = %q, want %q back", h.String(), *c.annotation)
+			}
+		})
+	}
+	if h := parseDNSHeld("mc=,wc=,released", true); !h.Released || h.String() != "mc=,wc=,released" {
+		t.Errorf("released: %+v %q", h, h.String())
+	}
+}
+
+// TestDNSPass: what a pass records before writing Azure and after. A side
+// that gains an address from none says so before (one write, none after);
+// one that moves says either address until the write is done; one that
+// loses its address keeps saying it until it is gone; a failed write
+// leaves what before said.
+func TestDNSPass(t *testing.T) {
+	set := func(side DNSSide, ip string) DNSSet { return DNSSet{Side: side, IP: ip} }
+	for _, c := range []struct {
+		reason, held  string
+		sets          []DNSSet
+		ok            bool
+		before, after string
+	}{
+		{"first address", "mc=-,wc=-", []DNSSet{set(DNSSideMC, "10.0.0.4"), set(DNSSideWC, "10.1.0.4")}, true, "mc=10.0.0.4,wc=10.1.0.4", "mc=10.0.0.4,wc=10.1.0.4"},
+		{"a move", "mc=10.0.0.4,wc=10.1.0.4", []DNSSet{set(DNSSideMC, "10.0.0.5"), set(DNSSideWC, "10.1.0.4")}, true, "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4", "mc=10.0.0.5,wc=10.1.0.4"},
+		{"a move that failed", "mc=10.0.0.4,wc=10.1.0.4", []DNSSet{set(DNSSideMC, "10.0.0.5"), set(DNSSideWC, "10.1.0.4")}, false, "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4", "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4"},
+		{"a removal", "mc=10.0.0.4,wc=-", []DNSSet{set(DNSSideMC, "")}, true, "mc=10.0.0.4,wc=-", "mc=,wc=-"},
+		{"not approved yet: skipped", "mc=-,wc=-", []DNSSet{set(DNSSideMC, "")}, true, "mc=-,wc=-", "mc=-,wc=-"},
+		{"unknown stays unknown until written", "mc=?,wc=-", []DNSSet{set(DNSSideMC, "10.0.0.4")}, false, "mc=?,wc=-", "mc=?,wc=-"},
+		{"a side without a set that may hold an address keeps saying so", "mc=10.0.0.4,wc=-", nil, true, "mc=10.0.0.4,wc=-", "mc=10.0.0.4,wc=-"},
+	} {
+		p := newDNSPass(parseDNSHeld(c.held, true), c.sets)
+		if p.before.String() != c.before {
+			t.Errorf("%s: before = %q, want %q", c.reason, p.before.String(), c.before)
+		}
+		for _, s := range c.sets {
+			if p.skip(s) {
+				p.skipped(s)
+				continue
+			}
+			p.done(s, c.ok)
+		}
+		if p.after.String() != c.after {
+			t.Errorf("%s: after = %q, want %q", c.reason, p.after.String(), c.after)
+		}
+	}
+}
+
+// heldCluster is a WC with the DNS state annotation (nil: none) and,
+// when ready, GSDNSZoneReady True.
+func heldCluster(annotation *string, ready bool) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	if annotation != nil {
+		u.SetAnnotations(map[string]string{prefixed(AnnotationPrivateDNS): *annotation})
+	}
+	if ready {
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": ConditionGSDNSZoneReady, "status": "True"}}, "status", "conditions")
+	}
+	return u
+}
+
+// TestPublishingOf: which of a WC's MC entries stay although DesiredMC
+// drops them, because an address the cluster publishes may be theirs.
+func TestPublishingOf(t *testing.T) {
+	dnsOn := Options{AnnotationPrefix: DefaultAnnotationPrefix}
+	dnsOn.DNS.Enabled = true
+	dnsOff := Options{AnnotationPrefix: DefaultAnnotationPrefix}
+	for _, c := range []struct {
+		name        string
+		opts        Options
+		finalizer   bool
+		deleting    bool
+		annotations map[string]string
+		want        *Publishing // Cluster is filled in
+	}{
+		{name: "never wired", opts: dnsOn, annotations: map[string]string{prefixed(AnnotationAPIServerIP): "10.0.0.4"}},
+		{name: "publishes nothing", opts: dnsOff, finalizer: true},
+		{name: "publishes one entry", opts: dnsOff, finalizer: true, annotations: map[string]string{
+			prefixed(AnnotationAPIServerIP): "10.0.0.4", prefixed(AnnotationAPIServerEndpoint): "wc1-api-privatelink-privateendpoint"},
+			want: &Publishing{Entry: "wc1-api-privatelink-privateendpoint"}},
+		{name: "an annotation from before the entry's name: every entry", opts: dnsOff, finalizer: true, annotations: map[string]string{
+			prefixed(AnnotationAPIServerIP): "10.0.0.4"}, want: &Publishing{All: true}},
+		{name: "DNS not caught up with the annotation: every entry", opts: dnsOn, finalizer: true, annotations: map[string]string{
+			prefixed(AnnotationPrivateDNS): "mc=10.0.0.4,wc=-"}, want: &Publishing{All: true}},
+		{name: "DNS caught up, nothing published", opts: dnsOn, finalizer: true, annotations: map[string]string{
+			prefixed(AnnotationPrivateDNS): "mc=,wc=-"}},
+		{name: "deleted, DNS not released: every entry", opts: dnsOn, finalizer: true, deleting: true, annotations: map[string]string{
+			prefixed(AnnotationAPIServerIP): "10.0.0.4", prefixed(AnnotationPrivateDNS): "mc=10.0.0.4,wc=-"}, want: &Publishing{All: true}},
+		{name: "deleted, DNS released: its annotations go with it", opts: dnsOn, finalizer: true, deleting: true, annotations: map[string]string{
+			prefixed(AnnotationAPIServerIP): "10.0.0.4", prefixed(AnnotationPrivateDNS): "mc=,wc=,released"}},
+		{name: "deleted without DNS mode", opts: dnsOff, finalizer: true, deleting: true, annotations: map[string]string{
+			prefixed(AnnotationAPIServerIP): "10.0.0.4"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetAnnotations(c.annotations)
+			if c.finalizer {
+				u.SetFinalizers([]string{Finalizer})
+			}
+			view := &capz.AzureCluster{Name: "wc1", Namespace: "org-a", SubscriptionID: "sub", ResourceGroup: "wc1", Deleting: c.deleting}
+			got := publishingOf(u, view, c.opts)
+			if (got == nil) != (c.want == nil) {
+				t.Fatalf("publishingOf = %+v, want %+v", got, c.want)
+			}
+			if got != nil && (got.All != c.want.All || got.Entry != c.want.Entry || got.Cluster != view) {
+				t.Errorf("publishingOf = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCarryPublished: the entries a publishing cluster may hold stay; an
+// entry of another cluster, or one the cluster no longer publishes, does
+// not; want is never overridden.
+func TestCarryPublished(t *testing.T) {
+	entry := func(name, rg string) capz.PrivateEndpoint {
+		return capz.PrivateEndpoint{Name: name, Connections: []capz.PrivateLinkServiceConnection{{
+			PrivateLinkServiceID: PrivateLinkServiceID("sub", rg, name[:len(name)-len("-privateendpoint")])}}}
+	}
+	current := map[string][]capz.PrivateEndpoint{"nodes": {
+		entry("a-privateendpoint", "wc1"), entry("b-privateendpoint", "wc1"), entry("c-privateendpoint", "wc2"),
+	}}
+	wc1 := &capz.AzureCluster{SubscriptionID: "sub", ResourceGroup: "wc1"}
+	for _, c := range []struct {
+		name string
+		pubs []Publishing
+		want []string
+	}{
+		{name: "nothing published", want: nil},
+		{name: "one entry published", pubs: []Publishing{{Cluster: wc1, Entry: "b-privateendpoint"}}, want: []string{"b-privateendpoint"}},
+		{name: "every entry of the cluster", pubs: []Publishing{{Cluster: wc1, All: true}}, want: []string{"a-privateendpoint", "b-privateendpoint"}},
+		{name: "another cluster's entry of that name is not carried", pubs: []Publishing{{Cluster: wc1, Entry: "c-privateendpoint"}}, want: nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := CarryPublished(map[string][]capz.PrivateEndpoint{}, current, c.pubs)
+			var names []string
+			for _, ep := range got["nodes"] {
+				names = append(names, ep.Name)
+			}
+			if len(names) != len(c.want) {
+				t.Fatalf("carried %v, want %v", names, c.want)
+			}
+			for i := range names {
+				if names[i] != c.want[i] {
+					t.Errorf("carried %v, want %v", names, c.want)
+				}
+			}
+		})
+	}
+	want := map[string][]capz.PrivateEndpoint{"nodes": {entry("a-privateendpoint", "wc3")}}
+	got := CarryPublished(want, current, []Publishing{{Cluster: wc1, All: true}})
+	if len(got["nodes"]) != 2 || got["nodes"][0].Connections[0].PrivateLinkServiceID != want["nodes"][0].Connections[0].PrivateLinkServiceID {
+		t.Errorf("want's entry of that name was overridden: %+v", got)
+	}
+}
