@@ -77,20 +77,28 @@ func stateReason(state string) string {
 // whyWaiting is why a pass did not find the WC ready, for
 // GSPrivateLinksReady Unknown: what keeps an endpoint from being planned
 // (a name held by another cluster, links not ready), else what the first
-// endpoint that is not ready waits for; "" when there is nothing to say (a
-// cluster with nothing to wire that never had the condition).
+// endpoint that is not ready waits for; "" when there is nothing to say: a
+// cluster with nothing to wire, or one wired for the first time that only
+// waits for CAPZ (links not ready yet, an endpoint not in Azure yet) and
+// never had the condition — the common path of every new cluster, which
+// would otherwise cost each one a status write for a wait that ends by
+// itself.
 func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation, wired int) (string, string) {
+	reason, msg := "", ""
 	switch {
 	case len(problems) > 0:
-		return problems[0].Reason, problems[0].Message
+		reason, msg = problems[0].Reason, problems[0].Message
 	case o.waitReason != "":
-		return o.waitReason, o.waitMessage
-	case wired == 0 && conditionOf(u, ConditionGSPrivateLinksReady) != nil:
-		return ReasonNothingToWire, "no private endpoint is wired for this cluster: none of its private links allows the management cluster's subscription, and the management cluster is not private"
+		reason, msg = o.waitReason, o.waitMessage
 	case wired > 0:
-		return ReasonEndpointNotReady, "a private endpoint of this cluster is not ready"
+		reason, msg = ReasonEndpointNotReady, "a private endpoint of this cluster is not ready"
+	default:
+		reason, msg = ReasonNothingToWire, "no private endpoint is wired for this cluster: none of its private links allows the management cluster's subscription, and the management cluster is not private"
 	}
-	return "", ""
+	if conditionOf(u, ConditionGSPrivateLinksReady) == nil && (reason == ReasonNothingToWire || reason == ReasonWaitingForPrivateLinks || reason == ReasonEndpointProvisioning) {
+		return "", ""
+	}
+	return reason, msg
 }
 
 func (r *WCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {

@@ -198,3 +198,36 @@ func TestCarryPublished(t *testing.T) {
 		t.Errorf("want's entry of that name was overridden: %+v", got)
 	}
 }
+
+// TestWhyWaiting: GSPrivateLinksReady's reason is what keeps the cluster
+// from being planned, else the first endpoint's wait; a new cluster that
+// only waits for CAPZ gets no condition (a status write per cluster for a
+// wait that ends by itself), one that had the condition always gets the
+// current reason.
+func TestWhyWaiting(t *testing.T) {
+	had := &unstructured.Unstructured{Object: map[string]any{}}
+	_ = unstructured.SetNestedSlice(had.Object, []any{map[string]any{"type": ConditionGSPrivateLinksReady, "status": "True"}}, "status", "conditions")
+	fresh := &unstructured.Unstructured{Object: map[string]any{}}
+	conflict := []Problem{{Reason: ReasonNameConflict, Message: "held"}}
+	for _, c := range []struct {
+		reason   string
+		u        *unstructured.Unstructured
+		problems []Problem
+		o        observation
+		wired    int
+		want     string
+	}{
+		{"a name conflict, first time", fresh, conflict, observation{}, 0, ReasonNameConflict},
+		{"a problem comes before an endpoint's wait", fresh, conflict, observation{waitReason: ReasonEndpointPending}, 1, ReasonNameConflict},
+		{"pending approval, first time", fresh, nil, observation{waitReason: ReasonEndpointPending}, 1, ReasonEndpointPending},
+		{"only CAPZ's progress, first time: nothing", fresh, nil, observation{waitReason: ReasonEndpointProvisioning}, 1, ""},
+		{"links not ready, first time: nothing", fresh, []Problem{{Reason: ReasonWaitingForPrivateLinks}}, observation{}, 0, ""},
+		{"CAPZ's progress after the condition existed", had, nil, observation{waitReason: ReasonEndpointProvisioning}, 1, ReasonEndpointProvisioning},
+		{"nothing to wire any more", had, nil, observation{}, 0, ReasonNothingToWire},
+		{"nothing to wire, never had it", fresh, nil, observation{}, 0, ""},
+	} {
+		if got, _ := whyWaiting(c.u, c.problems, c.o, c.wired); got != c.want {
+			t.Errorf("%s: reason %q, want %q", c.reason, got, c.want)
+		}
+	}
+}

@@ -113,7 +113,8 @@ func mcEntryTarget(ctx context.Context, w *testworld.World, name string) (string
 // zone of the default layout is named after the cluster alone
 // (wc1.<base>), a name two tenants' clusters share. org-b/wc1 made it; it
 // withdraws its link (its entry and record go, its zone stays while it
-// exists), and org-a/wc1 takes the free entry name. org-a/wc1 writes
+// exists), and org-a/wc1, which waited for the name (GSPrivateLinksReady
+// Unknown: the name is held, or its endpoint is someone else's), takes it. org-a/wc1 writes
 // nothing into org-b's zone (DNSZoneHeld, GSDNSZoneReady Unknown, told
 // nothing of org-b); once org-b/wc1 is deleted, its zone goes and
 // org-a/wc1 makes its own; once org-a/wc1 is deleted too, no zone is left.
@@ -136,17 +137,29 @@ func TestSameNamedClusterDoesNotWriteIntoHoldersZone(t *testing.T) {
 		r := w.Sim.Resolve(mcVNet, "api."+zone)
 		return r.Status == azuresim.ResolveOK, fmt.Sprintf("%+v", r)
 	})
-	mergePatch(t, w, types.NamespacedName{Namespace: "org-b", Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
-	testworld.Eventually(t, testworld.Timeout, "org-b/wc1's entry gone", func(ctx context.Context) (bool, string) {
-		target, err := mcEntryTarget(ctx, w, "wc1-api-privatelink-privateendpoint")
-		return err == nil && target == "", target
-	})
-
+	// org-a/wc1 comes while org-b/wc1 holds the MC's entry name: its
+	// condition says why it waits, without naming org-b's cluster, and
+	// without making CAPZ's Ready False (Unknown, not False).
 	later := wcCluster("wc1", 30)
 	later.ResourceGroup = "org-a-wc1-rg" // its own group in the subscription the MC's ingress approves
 	create(t, w, schema, later)
-	u := wired(t, w, "wc1", true, true)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	testworld.Eventually(t, testworld.Timeout, "org-a/wc1's GSPrivateLinksReady says why", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		// The MC reconcile says the name is held; the wiring sees the
+		// endpoint of that name connected to another service.
+		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
+		return c["status"] == "Unknown" && (c["reason"] == clusterlink.ReasonNameConflict || c["reason"] == clusterlink.ReasonEndpointTargetMismatch), fmt.Sprint(c)
+	})
+	if u, _ := w.Get(ctx, wcNS, "wc1"); strings.Contains(fmt.Sprint(condition(u, clusterlink.ConditionGSPrivateLinksReady)["message"]), "org-b") {
+		t.Errorf("org-a/wc1's condition names another tenant's cluster: %v", condition(u, clusterlink.ConditionGSPrivateLinksReady))
+	}
+
+	mergePatch(t, w, types.NamespacedName{Namespace: "org-b", Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	u := wired(t, w, "wc1", true, true) // the name is free once org-b's entry is gone
 	waitEvent(t, w, key, clusterlink.ReasonDNSZoneHeld)
 	testworld.Eventually(t, testworld.Timeout, "GSDNSZoneReady Unknown with DNSZoneHeld", func(ctx context.Context) (bool, string) {
 		u, err := w.Get(ctx, wcNS, "wc1")
