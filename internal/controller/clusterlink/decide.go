@@ -48,18 +48,26 @@ func targetsOneOf(pe capz.PrivateEndpoint, ids map[string]bool) bool {
 // already holds is never added twice (list-map keys are unique, and an
 // apply with a duplicate is refused whole).
 func CarryHeld(want, current map[string][]capz.PrivateEndpoint, held []*capz.AzureCluster) map[string][]capz.PrivateEndpoint {
+	ids := map[string]bool{}
+	for _, wc := range held {
+		for id := range LinkServiceIDs(wc) {
+			ids[id] = true
+		}
+	}
+	return carry(want, current, func(ep capz.PrivateEndpoint) bool { return targetsOneOf(ep, ids) })
+}
+
+// carry returns want plus the entries of current that keep says stay, in
+// the order of their subnets' names; a name want already holds is never
+// added twice (list-map keys are unique, and an apply with a duplicate is
+// refused whole).
+func carry(want, current map[string][]capz.PrivateEndpoint, keep func(capz.PrivateEndpoint) bool) map[string][]capz.PrivateEndpoint {
 	out := make(map[string][]capz.PrivateEndpoint, len(want))
 	names := map[string]bool{}
 	for subnet, eps := range want {
 		out[subnet] = slices.Clone(eps)
 		for _, ep := range eps {
 			names[ep.Name] = true
-		}
-	}
-	ids := map[string]bool{}
-	for _, wc := range held {
-		for id := range LinkServiceIDs(wc) {
-			ids[id] = true
 		}
 	}
 	subnets := make([]string, 0, len(current))
@@ -69,7 +77,7 @@ func CarryHeld(want, current map[string][]capz.PrivateEndpoint, held []*capz.Azu
 	sort.Strings(subnets)
 	for _, subnet := range subnets {
 		for _, ep := range current[subnet] {
-			if names[ep.Name] || !targetsOneOf(ep, ids) {
+			if names[ep.Name] || !keep(ep) {
 				continue
 			}
 			out[subnet] = append(out[subnet], ep)

@@ -160,3 +160,18 @@ func managedWorld(t *testing.T, schema testenv.Schema, mutate ...func(*clusterli
 func managedLoop(o *clusterlink.Options) {
 	o.PrivateLinkServices, o.ManagePrivateLinkServices = true, true
 }
+
+// withdrawLinks removes a WC's private links and waits until its own
+// reconcile has seen them go: its API annotation is removed.
+func withdrawLinks(t *testing.T, w *testworld.World, name string) {
+	t.Helper()
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: name}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	testworld.Eventually(t, testworld.Timeout, name+"'s API annotation removed with its link", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		_, api := u.GetAnnotations()[apiAnn]
+		return !api, testworld.Describe(u)
+	})
+}

@@ -55,15 +55,7 @@ func TestMCEntryOutlivesWhatPublishesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
-	testworld.Eventually(t, testworld.Timeout, "wc1's API annotation removed with its link", func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, "wc1")
-		if err != nil {
-			return false, err.Error()
-		}
-		_, api := u.GetAnnotations()[apiAnn]
-		return !api, testworld.Describe(u)
-	})
+	withdrawLinks(t, w, "wc1")
 	u2, err := w.Get(ctx, wcNS, "wc2")
 	if err != nil {
 		t.Fatal(err)

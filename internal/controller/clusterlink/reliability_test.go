@@ -316,19 +316,11 @@ func TestPauseAndDeletionFirst(t *testing.T) {
 
 	// The MC is paused (clusterctl move): wc1's link goes, its entry stays.
 	mergePatch(t, w, mcKey, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":"true"}}}`)
-	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
 	// wc1's own reconcile has seen the link go once its API annotation is
-	// removed. Then two rounds of "touch the MC, wait for a paused MC
+	// removed (withdrawLinks). Then two rounds of "touch the MC, wait for a paused MC
 	// reconcile": the second round's reconcile started after the first
 	// round's count was read, so it saw the link gone and the pause.
-	testworld.Eventually(t, testworld.Timeout, "wc1's API annotation removed with its link", func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, "wc1")
-		if err != nil {
-			return false, err.Error()
-		}
-		_, api := u.GetAnnotations()[apiAnn]
-		return !api, testworld.Describe(u)
-	})
+	withdrawLinks(t, w, "wc1")
 	for round := range 2 {
 		before := counter(t, "azure_private_endpoint_operator_management_cluster_paused_reconciles_total")
 		mergePatch(t, w, mcKey, fmt.Sprintf(`{"metadata":{"annotations":{"test.example.com/touch":"%d"}}}`, round))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -271,34 +270,12 @@ func CarryPublished(want, current map[string][]capz.PrivateEndpoint, pubs []Publ
 	if len(pubs) == 0 {
 		return want
 	}
-	out := make(map[string][]capz.PrivateEndpoint, len(want))
-	names := map[string]bool{}
-	for subnet, eps := range want {
-		out[subnet] = slices.Clone(eps)
-		for _, ep := range eps {
-			names[ep.Name] = true
-		}
-	}
-	subnets := make([]string, 0, len(current))
-	for s := range current {
-		subnets = append(subnets, s)
-	}
-	sort.Strings(subnets)
-	for _, subnet := range subnets {
-		for _, ep := range current[subnet] {
-			if names[ep.Name] || len(ep.Connections) == 0 {
-				continue
-			}
-			if slices.ContainsFunc(pubs, func(p Publishing) bool {
-				return (p.All || p.Entry == ep.Name) &&
-					targetsGroup(ep.Connections[0].PrivateLinkServiceID, p.Cluster.SubscriptionID, p.Cluster.ResourceGroup)
-			}) {
-				out[subnet] = append(out[subnet], ep)
-				names[ep.Name] = true
-			}
-		}
-	}
-	return out
+	return carry(want, current, func(ep capz.PrivateEndpoint) bool {
+		return len(ep.Connections) > 0 && slices.ContainsFunc(pubs, func(p Publishing) bool {
+			return (p.All || p.Entry == ep.Name) &&
+				targetsGroup(ep.Connections[0].PrivateLinkServiceID, p.Cluster.SubscriptionID, p.Cluster.ResourceGroup)
+		})
+	})
 }
 
 // dnsPass is what one DNS pass records of a cluster's records: before,
