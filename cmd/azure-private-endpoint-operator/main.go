@@ -128,7 +128,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
 		// The cache keeps only the managedFields entries of the operator and
 		// of the older operator it adopts from.
-		Cache: cache.Options{DefaultTransform: clusterlink.TrimManagedFields(opts.linkOptions().AdoptFieldManagers...)},
+		Cache: cache.Options{DefaultTransform: clusterlink.TrimManagedFields(opts.linkOptions().KeptFieldManagers()...)},
 	})
 	if err != nil {
 		return nil, err

@@ -66,6 +66,7 @@ func TestParseFlags(t *testing.T) {
 			maxConcurrentReconciles: 4,
 			deleteOrphanedEndpoints: true,
 			adoptFieldManagers:      "manager",
+			capzFieldManagers:       "cluster-api-provider-azure-manager",
 			healDisconnectedAfter:   2 * time.Minute,
 			protectIdentities:       true,
 			publishSecrets:          false,

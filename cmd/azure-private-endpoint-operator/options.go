@@ -73,6 +73,7 @@ type options struct {
 	maxConcurrentReconciles   int
 	deleteOrphanedEndpoints   bool
 	adoptFieldManagers        string
+	capzFieldManagers         string
 	healDisconnectedAfter     time.Duration
 	healRejected              bool
 	protectIdentities         bool
@@ -200,6 +201,7 @@ func (o *options) linkOptions() clusterlink.Options {
 		DeleteOrphanedEndpoints: o.deleteOrphanedEndpoints,
 		ManagedLinks:            clusterlink.ManagedLinks{PrivateLinkServices: o.plsController, ManagePrivateLinkServices: o.managePLS},
 		AdoptFieldManagers:      commaList(o.adoptFieldManagers),
+		CAPZFieldManagers:       commaList(o.capzFieldManagers),
 		Heal:                    heal.Policy{DisconnectedAfter: offIfZero(o.healDisconnectedAfter), Rejected: o.healRejected},
 		DNS: clusterlink.DNSConfig{
 			Enabled: o.dns.enabled, Adopt: o.dns.adopt, BaseDomain: o.dns.baseDomain,
@@ -386,6 +388,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Delete in Azure the private endpoints the operator removed from spec that CAPZ left behind (upstream CAPZ does).")
 	fs.StringVar(&o.adoptFieldManagers, "adopt-field-managers", strings.Join(clusterlink.DefaultAdoptFieldManagers, ","),
 		"Comma-separated field managers of the older azure-private-endpoint-operator: private endpoint entries they hold are taken over and, when stale, removed. An entry of the operator's name held by any other field manager is left alone (Event PrivateEndpointNameTaken). Empty: adopt none.")
+	fs.StringVar(&o.capzFieldManagers, "capz-field-managers", strings.Join(clusterlink.DefaultCAPZFieldManagers, ","),
+		"Comma-separated field managers of CAPZ. CAPZ writes an AzureCluster's spec back whole from its last read, which can put back a private endpoint entry the operator had just removed; such an entry, held only by these managers and named and shaped as the operator (or the older operator) writes them, is taken over and, when stale, removed. Empty: none.")
 	fs.DurationVar(&o.healDisconnectedAfter, "heal-disconnected-after", 2*time.Minute,
 		"How long a private endpoint the operator asked for (in a cluster's spec, or an AzurePrivateEndpoint) may stay Disconnected (its private link service was deleted or recreated) before it is deleted in Azure so that CAPZ (or the operator) recreates it; retried with backoff, an Event each time. 0 turns healing off.")
 	fs.BoolVar(&o.healRejected, "heal-rejected", false,

@@ -65,8 +65,15 @@ const (
 	V127 Mode = "v1.27"
 )
 
-// FieldManager is capzsim's field manager, standing for CAPZ's.
-const FieldManager = "capz-manager"
+// UserAgent is CAPZ's: its main.go sets the REST config's user agent to
+// "cluster-api-provider-azure-manager" (v1.23.0 and v1.27.0), and the API
+// server takes the field manager of a write without one (CAPI's patch
+// helper sets none) from the user agent. capzsim's client uses it, so its
+// writes are held by the manager CAPZ's are.
+const UserAgent = "cluster-api-provider-azure-manager"
+
+// FieldManager is capzsim's field manager: CAPZ's.
+const FieldManager = UserAgent
 
 // Ingress configures a management cluster's ingress private link service.
 type Ingress struct {

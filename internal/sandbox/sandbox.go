@@ -28,6 +28,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -249,7 +250,9 @@ func (sb *Sandbox) startCAPZ(opts Options) error {
 	if mode == "" {
 		mode = ModeOf(opts.Schema)
 	}
-	mgr, err := ctrl.NewManager(sb.Env.Config, ctrl.Options{
+	cfg := rest.CopyConfig(sb.Env.Config)
+	cfg.UserAgent = capzsim.UserAgent
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 sb.Env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -2,6 +2,7 @@ package testworld
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,9 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) (stop func
 	}
 	if opts.AdoptFieldManagers == nil {
 		opts.AdoptFieldManagers = clusterlink.DefaultAdoptFieldManagers
+	}
+	if opts.CAPZFieldManagers == nil {
+		opts.CAPZFieldManagers = clusterlink.DefaultCAPZFieldManagers
 	}
 	return w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
 		return clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond})
@@ -137,7 +141,7 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 		// Several worlds run in one test process: controller names repeat.
 		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
-		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields(clusterlink.DefaultAdoptFieldManagers...)},
+		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields(slices.Concat(clusterlink.DefaultAdoptFieldManagers, clusterlink.DefaultCAPZFieldManagers)...)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,9 @@ package clusterlink_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -398,6 +400,32 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	if err := w.Client.Create(ctx, mc, client.FieldOwner(olderOperator)); err != nil {
 		t.Fatal(err)
 	}
+	// CAPZ wrote the subnets back from a read older than the removal of
+	// two entries (CAPI's patch helper: a merge patch of the whole list):
+	// one of the operator's shape, one a user had made. CAPZ alone holds
+	// them now; the first is the operator's to remove, the second is not.
+	// (capzsim's own write of the subnets' IDs can do the same, by chance,
+	// to the older operator's entry.)
+	writtenBack := slices.Clone(subnets)
+	nodes := maps.Clone(writtenBack[1].(map[string]any))
+	nodes["privateEndpoints"] = append(slices.Clone(nodes["privateEndpoints"].([]any)), map[string]any{
+		"name": "wc1-gone-privatelink-privateendpoint",
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 "wc1-gone-privatelink-connection",
+			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-gone-privatelink",
+		}},
+	}, map[string]any{
+		"name": "wc1-users-privateendpoint",
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 "users",
+			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-users",
+		}},
+	})
+	writtenBack[1] = nodes
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"networkSpec": map[string]any{"subnets": writtenBack}}})
+	if err := w.Client.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(capzsim.FieldManager)); err != nil {
+		t.Fatal(err)
+	}
 	wc := wcCluster("wc1", 20)
 	wc.Private = false // public: the older operator's API server annotation must go
 	wc.PrivateLinks = nil
@@ -409,12 +437,16 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	}
 	operator(t, w)
 	u := wired(t, w, "wc1", false, true)
-	testworld.Eventually(t, testworld.Timeout, "the older operator's stale MC entry removed", func(context.Context) (bool, string) {
+	testworld.Eventually(t, testworld.Timeout, "the older operator's stale MC entry and the one CAPZ wrote back removed", func(context.Context) (bool, string) {
 		names := endpointNames(t, w, mcKey)
-		return !slices.Contains(names, "wc1-old-privatelink-privateendpoint"), fmt.Sprint(names)
+		return !slices.Contains(names, "wc1-old-privatelink-privateendpoint") && !slices.Contains(names, "wc1-gone-privatelink-privateendpoint"), fmt.Sprint(names)
 	})
-	if !slices.Contains(endpointNames(t, w, mcKey), "wc1-db-privateendpoint") {
+	names := endpointNames(t, w, mcKey)
+	if !slices.Contains(names, "wc1-db-privateendpoint") {
 		t.Error("another /manager's entry was removed as if it were the older operator's")
+	}
+	if !slices.Contains(names, "wc1-users-privateendpoint") {
+		t.Error("an entry CAPZ wrote back that is not of the operator's shape was removed")
 	}
 	// Deleting releases the finalizer the older operator had added.
 	if err := w.Client.Delete(ctx, u); err != nil {

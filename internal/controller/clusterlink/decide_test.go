@@ -191,6 +191,48 @@ func TestStaleEntries(t *testing.T) {
 	}
 }
 
+// TestWrittenBackEntries: an entry CAPZ wrote back (CAPI's patch helper
+// sends the whole subnets list from an older read) is held by CAPZ alone.
+// Of the operator's naming contract or the older operator's shape it is
+// taken over and, unwanted, removed; of any other shape it stays someone
+// else's, as an entry CAPZ co-holds with a user does.
+func TestWrittenBackEntries(t *testing.T) {
+	const capzManager = "cluster-api-provider-azure-manager"
+	manual := entry("manual-privateendpoint", "manual")
+	manual.ManualApproval = true
+	manual.Connections[0].RequestMessage = "Management cluster mc requests access to the API server of workload cluster org-a/wc1."
+	ac := mc(func(a *capz.AzureCluster) {
+		a.Subnets[1].PrivateEndpoints = []capz.PrivateEndpoint{
+			entry("back-privateendpoint", "back"), // the operator's (and the older operator's) shape
+			manual,                                // the operator's, manual approval: not the older shape
+			{Name: "db-privateendpoint", Connections: []capz.PrivateLinkServiceConnection{{Name: "db", PrivateLinkServiceID: PrivateLinkServiceID(wcSub, "wc1-resources", "db")}}},
+			entry("users-privateendpoint", "users"), // a user's, CAPZ wrote fields of it too
+			entry("wanted-privateendpoint", "wanted"),
+		}
+	})
+	owners := map[capz.EndpointKey][]string{
+		{Subnet: "mc-nodes", Name: "back-privateendpoint"}:   {capzManager},
+		{Subnet: "mc-nodes", Name: "manual-privateendpoint"}: {capzManager},
+		{Subnet: "mc-nodes", Name: "db-privateendpoint"}:     {capzManager},
+		{Subnet: "mc-nodes", Name: "users-privateendpoint"}:  {capzManager, "kubectl-edit"},
+		{Subnet: "mc-nodes", Name: "wanted-privateendpoint"}: {capzManager},
+	}
+	older := OlderInMC([]string{"manager"})
+	older.WrittenBack = []string{capzManager}
+	taken := TakenNames(ac, owners, older)
+	if diff := cmp.Diff(map[string]bool{"db-privateendpoint": true, "users-privateendpoint": true}, taken); diff != "" {
+		t.Errorf("TakenNames: the written-back entry of another shape and the user's are someone else's (-want +got):\n%s", diff)
+	}
+	stale := StaleEntries(ac, owners, older, map[string]bool{"wanted-privateendpoint": true}, isMCEndpointName)
+	want := []StaleEntry{{Subnet: 1, Entry: 1, Name: "manual-privateendpoint"}, {Subnet: 1, Entry: 0, Name: "back-privateendpoint"}}
+	if diff := cmp.Diff(want, stale); diff != "" {
+		t.Errorf("StaleEntries (-want +got):\n%s", diff)
+	}
+	if got := TakenNames(ac, owners, OlderInMC([]string{"manager"})); !got["back-privateendpoint"] {
+		t.Errorf("without CAPZ's managers, an entry only CAPZ holds is someone else's: %v", got)
+	}
+}
+
 func TestLowestNonZeroResult(t *testing.T) {
 	r := func(d time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: d} }
 	for _, tc := range []struct {

@@ -50,7 +50,7 @@ func (r *WCReconciler) retire(ctx context.Context, u *unstructured.Unstructured,
 	if !applied {
 		return nil // u is stale after the apply: the next reconcile goes on
 	}
-	stale := StaleEntries(wc, owners, OlderInWC(r.Opts.AdoptFieldManagers, wc, mc), map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
+	stale := StaleEntries(wc, owners, r.Opts.olderInWC(wc, mc), map[string]bool{}, func(pe capz.PrivateEndpoint) bool {
 		return slices.Contains(retired, pe.Name)
 	})
 	wrote, err := removeStale(ctx, r.Client, u, stale)

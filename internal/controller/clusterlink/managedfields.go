@@ -10,13 +10,13 @@ import (
 )
 
 // TrimManagedFields returns the operator's cache transform: it keeps only
-// the managedFields entries of the operator's field manager and of adopt
-// (the older operator's managers), the only ones it reads
-// (capz.CurrentOwned, TakenNames, StaleEntries: an entry no kept manager
-// holds is someone else's). Other managers' entries (CAPZ's, users') are
-// often the larger part of an AzureCluster; at 1,000 workload clusters they
-// cost tens of MiB of cache for nothing.
-func TrimManagedFields(adopt ...string) func(any) (any, error) {
+// the managedFields entries of the operator's field manager and, of spec,
+// those of keep (the older operator's managers and CAPZ's: Older), the
+// only ones it reads (capz.CurrentOwned, TakenNames, StaleEntries: an
+// entry no kept manager holds is someone else's). Other managers' entries
+// (users', CAPZ's of status) are often the larger part of an AzureCluster;
+// at 1,000 workload clusters they cost tens of MiB of cache for nothing.
+func TrimManagedFields(keep ...string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind().Group == capz.ASOPrivateEndpointGVK.Group {
 			return trimASO(u), nil
@@ -28,7 +28,7 @@ func TrimManagedFields(adopt ...string) func(any) (any, error) {
 		fields := o.GetManagedFields()
 		kept := make([]metav1.ManagedFieldsEntry, 0, 1)
 		for _, f := range fields {
-			if f.Manager == capz.FieldManager || slices.Contains(adopt, f.Manager) {
+			if f.Manager == capz.FieldManager || f.Subresource == "" && slices.Contains(keep, f.Manager) {
 				kept = append(kept, f)
 			}
 		}

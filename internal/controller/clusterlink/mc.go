@@ -120,7 +120,7 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 	if seen.specErr != nil {
 		return mcPlan{want: capz.Owned{Endpoints: CarryPublished(WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active)), seen.current.Endpoints, seen.publishing)}}
 	}
-	older := OlderInMC(opts.AdoptFieldManagers)
+	older := opts.olderInMC()
 	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, heldTargets(seen.current.Endpoints))
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
 	want := CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)

@@ -29,7 +29,9 @@ import (
 //     never manual, no request message.
 const olderRequestMessagePrefix = "Giant Swarm azure-private-endpoint-operator that is running in management cluster "
 
-// Older tells the older operator's endpoint entries in one AzureCluster.
+// Older tells, in one AzureCluster, the endpoint entries the operator takes
+// over although it does not hold them: the older operator's, and those CAPZ
+// wrote back.
 type Older struct {
 	// Managers are the older operator's field managers
 	// (--adopt-field-managers).
@@ -37,12 +39,36 @@ type Older struct {
 	// Shape reports whether an entry has the older operator's exact shape
 	// for this AzureCluster.
 	Shape func(capz.PrivateEndpoint) bool
+	// WrittenBack are CAPZ's field managers (--capz-field-managers). CAPZ
+	// never declares an entry, but CAPI's patch helper, which CAPZ writes
+	// its AzureClusters with, sends spec changes as a JSON merge patch
+	// without optimistic locking (cluster-api util/patch, patch.go), and a
+	// merge patch replaces a list whole: a CAPZ reconcile that read the
+	// object before the operator removed an entry, and then changes
+	// anything in the subnets (their IDs, when a cluster is new), writes
+	// the entry back, held by CAPZ alone. An entry of the operator's
+	// naming contract or of the older operator's shape that one of these
+	// managers holds is such an entry.
+	WrittenBack []string
 }
 
-// Holds reports whether an entry held by managers is the older operator's:
-// one of them is an adopted manager and the entry has the older shape.
+// Holds reports whether an entry held by managers is one to take over:
+// one of them is an adopted manager and the entry has the older shape, or
+// CAPZ alone holds it and it has the older shape or the operator's
+// (operatorShape). An entry a user holds as well stays the user's.
 func (o Older) Holds(managers []string, pe capz.PrivateEndpoint) bool {
-	return o.Shape != nil && slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(o.Managers, m) }) && o.Shape(pe)
+	older := o.Shape != nil && o.Shape(pe)
+	inWrittenBack := func(m string) bool { return slices.Contains(o.WrittenBack, m) }
+	return older && slices.ContainsFunc(managers, func(m string) bool { return slices.Contains(o.Managers, m) }) ||
+		(older || operatorShape(pe)) && len(managers) > 0 && !slices.ContainsFunc(managers, func(m string) bool { return !inWrittenBack(m) })
+}
+
+// operatorShape reports whether an entry follows the operator's naming
+// contract on either side: <base>-privateendpoint with one connection
+// <base>-connection (DesiredMC, DesiredWC; docs/design.md, *Names*).
+func operatorShape(pe capz.PrivateEndpoint) bool {
+	base, ok := strings.CutSuffix(pe.Name, "-privateendpoint")
+	return ok && base != "" && len(pe.Connections) == 1 && pe.Connections[0].Name == base+"-connection"
 }
 
 // OlderInMC is Older for the management cluster's AzureCluster.

@@ -2,11 +2,13 @@ package clusterlink
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
@@ -55,6 +57,16 @@ type Options struct {
 	// left alone (ReasonPrivateEndpointNameTaken). The cache keeps these
 	// managers' managedFields (TrimManagedFields).
 	AdoptFieldManagers []string
+	// CAPZFieldManagers are CAPZ's field managers. CAPZ never writes an
+	// endpoint entry of its own, but its patch helper sends the whole
+	// subnets list as a JSON merge patch without optimistic locking: from a
+	// read older than the operator's removal of an entry, it writes the
+	// entry back, and then only CAPZ holds it. An entry of the operator's
+	// (or the older operator's) exact shape that these managers hold is
+	// therefore taken over and, when stale, removed like the older
+	// operator's (Older.WrittenBack). The cache keeps their managedFields
+	// of spec (TrimManagedFields).
+	CAPZFieldManagers []string
 	// Heal is when an endpoint the operator asked for is deleted in Azure,
 	// so that CAPZ recreates it against the private link service as it is
 	// now. Heal.DisconnectedAfter defaults to 2m; negative turns healing off.
@@ -71,6 +83,33 @@ type Options struct {
 // image runs the binary /manager and sets no field owner, so the API server
 // records "manager".
 var DefaultAdoptFieldManagers = []string{"manager"}
+
+// DefaultCAPZFieldManagers is CAPZ's field manager: CAPZ's main.go sets its
+// REST config's user agent to "cluster-api-provider-azure-manager" (v1.23.0
+// and v1.27.0, main.go), CAPI's patch helper sets no field owner, and the
+// API server takes the field manager from the user agent.
+var DefaultCAPZFieldManagers = []string{"cluster-api-provider-azure-manager"}
+
+// KeptFieldManagers are the managers whose managedFields of spec the cache
+// keeps (TrimManagedFields): the older operator's and CAPZ's.
+func (o Options) KeptFieldManagers() []string {
+	return slices.Concat(o.AdoptFieldManagers, o.CAPZFieldManagers)
+}
+
+// olderInMC tells, in the MC's AzureCluster, the entries the operator takes
+// over: the older operator's and those CAPZ wrote back.
+func (o Options) olderInMC() Older {
+	older := OlderInMC(o.AdoptFieldManagers)
+	older.WrittenBack = o.CAPZFieldManagers
+	return older
+}
+
+// olderInWC is olderInMC for a WC's AzureCluster.
+func (o Options) olderInWC(wc, mc *capz.AzureCluster) Older {
+	older := OlderInWC(o.AdoptFieldManagers, wc, mc)
+	older.WrittenBack = o.CAPZFieldManagers
+	return older
+}
 
 // WatchFilterLabel is Cluster API's watch filter label.
 const WatchFilterLabel = "cluster.x-k8s.io/watch-filter"

@@ -27,7 +27,7 @@ func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcSt
 	toMC, p1 := WCToMC(mc, wc, opts.Config)
 	toWC, p2 := MCToWC(mc, wc, opts.Config, mcs.held)
 	wcOwners := capz.EndpointOwners(u)
-	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, OlderInWC(opts.AdoptFieldManagers, wc, mc)), key(wc))
-	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, OlderInMC(opts.AdoptFieldManagers)), key(mc))
+	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, opts.olderInWC(wc, mc)), key(wc))
+	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, opts.olderInMC()), key(mc))
 	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p3, p4)}
 }

@@ -183,7 +183,7 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 	// unknown load balancer type) or until the new layout's annotation
 	// source serves and the annotation holds its IP.
 	if len(w.toMC) > 0 || !knownLBType(w.mc.APIServerLBType) {
-		w.retiring = Retiring(wc, w.mc, w.wcOwners, OlderInWC(r.Opts.AdoptFieldManagers, wc, w.mc), w.toMC)
+		w.retiring = Retiring(wc, w.mc, w.wcOwners, r.Opts.olderInWC(wc, w.mc), w.toMC)
 	}
 	w.o = r.observe(ctx, u, wc, w.mc, w.toWC, w.toMC, w.retiring, w.current.Annotations)
 	return w, nil
