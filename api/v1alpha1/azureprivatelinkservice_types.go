@@ -129,7 +129,8 @@ type AzurePrivateLinkServiceSpec struct {
 	// AccessMode is Default (any subscription that knows the service's
 	// resource ID may ask to connect; visibility governs who finds it by
 	// alias) or Restricted (only the subscriptions of spec.visibility may
-	// connect at all). Unset leaves Azure's default, Default.
+	// connect at all). Unset is Default: a service Azure holds Restricted
+	// is set back to Default.
 	// +optional
 	// +kubebuilder:validation:Enum=Default;Restricted
 	AccessMode string `json:"accessMode,omitempty"`

@@ -207,3 +207,43 @@ func TestRejectionIsFinalForTheProvider(t *testing.T) {
 		t.Fatalf("the owner could not approve the request made again: %s", s)
 	}
 }
+
+// TestAccessMode: a Restricted service admits the subscriptions its
+// visibility lists and no others, "*" admitting none; a PUT that leaves
+// accessMode out keeps the stored mode, so Default comes back only when a
+// client sends it.
+func TestAccessMode(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
+	plsClient := e.network(t, providerSub).NewPrivateLinkServicesClient()
+	put := func(mode *armnetwork.AccessMode) armnetwork.PrivateLinkService {
+		body := prov.plsBody([]string{"*"}, nil)
+		body.Properties.AccessMode = mode
+		return mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
+			return plsClient.BeginCreateOrUpdate(ctx, prov.rg, "svc", body, nil)
+		}).PrivateLinkService
+	}
+	restricted := put(new(armnetwork.AccessModeRestricted))
+	if m := restricted.Properties.AccessMode; ptr.Deref(m, "") != armnetwork.AccessModeRestricted {
+		t.Fatalf("stored access mode %v, want Restricted", m)
+	}
+	connect := func(name string) error {
+		p, err := e.network(t, consumerSub).NewPrivateEndpointsClient().BeginCreateOrUpdate(ctx, "mc-rg", name, peBody(cons.nodeSubnetID, *restricted.ID, true), nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, pollOpts)
+		}
+		return err
+	}
+	if code, _ := errorCode(connect("pe-restricted")); code != "ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible" {
+		t.Errorf("Restricted, visibility \"*\": a subscription it does not list connected (%s)", code)
+	}
+	if m := put(nil).Properties.AccessMode; ptr.Deref(m, "") != armnetwork.AccessModeRestricted {
+		t.Errorf("a PUT without accessMode changed the stored mode to %v", m)
+	}
+	put(new(armnetwork.AccessModeDefault))
+	if err := connect("pe-default"); err != nil {
+		t.Errorf("Default, visibility \"*\": %v", err)
+	}
+}

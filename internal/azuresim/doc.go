@@ -38,7 +38,9 @@
 //     balancer, 1 to 8 NAT IP configurations with exactly one primary (which
 //     cannot change) in subnets of the load balancer's VNet whose
 //     private-link-service network policies are disabled, visibility
-//     (subscriptions or "*"), auto-approval, proxy protocol, FQDNs, the alias
+//     (subscriptions or "*"), accessMode (Restricted: the listed
+//     subscriptions only, "*" counts for none; a PUT without accessMode
+//     keeps the stored mode), auto-approval, proxy protocol, FQDNs, the alias
 //     <name>.<guid>.<location>.azure.privatelinkservice (kept on update), the
 //     service's network interface <name>.nic.<guid> that holds the NAT
 //     addresses (a dynamic configuration shows none, as in Azure), and

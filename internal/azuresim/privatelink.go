@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -197,7 +198,14 @@ func putPLS(s *state, req *putRequest) (err *armError) {
 	p.PrivateEndpointConnections = nil
 	p.NetworkInterfaces = nil
 	if req.existing != nil {
-		p.Alias = objOf[armnetwork.PrivateLinkService](req.existing).Properties.Alias
+		was := objOf[armnetwork.PrivateLinkService](req.existing).Properties
+		p.Alias = was.Alias
+		// What Azure does with a PUT that leaves accessMode out is not on
+		// record; the emulator keeps the stored mode (the harder reading:
+		// a client that wants Default back must say so).
+		if p.AccessMode == nil {
+			p.AccessMode = was.AccessMode
+		}
 	} else {
 		p.Alias = new(fmt.Sprintf("%s.%s.%s.azure.privatelinkservice", strings.ToLower(req.name()), newGUID(), strings.ToLower(ptr.Deref(pls.Location, ""))))
 		s.aliases[strings.ToLower(*p.Alias)] = key(req.id)
@@ -914,13 +922,22 @@ func (s *state) resolvePLS(target string) *resource {
 }
 
 // visibleTo reports whether a subscription may see and connect to a private
-// link service: its own subscription always, others when listed, or "*".
+// link service: its own subscription always, others when listed, or "*"
+// unless the service's accessMode is Restricted ("Limits access to
+// subscriptions which are inside visibility list only": Azure's
+// description of AccessModeRestricted, armnetwork v11 and the REST spec).
 func visibleTo(r *resource, sub string) bool {
 	if strings.EqualFold(r.sub, sub) {
 		return true
 	}
 	p := objOf[armnetwork.PrivateLinkService](r).Properties
-	return p.Visibility != nil && containsFold(p.Visibility.Subscriptions, sub)
+	if p.Visibility == nil {
+		return false
+	}
+	if strings.EqualFold(string(ptr.Deref(p.AccessMode, armnetwork.AccessModeDefault)), string(armnetwork.AccessModeRestricted)) {
+		return slices.ContainsFunc(p.Visibility.Subscriptions, func(v *string) bool { return v != nil && strings.EqualFold(*v, sub) })
+	}
+	return containsFold(p.Visibility.Subscriptions, sub)
 }
 
 func autoApproved(r *resource, sub string) bool {

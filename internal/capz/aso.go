@@ -32,6 +32,13 @@ const (
 	ASOReconcilePolicyManage = "manage"
 	// ASOReconcilePolicySkip makes ASO only read.
 	ASOReconcilePolicySkip = "skip"
+	// PrePauseReconcilePolicyAnnotation is how CAPZ pauses an ASO object of
+	// a paused cluster (clusterctl move pauses every cluster): it keeps the
+	// object's reconcile policy under this annotation and sets "skip", and
+	// puts the policy back at its next reconcile of the unpaused cluster
+	// (azure/services/aso/aso.go, PauseResource and CreateOrUpdateResource,
+	// v1.23.0 and v1.27.0).
+	PrePauseReconcilePolicyAnnotation = "sigs.k8s.io/cluster-api-provider-azure-pre-pause-reconcile-policy"
 	// OwnedTagPrefix + the Cluster API cluster's name is the tag CAPZ puts on
 	// what it creates for a cluster (value "owned").
 	OwnedTagPrefix = "sigs.k8s.io_cluster-api-provider-azure_cluster_"

@@ -2,6 +2,7 @@ package capzsim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -19,7 +21,8 @@ import (
 // PrivateLinkService) and ASOSim makes the Azure resources. Like CAPZ's
 // azure/services/aso, it creates an object with the reconcile policy
 // "skip", switches it to "manage" on its next pass, controls it by the
-// AzureCluster and labels it with the Cluster API cluster's name.
+// AzureCluster and labels it with the Cluster API cluster's name. A paused
+// AzureCluster's objects are paused as CAPZ pauses them (pauseASO).
 
 // asoCredentialAnnotation names the per-cluster credential secret CAPZ
 // points ASO at.
@@ -204,6 +207,8 @@ func (r *Reconciler) applyASO(ctx context.Context, u *unstructured.Unstructured,
 	if ann == nil {
 		ann = map[string]string{}
 	}
+	// A paused object's policy is put back (here always "manage", below).
+	delete(ann, capz.PrePauseReconcilePolicyAnnotation)
 	ann[capz.ASOReconcilePolicyAnnotation] = capz.ASOReconcilePolicyManage
 	got.SetAnnotations(ann)
 	old, _, _ := unstructured.NestedMap(got.Object, "spec")
@@ -245,6 +250,34 @@ func (r *Reconciler) deleteASO(ctx context.Context, u *unstructured.Unstructured
 		}
 	}
 	return left, nil
+}
+
+// pauseASO pauses the ASO objects a paused AzureCluster controls as CAPZ
+// does (capz.PrePauseReconcilePolicyAnnotation).
+func (r *Reconciler) pauseASO(ctx context.Context, u *unstructured.Unstructured) error {
+	for _, gvk := range []schema.GroupVersionKind{capz.ASOPrivateEndpointGVK, capz.ASOPrivateLinkServiceGVK} {
+		objs, err := r.listASO(ctx, u, gvk)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			ann := o.GetAnnotations()
+			if _, paused := ann[capz.PrePauseReconcilePolicyAnnotation]; paused {
+				continue
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+				capz.PrePauseReconcilePolicyAnnotation: ann[capz.ASOReconcilePolicyAnnotation],
+				capz.ASOReconcilePolicyAnnotation:      capz.ASOReconcilePolicySkip,
+			}}})
+			if err != nil {
+				return err
+			}
+			if err := r.Client.Patch(ctx, o.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // usesASO says whether the mode makes endpoints through ASO.

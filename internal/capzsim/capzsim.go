@@ -160,6 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if isPaused(u) {
+		if r.Opts.Mode.usesASO() {
+			return ctrl.Result{}, r.pauseASO(ctx, u)
+		}
 		return ctrl.Result{}, nil
 	}
 	spec, err := readSpec(u)

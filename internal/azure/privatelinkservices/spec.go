@@ -28,7 +28,8 @@ type Desired struct {
 	// DestinationIP is a Direct Connect service's destination (no load
 	// balancer).
 	DestinationIP string
-	// AccessMode is Default or Restricted; empty leaves Azure's default.
+	// AccessMode is Default or Restricted; empty is Default: a service
+	// Azure holds Restricted is set back to Default (accessMode).
 	AccessMode string
 	// NATSubnetID is where every NAT IP configuration gets its address.
 	NATSubnetID string
@@ -110,8 +111,10 @@ func Body(d Desired, observed *armnetwork.PrivateLinkService) armnetwork.Private
 	if d.DestinationIP != "" {
 		props.DestinationIPAddress = new(d.DestinationIP)
 	}
-	if d.AccessMode != "" {
-		props.AccessMode = new(armnetwork.AccessMode(d.AccessMode))
+	// Unset is sent only to take a Restricted service back to Default: a
+	// PUT without the field may keep what Azure has (azuresim's reading).
+	if want := accessMode(d); d.AccessMode != "" || observed != nil && observed.Properties != nil && !strings.EqualFold(observedAccessMode(observed.Properties), want) {
+		props.AccessMode = new(armnetwork.AccessMode(want))
 	}
 	return armnetwork.PrivateLinkService{Location: new(d.Location), Tags: tags, Properties: props}
 }
@@ -167,8 +170,7 @@ func Diff(d Desired, observed *armnetwork.PrivateLinkService) []string {
 	if !sameFrontend(d, p) {
 		out = append(out, "frontend")
 	}
-	// Unset in the spec: whatever Azure has (its default) is fine.
-	if d.AccessMode != "" && !strings.EqualFold(string(ptr.Deref(p.AccessMode, armnetwork.AccessModeDefault)), d.AccessMode) {
+	if !strings.EqualFold(observedAccessMode(p), accessMode(d)) {
 		out = append(out, "accessMode")
 	}
 	if !sameNAT(Body(d, observed).Properties.IPConfigurations, p.IPConfigurations) {
@@ -400,4 +402,18 @@ func derefs(in []*string) []string {
 		}
 	}
 	return out
+}
+
+// accessMode is the mode the spec asks for: unset is Azure's default.
+func accessMode(d Desired) string {
+	if d.AccessMode == "" {
+		return string(armnetwork.AccessModeDefault)
+	}
+	return d.AccessMode
+}
+
+// observedAccessMode is the service's mode in Azure; a service that
+// reports none has Azure's default.
+func observedAccessMode(p *armnetwork.PrivateLinkServiceProperties) string {
+	return string(ptr.Deref(p.AccessMode, armnetwork.AccessModeDefault))
 }

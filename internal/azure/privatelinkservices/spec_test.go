@@ -86,8 +86,10 @@ func TestDiff(t *testing.T) {
 			want:   []string{"frontend"}},
 		{reason: "a service behind a load balancer is not the Direct Connect one asked for",
 			desired: directConnect, want: []string{"frontend"}},
-		{reason: "access mode unset in the spec: what Azure has is fine",
-			mutate: func(p *armnetwork.PrivateLinkService) { p.Properties.AccessMode = new(armnetwork.AccessModeRestricted) }},
+		{reason: "access mode unset in the spec is Default: a Restricted service is opened again",
+			mutate: func(p *armnetwork.PrivateLinkService) { p.Properties.AccessMode = new(armnetwork.AccessModeRestricted) }, want: []string{"accessMode"}},
+		{reason: "access mode unset in the spec, Azure says Default: the same",
+			mutate: func(p *armnetwork.PrivateLinkService) { p.Properties.AccessMode = new(armnetwork.AccessModeDefault) }},
 		{reason: "access mode Restricted asked for, Azure reports none (its default)",
 			desired: func(d *Desired) { d.AccessMode = "Restricted" }, want: []string{"accessMode"}},
 		{reason: "access mode Default asked for and Azure reports none: the same",
@@ -154,6 +156,21 @@ func TestBody(t *testing.T) {
 	moved.NATSubnetID = other
 	if !PrimaryLocked(moved, obs) {
 		t.Error("moving the primary to another subnet is locked")
+	}
+	// accessMode: sent when the spec names it, or to take a Restricted
+	// service back to Default; otherwise left out, as before.
+	if m := fresh.Properties.AccessMode; m != nil {
+		t.Errorf("a new service without accessMode in the spec: sent %q", *m)
+	}
+	restricted := observedAs(desired())
+	restricted.Properties.AccessMode = new(armnetwork.AccessModeRestricted)
+	if m := ptr.Deref(Body(desired(), restricted).Properties.AccessMode, ""); m != armnetwork.AccessModeDefault {
+		t.Errorf("accessMode removed from the spec of a Restricted service: sent %q, want Default", m)
+	}
+	asked := desired()
+	asked.AccessMode = "Restricted"
+	if m := ptr.Deref(Body(asked, nil).Properties.AccessMode, ""); m != armnetwork.AccessModeRestricted {
+		t.Errorf("accessMode Restricted in the spec: sent %q", m)
 	}
 }
 

@@ -161,3 +161,57 @@ func TestHealsThroughASO(t *testing.T) {
 	t.Logf("healed to annotated again: %s", time.Since(healed).Round(time.Millisecond))
 	noOperatorDeletes(t, w)
 }
+
+// TestHealWaitsForPausedASO: CAPZ pauses the ASO objects of a paused
+// cluster (clusterctl move pauses them all). With the MC paused, the owner
+// of wc1's service removes the MC endpoint's connection: the heal waits,
+// says so, and nothing is deleted — not the ASO object, not the endpoint in
+// Azure (before, the heal went around the paused object to Azure). Once
+// CAPZ resumes the object, the heal goes through ASO as usual.
+func TestHealWaitsForPausedASO(t *testing.T) {
+	w, _, _ := managedWorld(t, testenv.SchemaUpstream, func(o *clusterlink.Options) { o.Heal.DisconnectedAfter = time.Second })
+	ctx := context.Background()
+	before := endpointInstance(t, w, mcSub, "mc-rg", asoPE)
+	pe, err := w.Network(t, mcSub).NewPrivateEndpointsClient().Get(ctx, "mc-rg", asoPE, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plsID := *pe.Properties.PrivateLinkServiceConnections[0].Properties.PrivateLinkServiceID
+	asoKey := types.NamespacedName{Namespace: mcNS, Name: asoPE}
+
+	mergePatch(t, w, mcKey, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":""}}}`)
+	testworld.Eventually(t, testworld.Timeout, "CAPZ paused the MC's ASO object", func(ctx context.Context) (bool, string) {
+		obj := asoEndpoint()
+		if err := w.Client.Get(ctx, asoKey, obj); err != nil {
+			return false, err.Error()
+		}
+		_, paused := obj.GetAnnotations()[capz.PrePauseReconcilePolicyAnnotation]
+		return paused, fmt.Sprint(obj.GetAnnotations())
+	})
+	if err := w.Sim.ActOnConnection(azuresim.ConnectionAction{PrivateLinkServiceID: plsID, PrivateEndpointID: *pe.ID, Remove: true}); err != nil {
+		t.Fatal(err)
+	}
+	wcKey := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	waitEvent(t, w, wcKey, clusterlink.ReasonHealWaitsForPause)
+	if now := endpointInstance(t, w, mcSub, "mc-rg", asoPE); now != before {
+		t.Errorf("the endpoint behind a paused ASO object was deleted (instance %s, was %s)", now, before)
+	}
+	obj := asoEndpoint()
+	if err := w.Client.Get(ctx, asoKey, obj); err != nil || obj.GetDeletionTimestamp() != nil {
+		t.Errorf("the paused ASO object was deleted: %v %v", err, obj.GetDeletionTimestamp())
+	}
+	if ok, _ := w.HasEvent(ctx, wcKey, clusterlink.ReasonEndpointHealed); ok {
+		t.Error("healed behind the pause")
+	}
+
+	mergePatch(t, w, mcKey, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":null}}}`)
+	waitEvent(t, w, wcKey, clusterlink.ReasonEndpointHealed)
+	testworld.Eventually(t, testworld.Timeout, "the MC's endpoint made again through ASO and approved", func(ctx context.Context) (bool, string) {
+		pe, err := w.Network(t, mcSub).NewPrivateEndpointsClient().Get(ctx, "mc-rg", asoPE, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return connectionStatus(pe.PrivateEndpoint) == "Approved" && endpointInstance(t, w, mcSub, "mc-rg", asoPE) != before, connectionStatus(pe.PrivateEndpoint)
+	})
+	noOperatorDeletes(t, w)
+}

@@ -67,6 +67,21 @@ func (r *WCReconciler) healThroughASO(ctx context.Context, u *unstructured.Unstr
 	return true, r.requestCAPZReconcile(ctx, owner, ep.Name)
 }
 
+// asoPaused reports whether CAPZ has paused the ASO object of ep
+// (capz.PrePauseReconcilePolicyAnnotation). Deleting the endpoint behind
+// it, in Azure, would break what clusterctl move promises (nothing in
+// Azure changes while clusters are paused); the heal waits. An object
+// that cannot be read is taken as not paused: the heal path reads it
+// again and reports the error.
+func (r *WCReconciler) asoPaused(ctx context.Context, owner *capz.AzureCluster, ep Endpoint) bool {
+	obj, err := r.asoEndpoint(ctx, owner, ep.Name)
+	if err != nil || obj == nil {
+		return false
+	}
+	_, paused := obj.GetAnnotations()[capz.PrePauseReconcilePolicyAnnotation]
+	return paused
+}
+
 // followASOHeal asks CAPZ once more to reconcile owner when the ASO object
 // of an endpoint it healed is gone, and forgets the heal.
 func (r *WCReconciler) followASOHeal(ctx context.Context, owner *capz.AzureCluster, ep Endpoint) error {

@@ -50,6 +50,11 @@ const ReasonEndpointHealed = "PrivateEndpointHealed"
 // (deleting the endpoint frees that address for whoever asks next).
 const ReasonHealWaitsForDNS = "PrivateEndpointHealWaitsForDNS"
 
+// ReasonHealWaitsForPause is the Event reason for a heal held back while
+// CAPZ has paused the ASO object of the broken endpoint (a paused cluster,
+// clusterctl move): nothing in Azure is deleted until CAPZ resumes it.
+const ReasonHealWaitsForPause = "PrivateEndpointHealWaitsForPause"
+
 // ReasonLayoutSwitched is the Event reason for the end of a layout switch
 // (--wc-to-mc-layout): the new endpoint serves the ingress annotation and
 // the earlier layout's endpoints are removed.

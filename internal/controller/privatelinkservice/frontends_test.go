@@ -8,7 +8,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -170,8 +172,9 @@ func TestDirectConnect(t *testing.T) {
 	})
 }
 
-// TestAccessMode: spec.accessMode reaches Azure and is kept there; unset,
-// the operator leaves Azure's value alone.
+// TestAccessMode: spec.accessMode reaches Azure and is kept there; taken
+// out of the spec, the service is Default again (a PUT without the field
+// keeps Azure's mode in azuresim).
 func TestAccessMode(t *testing.T) {
 	w := world(t, false)
 	w.StartPrivateLinkServices(t, privatelinkservice.Options{DriftInterval: 2e9})
@@ -189,6 +192,16 @@ func TestAccessMode(t *testing.T) {
 	testworld.Eventually(t, testworld.Timeout, "access mode Restricted again", func(context.Context) (bool, string) {
 		m := ptr.Deref(getPLS(t, w, "restricted").Properties.AccessMode, "")
 		return m == armnetwork.AccessModeRestricted, string(m)
+	})
+	o := &v1alpha1.AzurePrivateLinkService{}
+	o.SetNamespace(key("restricted").Namespace)
+	o.SetName(key("restricted").Name)
+	if err := w.Client.Patch(context.Background(), o, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"accessMode":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "access mode Default once the spec no longer asks for Restricted", func(context.Context) (bool, string) {
+		m := ptr.Deref(getPLS(t, w, "restricted").Properties.AccessMode, "")
+		return m == armnetwork.AccessModeDefault, string(m)
 	})
 }
 
