@@ -158,7 +158,11 @@ func (s DNSSet) Fingerprint(ttl int64) string {
 // operator may have written its records before (hadDNS), so they go. ann
 // are the WC's IP annotations as the operator writes them now, and prefix
 // names an annotation key.
-func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint, ann map[string]string, prefix func(string) string, hadDNS bool) ([]DNSSet, []Problem) {
+//
+// public are the domains of public clusters named like wc that came first
+// (PublicNamesakes): in the MC's network they are reserved as the MC's own
+// domain is.
+func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint, ann map[string]string, prefix func(string) string, hadDNS bool, public ...string) ([]DNSSet, []Problem) {
 	var out []DNSSet
 	var problems []Problem
 	for _, side := range []struct {
@@ -177,6 +181,9 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 			continue
 		}
 		zoneName, records, problem := sideNames(mc, wc, side.namesOf, side.side, side.zoneTmpl, side.records, cfg, prefix)
+		if problem == nil && side.side == DNSSideMC {
+			problem = shadowsPublic(wc, zoneName, records, side.zoneTmpl, public)
+		}
 		reserved := problem != nil && problem.Reason == ReasonDNSNameReserved
 		if problem != nil {
 			problems = append(problems, *problem)
@@ -250,6 +257,21 @@ func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string
 		}
 	}
 	return zoneName, records, nil
+}
+
+// shadowsPublic is the problem of MC-side names that would shadow one of
+// public, the domains of public namesakes that came first. The message
+// names the domain, which is the cluster's own name, never the other
+// cluster's namespace.
+func shadowsPublic(wc *capz.AzureCluster, zone string, records []string, zoneTmpl string, public []string) *Problem {
+	for _, d := range public {
+		if name := inReserved(zone, records, !strings.Contains(zoneTmpl, ".Cluster"), d); name != "" {
+			return &Problem{key(wc), ReasonDNSNameReserved, fmt.Sprintf(
+				"the mc-side name %s would shadow %s, the domain of a public cluster of the same name that came first: in the management cluster's network its public names would stop resolving, so no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)",
+				name, d)}
+		}
+	}
+	return nil
 }
 
 // mcDomain is the management cluster's own domain, <mc>.<its base domain>

@@ -62,13 +62,11 @@ func WCSideConflict(mc, wc *capz.AzureCluster, created time.Time, peers []Peer, 
 	if p != nil {
 		return nil // DesiredDNS reports it
 	}
-	earlier := func(created time.Time, k string, than time.Time, thanKey string) bool {
-		return created.Before(than) || created.Equal(than) && k < thanKey
-	}
+	self := Peer{Key: key(wc), Created: created}
 	var first *Peer
 	for i := range peers {
 		p := &peers[i]
-		if p.Key == key(wc) || !earlier(p.Created, p.Key, created, key(wc)) || first != nil && !earlier(p.Created, p.Key, first.Created, first.Key) {
+		if p.Key == self.Key || !cameFirst(*p, self) || first != nil && !cameFirst(*p, *first) {
 			continue
 		}
 		if other, _, perr := sideNames(mc, p.Cluster, mc, DNSSideWC, cfg.WCZone, cfg.WCRecords, cfg, prefix); perr == nil && strings.EqualFold(other, zone) {

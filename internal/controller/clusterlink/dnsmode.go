@@ -171,9 +171,12 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 // conflict and the zone limit applied, and the problems, reported.
 func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string, held dnsHeld) ([]DNSSet, []Problem, error) {
 	ready := hasCondition(u, ConditionGSDNSZoneReady)
-	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, ready || held.mayHold())
-	problems, err := r.refuseConflict(ctx, u, wc, mc, sets, problems)
+	public, err := r.publicNamesakes(ctx, u, wc)
 	if err != nil {
+		return nil, nil, err
+	}
+	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, ready || held.mayHold(), public...)
+	if problems, err = r.refuseConflict(ctx, u, wc, mc, sets, problems); err != nil {
 		return nil, nil, err
 	}
 	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), ready || held.sideMayHold(DNSSideMC))

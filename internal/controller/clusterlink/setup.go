@@ -106,6 +106,11 @@ func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), groupIndex, resourceGroupOf); err != nil {
 		return err
 	}
+	// A public cluster's domain is not taken by a later private namesake
+	// (PublicNamesakes).
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), nameIndex, nameOf); err != nil {
+		return err
+	}
 	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec,
 		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}}
 	return ctrl.NewControllerManagedBy(mgr).Named("wiring-dns").

@@ -188,6 +188,42 @@ func TestSameNamedClusterDoesNotWriteIntoHoldersZone(t *testing.T) {
 	})
 }
 
+// TestPrivateClusterNamedLikeAnEarlierPublicOne: a public wc1 (another
+// tenant's) exists; a private wc1 comes later. Its MC-side zone,
+// wc1.<base>, would shadow the public cluster's domain in the MC's network:
+// it is wired, but gets no MC-side zone, and its GSDNSZoneReady says why
+// without naming the other tenant.
+func TestPrivateClusterNamedLikeAnEarlierPublicOne(t *testing.T) {
+	schema := testenv.SchemaFork
+	w := world(t, schema, capzsim.Fork, false)
+	// A namespace that sorts before org-a: should both be created in one
+	// second, the public one still comes first.
+	w.Namespace(t, "org-0")
+	public := wcCluster("wc1", 30)
+	public.Namespace, public.Private, public.PrivateLinks = "org-0", false, nil
+	create(t, w, schema, mcCluster(true), public)
+	create(t, w, schema, wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1}
+	})
+	wired(t, w, "wc1", true, true)
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	waitEvent(t, w, key, clusterlink.ReasonDNSNameReserved)
+	testworld.Eventually(t, testworld.Timeout, "GSDNSZoneReady Unknown with DNSNameReserved", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
+		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonDNSNameReserved && !strings.Contains(fmt.Sprint(c["message"]), "org-0"), fmt.Sprint(c)
+	})
+	for _, z := range w.Sim.Resources("Microsoft.Network/privateDnsZones") {
+		if strings.HasSuffix(strings.ToLower(z.ID), "/privatednszones/wc1."+baseDomain) {
+			t.Errorf("a zone shadows the public cluster's domain in the MC's network: %s", z.ID)
+		}
+	}
+}
+
 // deleteCluster deletes an AzureCluster and waits until it is gone.
 func deleteCluster(t *testing.T, w *testworld.World, ns, name string) {
 	t.Helper()
