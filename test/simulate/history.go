@@ -235,6 +235,11 @@ func (h *history) create(ctx context.Context) error {
 		if h.rnd.IntN(4) == 0 {
 			spec.Link = clusterNames[h.rnd.IntN(len(clusterNames)-1)] + "-api-privatelink"
 		}
+		// One in six is public: its domain must not be shadowed by a
+		// private namesake that comes later.
+		if spec.Public = h.rnd.IntN(6) == 0; spec.Public {
+			spec.Link, spec.Manual = "", false
+		}
 		if h.live[spec.Key()] != nil {
 			continue
 		}
@@ -249,11 +254,15 @@ func (h *history) create(ctx context.Context) error {
 		if spec.Manual {
 			approval = "manual approval"
 		}
-		h.logOp("create %s (link %s, %s)", spec.Key(), spec.Link, approval)
-		if err := h.w.sb.Client.Create(ctx, spec.object(true)); err != nil {
+		if spec.Public {
+			h.logOp("create %s (public)", spec.Key())
+		} else {
+			h.logOp("create %s (link %s, %s)", spec.Key(), spec.Link, approval)
+		}
+		if err := h.w.sb.Client.Create(ctx, spec.object(!spec.Public)); err != nil {
 			return fmt.Errorf("creating %s: %w", spec.Key(), err)
 		}
-		h.live[spec.Key()] = &live{spec: spec, links: true}
+		h.live[spec.Key()] = &live{spec: spec, links: !spec.Public}
 		return nil
 	}
 	return nil
@@ -274,6 +283,9 @@ func (h *history) patch(ctx context.Context, l *live, patch string) error {
 // toggleLink withdraws the cluster's private link (CAPZ deletes its
 // service) or declares it again.
 func (h *history) toggleLink(ctx context.Context, l *live) error {
+	if l.spec.Public {
+		return nil // a public cluster declares no private link
+	}
 	if l.links {
 		h.logOp("withdraw the private link of %s", l.spec.Key())
 		h.excuse(l.spec.Key())

@@ -37,6 +37,11 @@ const (
 	// InvShadow: a name the platform owns (the MC's own domain) resolves
 	// through a private zone in the MC's network.
 	InvShadow = "platform name shadowed in the MC's network"
+	// InvPublicShadowed: a public cluster's API name resolves from the MC's
+	// network through a private zone, though no private cluster of its
+	// name came before it (docs/dns.md, "A public cluster's domain is its
+	// own").
+	InvPublicShadowed = "public cluster's name shadowed in the MC's network"
 	// InvDeletionStuck: a deleted cluster was not gone in time.
 	InvDeletionStuck = "deletion did not complete"
 	// InvLeftover: something the operator made is in Azure after every
@@ -59,6 +64,10 @@ type cluster struct {
 	Deleting bool
 	// APIIP and IngressIP are the operator's annotations.
 	APIIP, IngressIP string
+	// Public: its API server load balancer is not Internal. Created is
+	// its creation time (seconds, as the API server keeps it).
+	Public  bool
+	Created time.Time
 }
 
 // snapshot is one look at the world from outside, in the order that
@@ -177,6 +186,9 @@ func (k *checker) check(s snapshot) []violation {
 	}
 	for _, name := range sortedKeys(s.MCResolve) {
 		l.mcName(name, s.MCResolve[name])
+	}
+	for _, c := range s.Clusters {
+		l.publicName(c)
 	}
 	l.entries()
 	for id := range k.open {
@@ -314,6 +326,27 @@ func (l *look) mcName(name string, r azuresim.Resolution) {
 		}
 		k.nameOwner[name] = owner.Key
 	}
+}
+
+// publicName checks that a public cluster's API name is answered from no
+// private zone in the MC's network, unless a private cluster of its name
+// came first (created earlier; in the same second, first by key): that
+// one holds the name.
+func (l *look) publicName(c cluster) {
+	if !c.Public || c.Deleting {
+		return
+	}
+	name := l.k.names.APIName(c.Name)
+	r, asked := l.s.MCResolve[name]
+	if !asked || r.Status == azuresim.ResolveNotPrivate {
+		return
+	}
+	for _, o := range l.s.Clusters {
+		if o.Name == c.Name && !o.Public && (o.Created.Before(c.Created) || o.Created.Equal(c.Created) && o.Key < c.Key) {
+			return
+		}
+	}
+	l.flag(InvPublicShadowed, name, c.Key+"'s name answered "+r.Status+" by zone "+r.Zone, false, "")
 }
 
 // recordOwner is the cluster whose service the MC's endpoint holding ip

@@ -92,6 +92,12 @@ func TestChecker(t *testing.T) {
 		{name: "the MC's own domain shadowed", change: func(s *snapshot) {
 			s.MCResolve[n.MCNames[1]] = azuresim.Resolution{Status: azuresim.ResolveNXDomain, Zone: "mc." + baseDomain}
 		}, want: []string{InvShadow}},
+		{name: "a public cluster's name shadowed by a private namesake that came later", change: func(s *snapshot) {
+			shadowPublic(s, n, time.Hour)
+		}, want: []string{InvPublicShadowed}},
+		{name: "a private namesake that came first holds the name", change: func(s *snapshot) {
+			shadowPublic(s, n, -time.Hour)
+		}},
 		{name: "the WC-side record to another network's endpoint", change: func(s *snapshot) {
 			s.WCResolve[wc1.Key] = azuresim.Resolution{Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.9"}}
 		}, want: []string{InvGoneAddress}},
@@ -106,6 +112,17 @@ func TestChecker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shadowPublic adds a public org-gamma/wc2 and a private org-alpha/wc2
+// created after it by later (before it when negative), and the private
+// one's zone answering for the public one's API name in the MC's network.
+func shadowPublic(s *snapshot, n worldNames, later time.Duration) {
+	created := time.Unix(1_700_000_000, 0)
+	s.Clusters = append(s.Clusters,
+		cluster{Key: "org-gamma/wc2", Name: "wc2", Scope: scopeOf(tenantSubscription(2), "wc2"), Public: true, Created: created},
+		cluster{Key: "org-alpha/wc2", Name: "wc2", Scope: scopeOf(tenantSubscription(0), "wc2"), Created: created.Add(later)})
+	s.MCResolve[n.APIName("wc2")] = azuresim.Resolution{Status: azuresim.ResolveNXDomain, Zone: "wc2." + baseDomain}
 }
 
 // breaches checks a good snapshot, then three changed ones a second

@@ -69,6 +69,9 @@ type wcSpec struct {
 	Link string
 	// Manual: the link does not auto-approve the MC; the tenant approves.
 	Manual bool
+	// Public: a public cluster (a public API server load balancer, no
+	// private link), named from the same pool as the private ones.
+	Public bool
 }
 
 func (w wcSpec) Namespace() string { return tenants[w.Tenant] }
@@ -101,6 +104,9 @@ func (w wcSpec) object(withLinks bool) *unstructured.Unstructured {
 		links = w.links()
 	}
 	u := sandbox.PrivateCluster(w.Namespace(), w.Name, w.Sub(), w.Name, "172.16", links)
+	if w.Public {
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"name": w.Name + "-api-lb", "type": capz.LBTypePublic}, "spec", "networkSpec", "apiServerLB")
+	}
 	u.SetLabels(map[string]string{watchFilterLabel: watchFilter})
 	return u
 }
@@ -258,6 +264,7 @@ func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string)
 			Key: u.GetNamespace() + "/" + u.GetName(), Name: u.GetName(),
 			Scope: scopeOf(view.SubscriptionID, view.ResourceGroup), VNetID: vnetOf(view.SubscriptionID, view.ResourceGroup, u.GetName()),
 			Deleting: u.GetDeletionTimestamp() != nil,
+			Public:   view.APIServerLBType != capz.LBTypeInternal, Created: u.GetCreationTimestamp().Time,
 			APIIP:    a[prefix+clusterlink.AnnotationAPIServerIP], IngressIP: a[prefix+clusterlink.AnnotationMCIngressIP],
 		})
 	}

@@ -371,6 +371,18 @@ func TestWaitingStates(t *testing.T) {
 // its image runs /manager and sets no field owner.
 const olderOperator = "manager"
 
+// wc1Entry is an MC endpoint entry with one connection to a private link
+// service in wc1's resource group.
+func wc1Entry(name, connection, service string) map[string]any {
+	return map[string]any{
+		"name": name,
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 connection,
+			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/" + service,
+		}},
+	}
+}
+
 // TestUpgradeFromOlderOperator: entries, annotations and the finalizer an
 // older operator wrote with Update are taken over: a stale MC entry for a
 // link the WC no longer has is removed, and so is a stale annotation.
@@ -379,23 +391,14 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	ctx := context.Background()
 	mc := mcCluster(true).Object(testenv.SchemaFork)
 	subnets, _, _ := unstructured.NestedSlice(mc.Object, "spec", "networkSpec", "subnets")
-	subnets[1].(map[string]any)["privateEndpoints"] = []any{map[string]any{
-		"name": "wc1-old-privatelink-privateendpoint",
-		"privateLinkServiceConnections": []any{map[string]any{
-			"name":                 "wc1-old-privatelink-connection",
-			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-old-privatelink",
-		}},
-	}, map[string]any{
+	subnets[1].(map[string]any)["privateEndpoints"] = []any{
+		wc1Entry("wc1-old-privatelink-privateendpoint", "wc1-old-privatelink-connection", "wc1-old-privatelink"),
 		// Another controller that runs as /manager (CAPI, CAPZ, any
 		// kubebuilder scaffold) wrote this one: named like the operator's,
 		// in wc1's resource group, but not with the older operator's
 		// connection name. It is not the older operator's to remove.
-		"name": "wc1-db-privateendpoint",
-		"privateLinkServiceConnections": []any{map[string]any{
-			"name":                 "db",
-			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-db",
-		}},
-	}}
+		wc1Entry("wc1-db-privateendpoint", "db", "wc1-db"),
+	}
 	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
 	if err := w.Client.Create(ctx, mc, client.FieldOwner(olderOperator)); err != nil {
 		t.Fatal(err)
@@ -408,19 +411,9 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	// to the older operator's entry.)
 	writtenBack := slices.Clone(subnets)
 	nodes := maps.Clone(writtenBack[1].(map[string]any))
-	nodes["privateEndpoints"] = append(slices.Clone(nodes["privateEndpoints"].([]any)), map[string]any{
-		"name": "wc1-gone-privatelink-privateendpoint",
-		"privateLinkServiceConnections": []any{map[string]any{
-			"name":                 "wc1-gone-privatelink-connection",
-			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-gone-privatelink",
-		}},
-	}, map[string]any{
-		"name": "wc1-users-privateendpoint",
-		"privateLinkServiceConnections": []any{map[string]any{
-			"name":                 "users",
-			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-users",
-		}},
-	})
+	nodes["privateEndpoints"] = append(slices.Clone(nodes["privateEndpoints"].([]any)),
+		wc1Entry("wc1-gone-privatelink-privateendpoint", "wc1-gone-privatelink-connection", "wc1-gone-privatelink"),
+		wc1Entry("wc1-users-privateendpoint", "users", "wc1-users"))
 	writtenBack[1] = nodes
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"networkSpec": map[string]any{"subnets": writtenBack}}})
 	if err := w.Client.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(capzsim.FieldManager)); err != nil {

@@ -161,14 +161,7 @@ func TestSameNamedClusterDoesNotWriteIntoHoldersZone(t *testing.T) {
 	mergePatch(t, w, types.NamespacedName{Namespace: "org-b", Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
 	u := wired(t, w, "wc1", true, true) // the name is free once org-b's entry is gone
 	waitEvent(t, w, key, clusterlink.ReasonDNSZoneHeld)
-	testworld.Eventually(t, testworld.Timeout, "GSDNSZoneReady Unknown with DNSZoneHeld", func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, "wc1")
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
-		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonDNSZoneHeld, fmt.Sprint(c)
-	})
+	dnsZoneUnknown(t, w, clusterlink.ReasonDNSZoneHeld, "org-b")
 	if r := w.Sim.Resolve(mcVNet, "api."+zone); r.Status == azuresim.ResolveOK {
 		t.Errorf("org-a/wc1 wrote into org-b/wc1's zone: %+v", r)
 	}
@@ -201,6 +194,7 @@ func TestPrivateClusterNamedLikeAnEarlierPublicOne(t *testing.T) {
 	w.Namespace(t, "org-0")
 	public := wcCluster("wc1", 30)
 	public.Namespace, public.Private, public.PrivateLinks = "org-0", false, nil
+	public.ResourceGroup = "org-0-wc1-rg" // its own group: its endpoint to the MC's ingress is named like org-a/wc1's
 	create(t, w, schema, mcCluster(true), public)
 	create(t, w, schema, wcCluster("wc1", 20))
 	operator(t, w, func(o *clusterlink.Options) {
@@ -209,19 +203,26 @@ func TestPrivateClusterNamedLikeAnEarlierPublicOne(t *testing.T) {
 	wired(t, w, "wc1", true, true)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 	waitEvent(t, w, key, clusterlink.ReasonDNSNameReserved)
-	testworld.Eventually(t, testworld.Timeout, "GSDNSZoneReady Unknown with DNSNameReserved", func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, "wc1")
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
-		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonDNSNameReserved && !strings.Contains(fmt.Sprint(c["message"]), "org-0"), fmt.Sprint(c)
-	})
+	dnsZoneUnknown(t, w, clusterlink.ReasonDNSNameReserved, "org-0")
 	for _, z := range w.Sim.Resources("Microsoft.Network/privateDnsZones") {
 		if strings.HasSuffix(strings.ToLower(z.ID), "/privatednszones/wc1."+baseDomain) {
 			t.Errorf("a zone shadows the public cluster's domain in the MC's network: %s", z.ID)
 		}
 	}
+}
+
+// dnsZoneUnknown waits until org-a/wc1's GSDNSZoneReady is Unknown with
+// reason, its message not naming otherTenant.
+func dnsZoneUnknown(t *testing.T, w *testworld.World, reason, otherTenant string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, "GSDNSZoneReady Unknown with "+reason, func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
+		return c["status"] == "Unknown" && c["reason"] == reason && !strings.Contains(fmt.Sprint(c["message"]), otherTenant), fmt.Sprint(c)
+	})
 }
 
 // deleteCluster deletes an AzureCluster and waits until it is gone.
