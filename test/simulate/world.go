@@ -265,7 +265,7 @@ func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string)
 			Scope: scopeOf(view.SubscriptionID, view.ResourceGroup), VNetID: vnetOf(view.SubscriptionID, view.ResourceGroup, u.GetName()),
 			Deleting: u.GetDeletionTimestamp() != nil,
 			Public:   view.APIServerLBType != capz.LBTypeInternal, Created: u.GetCreationTimestamp().Time,
-			APIIP:    a[prefix+clusterlink.AnnotationAPIServerIP], IngressIP: a[prefix+clusterlink.AnnotationMCIngressIP],
+			APIIP: a[prefix+clusterlink.AnnotationAPIServerIP], IngressIP: a[prefix+clusterlink.AnnotationMCIngressIP],
 		})
 	}
 	return s, nil
