@@ -249,11 +249,8 @@ func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string
 		return "", nil, &Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf("the %s-side zone is refused: %v", side, err)}
 	}
 	if side == DNSSideMC {
-		reserved := mcDomain(mc, cfg, prefix)
-		if name := inReserved(zoneName, records, !strings.Contains(zoneTmpl, ".Cluster"), reserved); name != "" {
-			return zoneName, records, &Problem{key(wc), ReasonDNSNameReserved, fmt.Sprintf(
-				"the mc-side name %s would shadow %s, the management cluster's own domain, which is reserved in its network: no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)",
-				name, reserved)}
+		if p := reservedName(wc, zoneName, records, zoneTmpl, mcDomain(mc, cfg, prefix), "the management cluster's own domain, which is reserved in its network"); p != nil {
+			return zoneName, records, p
 		}
 	}
 	return zoneName, records, nil
@@ -265,13 +262,24 @@ func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string
 // cluster's namespace.
 func shadowsPublic(wc *capz.AzureCluster, zone string, records []string, zoneTmpl string, public []string) *Problem {
 	for _, d := range public {
-		if name := inReserved(zone, records, !strings.Contains(zoneTmpl, ".Cluster"), d); name != "" {
-			return &Problem{key(wc), ReasonDNSNameReserved, fmt.Sprintf(
-				"the mc-side name %s would shadow %s, the domain of a public cluster of the same name that came first: in the management cluster's network its public names would stop resolving, so no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)",
-				name, d)}
+		if p := reservedName(wc, zone, records, zoneTmpl, d, "the domain of a public cluster of the same name that came first, whose public names would stop resolving in the management cluster's network"); p != nil {
+			return p
 		}
 	}
 	return nil
+}
+
+// reservedName is the DNSNameReserved problem of MC-side names that
+// would shadow reserved (inReserved), which what describes; nil when
+// they do not.
+func reservedName(wc *capz.AzureCluster, zone string, records []string, zoneTmpl, reserved, what string) *Problem {
+	name := inReserved(zone, records, !strings.Contains(zoneTmpl, ".Cluster"), reserved)
+	if name == "" {
+		return nil
+	}
+	return &Problem{key(wc), ReasonDNSNameReserved, fmt.Sprintf(
+		"the mc-side name %s would shadow %s, %s: no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)",
+		name, reserved, what)}
 }
 
 // mcDomain is the management cluster's own domain, <mc>.<its base domain>
