@@ -64,13 +64,24 @@ type Env struct {
 	webhooks *capzWebhooks
 	// webhookDir holds the webhook server's kubeconfig.
 	webhookDir string
+	// pooled environments stop in the background (pool.go).
+	pooled bool
 }
 
-// Start starts an API server and installs the CRDs. Call Stop when done.
+// Start starts an API server and installs the CRDs. Call Stop when done. In
+// a package whose TestMain calls Main, the server may have been started in
+// the background before the call (pool.go).
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Schema == "" {
 		opts.Schema = SchemaFork
 	}
+	if poolable(opts) {
+		return take(ctx, opts)
+	}
+	return start(ctx, opts)
+}
+
+func start(ctx context.Context, opts Options) (*Env, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -176,8 +187,18 @@ func StartT(t testing.TB, opts Options) *Env {
 }
 
 // Stop stops CAPZ's webhooks, the API server and etcd and removes their
-// data. It reports a webhook server that died during the test.
+// data. It reports a webhook server that died during the test. A pooled
+// environment finishes stopping in the background, and Main reports its
+// errors.
 func (e *Env) Stop() error {
+	if e.pooled {
+		stopLater(e)
+		return nil
+	}
+	return e.stop()
+}
+
+func (e *Env) stop() error {
 	var errs []error
 	if e.webhooks != nil {
 		errs = append(errs, e.webhooks.stop())
