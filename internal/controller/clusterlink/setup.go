@@ -113,9 +113,11 @@ func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events
 	}
 	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec,
 		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}}
+	neighbours, released := neighboursOnRelease(mgr.GetClient(), opts.annotation)
 	return ctrl.NewControllerManagedBy(mgr).Named("wiring-dns").
 		For(newAzureCluster()).
 		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).
+		Watches(newAzureCluster(), neighbours, builder.WithPredicates(released)).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
 		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).

@@ -199,6 +199,9 @@ func TestPrivateClusterNamedLikeAnEarlierPublicOne(t *testing.T) {
 	create(t, w, schema, wcCluster("wc1", 20))
 	operator(t, w, func(o *clusterlink.Options) {
 		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1}
+		// No recheck within the test: only an event brings the refused
+		// cluster back.
+		o.TerminalRecheck, o.DriftCheck = time.Hour, time.Hour
 	})
 	wired(t, w, "wc1", true, true)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
@@ -209,6 +212,18 @@ func TestPrivateClusterNamedLikeAnEarlierPublicOne(t *testing.T) {
 			t.Errorf("a zone shadows the public cluster's domain in the MC's network: %s", z.ID)
 		}
 	}
+
+	// Once the public namesake is gone the name is free: the private
+	// cluster gets its DNS at once (its rechecks are minutes away: the
+	// namesake's deletion wakes it).
+	deleteCluster(t, w, "org-0", "wc1")
+	testworld.Eventually(t, testworld.Timeout, "org-a/wc1's DNS after its public namesake went", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		return conditionTrue(u, clusterlink.ConditionGSDNSZoneReady), fmt.Sprint(condition(u, clusterlink.ConditionGSDNSZoneReady))
+	})
 }
 
 // dnsZoneUnknown waits until org-a/wc1's GSDNSZoneReady is Unknown with
