@@ -15,15 +15,12 @@ import (
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -37,6 +34,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/cacheconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/cpgate"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/identityguard"
@@ -124,13 +122,18 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &opts.gracefulShutdownTimeout,
 		// Read AzureClusters, Clusters and identities from the cache, never
-		// Secrets: the operator gets the few Secrets identities reference.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Secret{}}}},
-		// The cache keeps only the managedFields entries of the operator and
-		// of the older operator it adopts from.
-		Cache: cache.Options{DefaultTransform: clusterlink.TrimManagedFields(opts.linkOptions().KeptFieldManagers()...)},
+		// Secrets; a kind no controller declared is not read from the cache
+		// (cacheconfig).
+		Client: cacheconfig.Client(),
+		// The cache keeps only the managedFields entries of the operator, of
+		// the older operator it adopts from and of CAPZ.
+		Cache: cacheconfig.Cache(clusterlink.TrimManagedFields(opts.linkOptions().KeptFieldManagers()...)),
 	})
 	if err != nil {
+		return nil, err
+	}
+	// Credentials read identities and namespaces from the cache.
+	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {
 		return nil, err
 	}
 	creds := &azure.Credentials{

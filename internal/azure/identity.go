@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
 // Identity types CAPZ supports in AzureClusterIdentity.spec.type.
@@ -128,6 +130,16 @@ type AllowedNamespacesError struct{ Err error }
 
 func (e *AllowedNamespacesError) Error() string { return e.Err.Error() }
 func (e *AllowedNamespacesError) Unwrap() error { return e.Err }
+
+// CachedKinds are the kinds credentials and identity checks read from a
+// client's cache: AzureClusterIdentities and Namespaces (their labels, for
+// allowedNamespaces selectors). A manager whose Reader is its cached client
+// declares them (cacheconfig.Cached).
+func CachedKinds() []client.Object {
+	id := &unstructured.Unstructured{}
+	id.SetGroupVersionKind(capz.AzureClusterIdentityGVK)
+	return []client.Object{id, &corev1.Namespace{}}
+}
 
 // Namespace reads a namespace's labels.
 type Namespace func(ctx context.Context, name string) (map[string]string, error)

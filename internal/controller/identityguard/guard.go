@@ -39,6 +39,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/cacheconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -87,6 +88,10 @@ type guard struct {
 // Setup registers the indexes and both controllers.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	g := &guard{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"), opts: opts}
+	// allowedNamespaces selectors read namespaces' labels from the cache.
+	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {
+		return err
+	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, azureCluster(), userIndex, clusterIdentities); err != nil {
 		return err

@@ -50,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/cacheconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -150,6 +151,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		opts.Recheck = 10 * time.Minute
 	}
 	r := &Reconciler{Opts: opts, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator")}
+	// An ASO ProviderConfig's identity and its namespace's labels come
+	// from the cache.
+	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("crossplane-provider-config").
 		For(capz.Object(capz.ClusterGVK)).
 		Complete(r)
