@@ -42,6 +42,10 @@ const (
 	// name came before it (docs/dns.md, "A public cluster's domain is its
 	// own").
 	InvPublicShadowed = "public cluster's name shadowed in the MC's network"
+	// InvPersonsEditChanged: an annotation or label a person put on an
+	// AzureCluster (a workload cluster's or the MC's) was changed or
+	// removed: the operator writes only the fields it owns.
+	InvPersonsEditChanged = "a person's annotation or label changed"
 	// InvDeletionStuck: a deleted cluster was not gone in time.
 	InvDeletionStuck = "deletion did not complete"
 	// InvLeftover: something the operator made is in Azure after every
@@ -68,6 +72,9 @@ type cluster struct {
 	// its creation time (seconds, as the API server keeps it).
 	Public  bool
 	Created time.Time
+	// PersonNote and PersonLabel are what a person put on the cluster
+	// (personNote, personLabel), "" when absent.
+	PersonNote, PersonLabel string
 }
 
 // snapshot is one look at the world from outside, in the order that
@@ -85,6 +92,8 @@ type snapshot struct {
 	// MCEntries are the MC's private endpoint entries: name → the service
 	// their first connection names, lower case.
 	MCEntries map[string]string
+	// MCPersonNote and MCPersonLabel are what a person put on the MC.
+	MCPersonNote, MCPersonLabel string
 }
 
 // worldNames are the fixed names of the simulated world.
@@ -191,6 +200,10 @@ func (k *checker) check(s snapshot) []violation {
 		l.publicName(c)
 	}
 	l.entries()
+	for _, c := range s.Clusters {
+		l.personsEdits(c.Key, c.PersonNote, c.PersonLabel)
+	}
+	l.personsEdits(mcKey, s.MCPersonNote, s.MCPersonLabel)
 	for id := range k.open {
 		if !l.seen[id] {
 			delete(k.open, id)
@@ -409,4 +422,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// What a person puts on every AzureCluster, beside what the tenant and the
+// operator write: an annotation whose value is the cluster's key and a
+// label. Nothing may change or remove them.
+const (
+	personNote  = "ops.sim.example.com/note"
+	personLabel = "ops.sim.example.com/on-call"
+	// personLabelValue is the label's value.
+	personLabelValue = "team-" + "platform"
+	// mcKey is the MC's key in violations.
+	mcKey = "the MC"
+)
+
+// personsEdits checks that a cluster still carries what a person put on it.
+func (l *look) personsEdits(key, note, label string) {
+	want := key
+	if key == mcKey {
+		want = "the management cluster"
+	}
+	if note != want {
+		l.flag(InvPersonsEditChanged, key+" annotation "+personNote, fmt.Sprintf("%q, want %q", note, want), false, "")
+	}
+	if label != personLabelValue {
+		l.flag(InvPersonsEditChanged, key+" label "+personLabel, fmt.Sprintf("%q, want %q", label, personLabelValue), false, "")
+	}
 }

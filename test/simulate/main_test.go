@@ -49,8 +49,9 @@ func TestSimulateShort(t *testing.T) {
 // after the grace an out-of-band change gives — and nothing else.
 func TestChecker(t *testing.T) {
 	n := names()
-	wc1 := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4", IngressIP: "172.16.128.4"}
-	wc1b := cluster{Key: "org-beta/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(1), "wc1")}
+	wc1 := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4", IngressIP: "172.16.128.4",
+		PersonNote: "org-alpha/wc1", PersonLabel: personLabelValue}
+	wc1b := cluster{Key: "org-beta/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(1), "wc1"), PersonNote: "org-beta/wc1", PersonLabel: personLabelValue}
 	mcEP := func(name, ip, pls, state string) azuresim.EndpointInfo {
 		return azuresim.EndpointInfo{ID: n.MCScope + "providers/microsoft.network/privateendpoints/" + name, Name: name, IP: ip, PrivateLinkService: pls, ConnectionState: state}
 	}
@@ -60,11 +61,12 @@ func TestChecker(t *testing.T) {
 	pls1b := wc1b.Scope + "providers/microsoft.network/privatelinkservices/wc1-api-privatelink"
 	good := func() snapshot {
 		return snapshot{
-			MCResolve: map[string]azuresim.Resolution{n.APIName("wc1"): {Status: azuresim.ResolveOK, Addresses: []string{"10.0.128.4"}}},
-			WCResolve: map[string]azuresim.Resolution{wc1.Key: {Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.4"}}},
-			Endpoints: []azuresim.EndpointInfo{mcEP("wc1-api-privatelink-privateendpoint", "10.0.128.4", pls1, azuresim.ConnectionApproved), wcEP},
-			Clusters:  []cluster{wc1, wc1b},
-			MCEntries: map[string]string{"wc1-api-privatelink-privateendpoint": pls1},
+			MCResolve:    map[string]azuresim.Resolution{n.APIName("wc1"): {Status: azuresim.ResolveOK, Addresses: []string{"10.0.128.4"}}},
+			WCResolve:    map[string]azuresim.Resolution{wc1.Key: {Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.4"}}},
+			Endpoints:    []azuresim.EndpointInfo{mcEP("wc1-api-privatelink-privateendpoint", "10.0.128.4", pls1, azuresim.ConnectionApproved), wcEP},
+			Clusters:     []cluster{wc1, wc1b},
+			MCEntries:    map[string]string{"wc1-api-privatelink-privateendpoint": pls1},
+			MCPersonNote: "the management cluster", MCPersonLabel: personLabelValue,
 		}
 	}
 	for _, c := range []struct {
@@ -98,6 +100,12 @@ func TestChecker(t *testing.T) {
 		{name: "a private namesake that came first holds the name", change: func(s *snapshot) {
 			shadowPublic(s, n, -time.Hour)
 		}},
+		{name: "a person's annotation on a workload cluster removed", change: func(s *snapshot) {
+			s.Clusters[0].PersonNote = ""
+		}, want: []string{InvPersonsEditChanged}},
+		{name: "a person's label on the MC rewritten", change: func(s *snapshot) {
+			s.MCPersonLabel = "operator"
+		}, want: []string{InvPersonsEditChanged}},
 		{name: "the WC-side record to another network's endpoint", change: func(s *snapshot) {
 			s.WCResolve[wc1.Key] = azuresim.Resolution{Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.9"}}
 		}, want: []string{InvGoneAddress}},
@@ -120,8 +128,10 @@ func TestChecker(t *testing.T) {
 func shadowPublic(s *snapshot, n worldNames, later time.Duration) {
 	created := time.Unix(1_700_000_000, 0)
 	s.Clusters = append(s.Clusters,
-		cluster{Key: "org-gamma/wc2", Name: "wc2", Scope: scopeOf(tenantSubscription(2), "wc2"), Public: true, Created: created},
-		cluster{Key: "org-alpha/wc2", Name: "wc2", Scope: scopeOf(tenantSubscription(0), "wc2"), Created: created.Add(later)})
+		cluster{Key: "org-gamma/wc2", Name: "wc2", Scope: scopeOf(tenantSubscription(2), "wc2"), Public: true, Created: created,
+			PersonNote: "org-gamma/wc2", PersonLabel: personLabelValue},
+		cluster{Key: "org-alpha/wc2", Name: "wc2", Scope: scopeOf(tenantSubscription(0), "wc2"), Created: created.Add(later),
+			PersonNote: "org-alpha/wc2", PersonLabel: personLabelValue})
 	s.MCResolve[n.APIName("wc2")] = azuresim.Resolution{Status: azuresim.ResolveNXDomain, Zone: "wc2." + baseDomain}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
@@ -107,7 +108,10 @@ func (w wcSpec) object(withLinks bool) *unstructured.Unstructured {
 	if w.Public {
 		_ = unstructured.SetNestedMap(u.Object, map[string]any{"name": w.Name + "-api-lb", "type": capz.LBTypePublic}, "spec", "networkSpec", "apiServerLB")
 	}
-	u.SetLabels(map[string]string{watchFilterLabel: watchFilter})
+	// The tenant's manifest carries a person's annotation and label
+	// beside the watch filter; the operator must leave both alone.
+	u.SetLabels(map[string]string{watchFilterLabel: watchFilter, personLabel: personLabelValue})
+	u.SetAnnotations(map[string]string{personNote: w.Key()})
 	return u
 }
 
@@ -178,7 +182,21 @@ func (w *world) setup(ctx context.Context) error {
 	}
 	mc := sandbox.FleetMC()
 	mc.SetLabels(map[string]string{watchFilterLabel: watchFilter})
-	return w.sb.Client.Create(ctx, mc)
+	if err := w.sb.Client.Create(ctx, mc); err != nil {
+		return err
+	}
+	return w.personsEdit(ctx, mc, "the management cluster")
+}
+
+// personsEdit puts a person's annotation and label on an AzureCluster, as
+// kubectl does, under kubectl's field manager.
+func (w *world) personsEdit(ctx context.Context, u *unstructured.Unstructured, note string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"labels":{%q:%q}}}`, personNote, note, personLabel, personLabelValue)
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(u.GroupVersionKind())
+	target.SetNamespace(u.GetNamespace())
+	target.SetName(u.GetName())
+	return w.sb.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-annotate"))
 }
 
 func (w *world) startOperator() error {
@@ -255,17 +273,19 @@ func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string)
 		if view == nil {
 			return s, errs.ToAggregate()
 		}
+		a := u.GetAnnotations()
 		if u.GetNamespace() == sandbox.FleetIdentityNS && u.GetName() == sandbox.FleetMCName {
 			s.MCEntries = entriesOf(view)
+			s.MCPersonNote, s.MCPersonLabel = a[personNote], u.GetLabels()[personLabel]
 			continue
 		}
-		a := u.GetAnnotations()
 		s.Clusters = append(s.Clusters, cluster{
 			Key: u.GetNamespace() + "/" + u.GetName(), Name: u.GetName(),
 			Scope: scopeOf(view.SubscriptionID, view.ResourceGroup), VNetID: vnetOf(view.SubscriptionID, view.ResourceGroup, u.GetName()),
 			Deleting: u.GetDeletionTimestamp() != nil,
 			Public:   view.APIServerLBType != capz.LBTypeInternal, Created: u.GetCreationTimestamp().Time,
 			APIIP: a[prefix+clusterlink.AnnotationAPIServerIP], IngressIP: a[prefix+clusterlink.AnnotationMCIngressIP],
+			PersonNote: a[personNote], PersonLabel: u.GetLabels()[personLabel],
 		})
 	}
 	return s, nil
