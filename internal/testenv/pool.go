@@ -67,8 +67,11 @@ func take(ctx context.Context, opts Options) (*Env, error) {
 	next := make(chan started, 1)
 	pool.next[opts.Schema] = next
 	pool.Unlock()
+	// The next environment is for the next test: this call's cancellation
+	// does not stop it.
+	bg := context.WithoutCancel(ctx)
 	go func() {
-		e, err := start(context.Background(), Options{Schema: opts.Schema})
+		e, err := start(bg, Options{Schema: opts.Schema})
 		next <- started{env: e, err: err}
 	}()
 	if ch != nil {
