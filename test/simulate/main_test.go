@@ -171,9 +171,10 @@ func TestGraceEnds(t *testing.T) {
 	n := names()
 	start := time.Now()
 	k := newChecker(n, start, 10*time.Second)
-	wc := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4"}
+	wc := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4",
+		PersonNote: "org-alpha/wc1", PersonLabel: personLabelValue}
 	k.excuse(wc.Key, start)
-	s := snapshot{Clusters: []cluster{wc}, Endpoints: []azuresim.EndpointInfo{{
+	s := snapshot{MCPersonNote: "the management cluster", MCPersonLabel: personLabelValue, Clusters: []cluster{wc}, Endpoints: []azuresim.EndpointInfo{{
 		ID: n.MCScope + "providers/microsoft.network/privateendpoints/e", Name: "e", IP: "10.0.128.4",
 		PrivateLinkService: wc.Scope + "providers/microsoft.network/privatelinkservices/l", ConnectionState: azuresim.ConnectionDisconnected,
 	}}}
