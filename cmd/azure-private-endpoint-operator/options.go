@@ -405,7 +405,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.DurationVar(&o.secretRecheck, "identity-secret-recheck-interval", 5*time.Minute,
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
-		"How long one list of a subscription's (or resource group's) private endpoints answers every reconcile that needs it.")
+		"How long one list of a subscription's (or resource group's) private endpoints answers every reconcile that needs it (for a cluster first seen after the list was asked, what the list holds under its names is read again: one created again under an earlier one's name is not told of the earlier one's endpoints).")
 	fs.BoolVar(&o.plsController, "enable-private-link-service-controller", true,
 		"Run the AzurePrivateLinkService controller (its CRD must be installed).")
 	fs.DurationVar(&o.plsDrift, "private-link-service-drift-interval", 10*time.Minute,

@@ -188,7 +188,7 @@ func (w *watcher) observe(ctx context.Context, holder *capz.AzureCluster, names 
 	if err != nil {
 		return nil, err
 	}
-	obs, err := w.observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), holder.SubscriptionID, holder.ResourceGroup, names...)
+	obs, err := w.observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), holder.SubscriptionID, holder.ResourceGroup, time.Time{}, names...)
 	if err != nil && strings.Contains(err.Error(), "ResourceGroupNotFound") {
 		return nil, nil // CAPZ has not created it yet
 	}

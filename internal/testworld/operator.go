@@ -36,6 +36,14 @@ import (
 // earlier when the returned function is called (a restart).
 func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) (stop func()) {
 	t.Helper()
+	return w.StartOperatorObserving(t, opts, &privateendpoints.Observer{TTL: 200 * time.Millisecond})
+}
+
+// StartOperatorObserving is StartOperator with the observer the operator
+// reads Azure's private endpoints through (a test that controls its clock
+// decides when a list is stale).
+func (w *World) StartOperatorObserving(t testing.TB, opts clusterlink.Options, observer *privateendpoints.Observer) (stop func()) {
+	t.Helper()
 	if opts.PendingRecheck == 0 {
 		opts.PendingRecheck = 300 * time.Millisecond
 	}
@@ -55,7 +63,7 @@ func (w *World) StartOperator(t testing.TB, opts clusterlink.Options) (stop func
 		opts.CAPZFieldManagers = clusterlink.DefaultCAPZFieldManagers
 	}
 	return w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
-		return clusterlink.Setup(mgr, opts, clients, &privateendpoints.Observer{TTL: 200 * time.Millisecond})
+		return clusterlink.Setup(mgr, opts, clients, observer)
 	})
 }
 

@@ -154,6 +154,8 @@ type API interface {
 	// ListSubscriptionPrivateEndpoints lists every private endpoint of the
 	// subscription, following pages.
 	ListSubscriptionPrivateEndpoints(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error)
+	// PrivateEndpoint reads one private endpoint.
+	PrivateEndpoint(ctx context.Context, resourceGroup, name string) (*armnetwork.PrivateEndpoint, error)
 	// InterfaceIP returns the primary private IP of a network interface.
 	InterfaceIP(ctx context.Context, nicID string) (string, error)
 }
@@ -186,10 +188,12 @@ type Observer struct {
 const listTimeout = 5 * time.Minute
 
 type listing struct {
-	at   time.Time
-	obs  map[string]map[string]Observation // lower resource group -> lower name -> observation
-	err  error
-	done chan struct{}
+	// started is when the list was asked of Azure, at is when it answered
+	// (its age counts from there).
+	started, at time.Time
+	obs         map[string]map[string]Observation // lower resource group -> lower name -> observation
+	err         error
+	done        chan struct{}
 }
 
 // ResourceGroup returns the observations of every private endpoint in a
@@ -197,27 +201,80 @@ type listing struct {
 // subscription the API uses, so callers with other credentials never share.
 // The IP of an endpoint Azure lists without customDnsConfigs is read from
 // its network interface only for the names asked for (once per interface);
-// the others keep an empty IP. The map is shared: callers must not modify
-// it.
-func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGroup string, names ...string) (map[string]Observation, error) {
-	rg := strings.ToLower(resourceGroup)
+// the others keep an empty IP.
+//
+// notBefore (on the observer's clock; the zero time for none) is when the
+// caller's object was first seen. A list asked of Azure before then may
+// hold endpoints that went before the object came — an object created
+// again under an earlier one's name would be told of the earlier one's
+// endpoints, which bear the names its own will bear. Of such a list, the
+// names asked for that it holds are read again one by one (and dropped
+// when Azure no longer has them); a name it lacks stays absent until the
+// list expires, as for every caller (an endpoint made since is seen late,
+// never wrongly). A new object whose endpoints do not exist yet costs
+// nothing. The map is shared: callers must not modify it.
+func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGroup string, notBefore time.Time, names ...string) (map[string]Observation, error) {
+	l, err := o.listing(ctx, api, scope, resourceGroup)
+	if err != nil {
+		return nil, err
+	}
+	group := l.obs[strings.ToLower(resourceGroup)]
+	if l.started.Before(notBefore) {
+		if group, err = o.confirm(ctx, api, resourceGroup, group, names); err != nil {
+			return nil, err
+		}
+	}
+	return o.resolveIPs(ctx, api, group, names)
+}
+
+// listing is the list that answers for a resource group: the
+// subscription's, or the group's where the scope may not list its
+// subscription.
+func (o *Observer) listing(ctx context.Context, api API, scope, resourceGroup string) (*listing, error) {
 	if o.subscriptionWide(scope) {
-		byGroup, err := o.get(ctx, scope+"|*", api.ListSubscriptionPrivateEndpoints)
+		l, err := o.get(ctx, scope+"|*", api.ListSubscriptionPrivateEndpoints)
 		if err == nil {
-			return o.resolveIPs(ctx, api, byGroup[rg], names)
+			return l, nil
 		}
 		if azure.Classify(err).StatusCode != http.StatusForbidden {
 			return nil, err
 		}
 		o.listGroups(scope)
 	}
-	byGroup, err := o.get(ctx, scope+"|"+rg, func(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+	return o.get(ctx, scope+"|"+strings.ToLower(resourceGroup), func(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
 		return api.ListPrivateEndpoints(ctx, resourceGroup)
 	})
-	if err != nil {
-		return nil, err
+}
+
+// confirm reads again, one by one, the endpoints of names that obs holds,
+// and returns a copy with what Azure says of them now (without those
+// Azure no longer has); obs itself when it holds none of them.
+func (o *Observer) confirm(ctx context.Context, api API, resourceGroup string, obs map[string]Observation, names []string) (map[string]Observation, error) {
+	var out map[string]Observation
+	read := map[string]bool{}
+	for _, n := range names {
+		name := strings.ToLower(n)
+		if _, ok := obs[name]; !ok || read[name] {
+			continue
+		}
+		read[name] = true
+		if out == nil {
+			out = maps.Clone(obs)
+		}
+		pe, err := api.PrivateEndpoint(ctx, resourceGroup, n)
+		switch {
+		case azure.IsNotFound(err):
+			delete(out, name)
+		case err != nil:
+			return nil, err
+		default:
+			out[name] = Observe(pe, o.cachedNICIP)
+		}
 	}
-	return o.resolveIPs(ctx, api, byGroup[rg], names)
+	if out == nil {
+		return obs, nil
+	}
+	return out, nil
 }
 
 func (o *Observer) subscriptionWide(scope string) bool {
@@ -243,7 +300,7 @@ func (o *Observer) listGroups(scope string) {
 
 // get returns the listing under k, listing anew when it is older than TTL
 // or failed; concurrent callers share one list.
-func (o *Observer) get(ctx context.Context, k string, list func(context.Context) ([]*armnetwork.PrivateEndpoint, error)) (map[string]map[string]Observation, error) {
+func (o *Observer) get(ctx context.Context, k string, list func(context.Context) ([]*armnetwork.PrivateEndpoint, error)) (*listing, error) {
 	k = strings.ToLower(k)
 	o.mu.Lock()
 	if o.lists == nil {
@@ -255,14 +312,14 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 		case <-l.done:
 			if l.err == nil && o.now().Sub(l.at) < o.ttl() {
 				o.mu.Unlock()
-				return l.obs, nil
+				return l, nil
 			}
 		default:
 			o.mu.Unlock()
 			return wait(ctx, l)
 		}
 	}
-	l = &listing{done: make(chan struct{})}
+	l = &listing{started: o.now(), done: make(chan struct{})}
 	o.lists[k] = l
 	o.mu.Unlock()
 
@@ -280,7 +337,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	l.at = o.now()
 	o.mu.Unlock()
 	close(l.done)
-	return l.obs, l.err
+	return l, l.err
 }
 
 // group observes endpoints by resource group, with the NIC IPs known so far.
@@ -413,7 +470,7 @@ func (o *Observer) Learn(scope string, ob Observation) bool {
 		group[name] = ob
 		all := maps.Clone(l.obs)
 		all[rg] = group
-		o.lists[k] = &listing{at: l.at, obs: all, done: l.done}
+		o.lists[k] = &listing{started: l.started, at: l.at, obs: all, done: l.done}
 		learned = true
 	}
 	return learned
@@ -451,13 +508,38 @@ func (o *Observer) cachedNICIP(id string) string {
 	return o.nicIPs[strings.ToLower(id)]
 }
 
-func wait(ctx context.Context, l *listing) (map[string]map[string]Observation, error) {
+func wait(ctx context.Context, l *listing) (*listing, error) {
 	select {
 	case <-l.done:
-		return l.obs, l.err
+		return l, l.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Answered says, for each list the observer holds (by its key,
+// "<credential>|<subscription>|<resource group or *>"), when Azure
+// answered it on the observer's clock; the zero time while it is asked.
+// It tells how old what the operator believes is.
+func (o *Observer) Answered() map[string]time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string]time.Time, len(o.lists))
+	for k, l := range o.lists {
+		select {
+		case <-l.done:
+			out[k] = l.at
+		default:
+			out[k] = time.Time{}
+		}
+	}
+	return out
+}
+
+// Now is the time on the observer's clock, the clock of ResourceGroup's
+// notBefore.
+func (o *Observer) Now() time.Time {
+	return o.now()
 }
 
 func (o *Observer) now() time.Time {
@@ -490,6 +572,15 @@ func (s SDK) ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]
 	return all(ctx, s.Endpoints.NewListPager(resourceGroup, nil), func(p armnetwork.PrivateEndpointsClientListResponse) []*armnetwork.PrivateEndpoint {
 		return p.Value
 	})
+}
+
+// PrivateEndpoint implements API with one GET.
+func (s SDK) PrivateEndpoint(ctx context.Context, resourceGroup, name string) (*armnetwork.PrivateEndpoint, error) {
+	got, err := s.Endpoints.Get(ctx, resourceGroup, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &got.PrivateEndpoint, nil
 }
 
 // ListSubscriptionPrivateEndpoints implements API with one paged list.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,7 +116,7 @@ func TestObserverSharesOneList(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "auto", "manual")
+			r, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, "auto", "manual")
 			if err != nil {
 				t.Error(err)
 			}
@@ -127,7 +128,7 @@ func TestObserverSharesOneList(t *testing.T) {
 	if lists != 1 {
 		t.Errorf("10 concurrent observers listed %d times, want 1", lists)
 	}
-	if other, err := obs.ResourceGroup(ctx, api, "cred|s1", "other-rg"); err != nil || len(other) != 0 {
+	if other, err := obs.ResourceGroup(ctx, api, "cred|s1", "other-rg", time.Time{}); err != nil || len(other) != 0 {
 		t.Errorf("another resource group of the subscription: %v, %v", other, err)
 	}
 	if n := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/privateEndpoints", 200, 200); n != 1 {
@@ -150,11 +151,11 @@ func TestObserverSharesOneList(t *testing.T) {
 		t.Errorf("10 concurrent observers of 2 endpoints read NICs %d times, want 2", nics)
 	}
 
-	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg"); err != nil {
+	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	obs.Invalidate("cred|s1", "rg")
-	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg"); err != nil {
+	if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := sim.Counters().Sum(http.MethodGet, "Microsoft.Network/privateEndpoints", 200, 200); n != 2 {
@@ -172,6 +173,7 @@ type fakeAPI struct {
 	nicGets    int
 	subLists   int
 	groupLists int
+	gets       int
 }
 
 func (f *fakeAPI) ListPrivateEndpoints(context.Context, string) ([]*armnetwork.PrivateEndpoint, error) {
@@ -189,6 +191,18 @@ func (f *fakeAPI) ListSubscriptionPrivateEndpoints(context.Context) ([]*armnetwo
 		return nil, f.subErr
 	}
 	return f.pes, nil
+}
+
+func (f *fakeAPI) PrivateEndpoint(_ context.Context, _, name string) (*armnetwork.PrivateEndpoint, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets++
+	for _, pe := range f.pes {
+		if strings.EqualFold(*pe.Name, name) {
+			return pe, nil
+		}
+	}
+	return nil, &azcore.ResponseError{StatusCode: http.StatusNotFound, ErrorCode: "NotFound"}
 }
 
 func (f *fakeAPI) InterfaceIP(_ context.Context, id string) (string, error) {
@@ -211,7 +225,7 @@ func TestObserverFallsBackToResourceGroups(t *testing.T) {
 	obs := &privateendpoints.Observer{TTL: time.Second, SubscriptionRetry: time.Minute, Clock: clk}
 	ctx := context.Background()
 	for range 3 {
-		got, err := obs.ResourceGroup(ctx, api, "scope", "RG")
+		got, err := obs.ResourceGroup(ctx, api, "scope", "RG", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +239,7 @@ func TestObserverFallsBackToResourceGroups(t *testing.T) {
 	}
 	clk.SetTime(clk.Now().Add(time.Minute))
 	api.subErr = nil
-	if _, err := obs.ResourceGroup(ctx, api, "scope", "rg"); err != nil {
+	if _, err := obs.ResourceGroup(ctx, api, "scope", "rg", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if api.subLists != 2 || api.groupLists != 3 {
@@ -234,7 +248,7 @@ func TestObserverFallsBackToResourceGroups(t *testing.T) {
 
 	api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
 	other := &privateendpoints.Observer{Clock: clk}
-	if _, err := other.ResourceGroup(ctx, api, "scope", "rg"); err == nil {
+	if _, err := other.ResourceGroup(ctx, api, "scope", "rg", time.Time{}); err == nil {
 		t.Error("a 500 from the subscription-wide list was hidden")
 	}
 	if api.groupLists != 3 {
@@ -250,7 +264,7 @@ func TestObserverReadsEachNICOnce(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	obs := &privateendpoints.Observer{TTL: time.Second, Clock: clk}
 	for range 3 {
-		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", "A", "b", "missing")
+		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", time.Time{}, "A", "b", "missing")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +287,7 @@ func TestObserverResolvesOnlyWhatIsAsked(t *testing.T) {
 		endpoint("c", false, "Approved", nil, "/nic/3"),
 	}}
 	obs := &privateendpoints.Observer{TTL: time.Hour}
-	got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", "b")
+	got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", time.Time{}, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +297,7 @@ func TestObserverResolvesOnlyWhatIsAsked(t *testing.T) {
 	if api.nicGets != 1 {
 		t.Errorf("asked for one endpoint of three, read %d NICs", api.nicGets)
 	}
-	if _, err := obs.ResourceGroup(context.Background(), api, "scope", "rg"); err != nil || api.nicGets != 1 {
+	if _, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", time.Time{}); err != nil || api.nicGets != 1 {
 		t.Errorf("asked for no IP: %v, %d NIC reads", err, api.nicGets)
 	}
 }
@@ -315,7 +329,7 @@ func TestObserverFirstCallerCancelled(t *testing.T) {
 	first, cancel := context.WithCancel(context.Background())
 	firstDone := make(chan error, 1)
 	go func() {
-		_, err := obs.ResourceGroup(first, api, "scope", "rg")
+		_, err := obs.ResourceGroup(first, api, "scope", "rg", time.Time{})
 		firstDone <- err
 	}()
 	<-api.entered
@@ -325,7 +339,7 @@ func TestObserverFirstCallerCancelled(t *testing.T) {
 	}
 	second := make(chan answer, 1)
 	go func() {
-		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg")
+		got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", time.Time{})
 		second <- answer{got, err}
 	}()
 	cancel()
@@ -411,7 +425,7 @@ func TestObserverLearns(t *testing.T) {
 	if obs.Learn("cred|s1", privateendpoints.Observation{ID: id("new"), Name: "new"}) {
 		t.Error("learned without a list to learn into")
 	}
-	before, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg")
+	before, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +445,7 @@ func TestObserverLearns(t *testing.T) {
 	if !obs.Learn("CRED|S1", learned) {
 		t.Fatal("a finished list of the credential and subscription did not learn")
 	}
-	after, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "new")
+	after, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, "new")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +484,7 @@ func TestObserverKeepsApprovalOverStaleASO(t *testing.T) {
 	ctx := context.Background()
 	state := func() string {
 		t.Helper()
-		got, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", "pe")
+		got, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, "pe")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,10 +505,68 @@ func TestObserverKeepsApprovalOverStaleASO(t *testing.T) {
 	recreated := old
 	recreated.NICIDs = []string{"nic2"}
 	obs2 := &privateendpoints.Observer{TTL: time.Hour}
-	if _, err := obs2.ResourceGroup(ctx, api, "cred|s1", "rg", "pe"); err != nil {
+	if _, err := obs2.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, "pe"); err != nil {
 		t.Fatal(err)
 	}
 	if !obs2.Learn("cred|s1", recreated) {
 		t.Error("a recreated endpoint (another NIC) that is Pending was not learned")
+	}
+}
+
+// TestObserverConfirmsForANewcomer: a list asked of Azure before the
+// caller's object was first seen is not trusted for the names it asks:
+// those the list holds are read again (an object created again under an
+// earlier one's name must not be told of the earlier one's endpoint,
+// which the list may still hold); those it lacks cost nothing; a list
+// asked afterwards is trusted.
+func TestObserverConfirmsForANewcomer(t *testing.T) {
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
+		endpoint("wc1-ingress", false, "Approved", []string{"10.0.0.4"}),
+		endpoint("wc2-ingress", false, "Approved", []string{"10.0.0.5"}),
+	}}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	obs := &privateendpoints.Observer{TTL: time.Hour, Clock: clk}
+	ctx := context.Background()
+	if _, err := obs.ResourceGroup(ctx, api, "scope", "rg", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	// wc1's endpoint goes with its cluster; wc2's is rejected; wc1 is
+	// created again and first seen a second later.
+	api.mu.Lock()
+	api.pes = []*armnetwork.PrivateEndpoint{endpoint("wc2-ingress", false, "Rejected", []string{"10.0.0.5"})}
+	api.mu.Unlock()
+	clk.SetTime(clk.Now().Add(time.Second))
+	seen := clk.Now()
+
+	if got, err := obs.ResourceGroup(ctx, api, "scope", "rg", time.Time{}, "wc1-ingress"); err != nil || got["wc1-ingress"].IP != "10.0.0.4" {
+		t.Fatalf("a caller without a bound is answered by the list: %v, %v", got, err)
+	}
+	got, err := obs.ResourceGroup(ctx, api, "scope", "rg", seen, "WC1-ingress", "wc2-ingress", "wc2-ingress", "wc3-ingress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ob, ok := got["wc1-ingress"]; ok {
+		t.Errorf("the newcomer was told of an endpoint that went before it was seen: %+v", ob)
+	}
+	if got["wc2-ingress"].ConnectionState != "Rejected" {
+		t.Errorf("wc2-ingress: %+v; want what Azure says now (Rejected)", got["wc2-ingress"])
+	}
+	if api.subLists != 1 || api.gets != 2 {
+		t.Errorf("%d lists and %d GETs; want 1 list and a GET for each name the old list holds (2), none for wc3-ingress", api.subLists, api.gets)
+	}
+	// The shared list is left as it was for everyone else.
+	if again, _ := obs.ResourceGroup(ctx, api, "scope", "rg", time.Time{}, "wc1-ingress"); again["wc1-ingress"].IP != "10.0.0.4" {
+		t.Errorf("the shared list was changed: %v", again)
+	}
+
+	// Once the list is older than the TTL, the next one is asked after
+	// the newcomer was seen, and trusted.
+	clk.SetTime(clk.Now().Add(time.Hour))
+	got, err = obs.ResourceGroup(ctx, api, "scope", "rg", seen, "wc2-ingress")
+	if err != nil || got["wc2-ingress"].ConnectionState != "Rejected" {
+		t.Fatalf("after the TTL: %v, %v", got, err)
+	}
+	if api.subLists != 2 || api.gets != 2 {
+		t.Errorf("%d lists and %d GETs after the TTL; want 2 and still 2", api.subLists, api.gets)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -87,7 +90,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 // nor reported.
 func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Unstructured, o *observation, eps, fallback []Endpoint, owner *capz.AzureCluster, annName string) []ctrl.Result {
 	dir := slices.Concat(eps, fallback)[0].Direction
-	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, uniqueNames(slices.Concat(eps, fallback))...)
+	obs, err := r.Endpoints.ResourceGroupEndpoints(ctx, owner, r.seen.first(u, r.Endpoints.Now), uniqueNames(slices.Concat(eps, fallback))...)
 	if err != nil {
 		o.ready = false
 		o.states[dir] = stateUnknown
@@ -182,10 +185,13 @@ func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (s
 // endpointClient reads, from Azure, the private endpoints in a cluster's
 // resource group, keyed by lower-case name, and deletes one (healing).
 type endpointClient interface {
-	// ResourceGroupEndpoints reads the group's endpoints; the IPs of names
-	// are resolved, the others' may be empty.
-	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error)
+	// ResourceGroupEndpoints reads the group's endpoints; of a list asked
+	// of Azure before notBefore, what it holds under names is read again.
+	// The IPs of names are resolved, the others' may be empty.
+	ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, notBefore time.Time, names ...string) (map[string]privateendpoints.Observation, error)
 	Delete(ctx context.Context, ac *capz.AzureCluster, name string) error
+	// Now is the time on the clock of ResourceGroupEndpoints' notBefore.
+	Now() time.Time
 }
 
 // AzureEndpoints reads a cluster's endpoints with that cluster's identity,
@@ -196,16 +202,21 @@ type AzureEndpoints struct {
 }
 
 // ResourceGroupEndpoints implements endpointClient.
-func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, names ...string) (map[string]privateendpoints.Observation, error) {
+func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.AzureCluster, notBefore time.Time, names ...string) (map[string]privateendpoints.Observation, error) {
 	f, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, names...)
+	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, notBefore, names...)
 	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
 		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
 	}
 	return obs, err
+}
+
+// Now implements endpointClient: the observer's clock.
+func (a AzureEndpoints) Now() time.Time {
+	return a.Observer.Now()
 }
 
 // Delete implements endpointClient: it starts the deletion of an endpoint
@@ -268,4 +279,71 @@ func (o *observation) fallBack(obs map[string]privateendpoints.Observation, eps 
 	if none {
 		o.ready = false // nothing of the configured layout is wired
 	}
+}
+
+// firstSeen remembers when this process first observed each workload
+// cluster object (by namespace/name and UID). A list of Azure's endpoints
+// asked before that moment is not trusted for the cluster: the endpoints
+// it holds under the cluster's names are read again one by one
+// (privateendpoints.Observer.ResourceGroup). A cluster deleted and
+// created again under its name, while a list taken before is still
+// young, would otherwise be told of its predecessor's endpoints, which
+// bear the names its own will bear, and be annotated with addresses no
+// endpoint holds any more (make simulate, seed 3 at d68ddcc;
+// TestClusterCreatedAgainIsNotToldOfItsPredecessor). The predecessor's
+// endpoints in its own resource group are gone from Azure before its
+// object is (CAPZ deletes them before it drops its finalizer), so before
+// the new object exists and before this process sees it: the bound needs
+// no clock but this process's (no skew with the API server's), and a
+// restart, when every list is new anyway, loses nothing. (Its endpoint on
+// the MC's side goes when CAPZ next reconciles the MC, which may be
+// later; while it is there, Azure shows it with the state Azure gives it.)
+// A new cluster whose endpoints do not exist yet costs no request.
+//
+// A cluster created well before it is first observed (every cluster when
+// the operator starts) takes its creation instead, plus clockSkew: every
+// list this process asks is younger, and nothing is read again (a restart
+// with 1,000 clusters would otherwise read two endpoints of each one by
+// one, as each cluster's first pass comes after the lists the earlier
+// ones asked).
+type firstSeen struct {
+	mu   sync.Mutex
+	seen map[types.NamespacedName]seenAt
+}
+
+type seenAt struct {
+	uid types.UID
+	at  time.Time
+}
+
+// clockSkew bounds how far the API server's clock (creation timestamps)
+// and this process's may differ.
+const clockSkew = time.Minute
+
+// first returns the moment from which lists are trusted for u: when u
+// (this UID under its name) was first seen, recording now when it is new,
+// or its creation plus clockSkew when that is earlier.
+func (f *firstSeen) first(u *unstructured.Unstructured, now func() time.Time) time.Time {
+	k := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.seen[k]
+	if !ok || s.uid != u.GetUID() {
+		if f.seen == nil {
+			f.seen = map[types.NamespacedName]seenAt{}
+		}
+		s = seenAt{uid: u.GetUID(), at: now()}
+		f.seen[k] = s
+	}
+	if created := u.GetCreationTimestamp().Add(clockSkew); created.Before(s.at) {
+		return created
+	}
+	return s.at
+}
+
+// forget drops a cluster that is gone.
+func (f *firstSeen) forget(k types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.seen, k)
 }

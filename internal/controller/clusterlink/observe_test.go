@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -27,12 +29,14 @@ type fakeEndpoints map[string]struct {
 	err error
 }
 
-func (f fakeEndpoints) ResourceGroupEndpoints(_ context.Context, ac *capz.AzureCluster, _ ...string) (map[string]privateendpoints.Observation, error) {
+func (f fakeEndpoints) ResourceGroupEndpoints(_ context.Context, ac *capz.AzureCluster, _ time.Time, _ ...string) (map[string]privateendpoints.Observation, error) {
 	a := f[ac.Name]
 	return a.obs, a.err
 }
 
 func (f fakeEndpoints) Delete(context.Context, *capz.AzureCluster, string) error { return nil }
+
+func (f fakeEndpoints) Now() time.Time { return time.Now() }
 
 // connected fills in, for every observation without one, the service its
 // endpoint declares (as Azure reports an endpoint the declared connection
@@ -372,5 +376,46 @@ func TestObserveHealsDisconnected(t *testing.T) {
 		if healed != c.wantDeletes {
 			t.Errorf("%s: %d %s events, want one per deletion (%d)", c.reason, healed, ReasonEndpointHealed, c.wantDeletes)
 		}
+	}
+}
+
+// TestFirstSeen: the moment from which lists are trusted for a cluster is
+// when this process first saw it (its UID under its name), or its
+// creation plus clockSkew when that is earlier; a cluster created again
+// under its name is seen anew.
+func TestFirstSeen(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+	at := t0
+	now := func() time.Time { return at }
+	obj := func(uid string, created time.Time) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetNamespace("org-a")
+		u.SetName("wc1")
+		u.SetUID(types.UID(uid))
+		u.SetCreationTimestamp(metav1.NewTime(created))
+		return u
+	}
+	var f firstSeen
+	steps := []struct {
+		reason string
+		u      *unstructured.Unstructured
+		now    time.Time
+		want   time.Time
+	}{
+		{"new, created a second ago: first seen now", obj("a", t0.Add(-time.Second)), t0, t0},
+		{"looked at again later: still when first seen", obj("a", t0.Add(-time.Second)), t0.Add(time.Hour), t0},
+		{"created again under its name: seen anew", obj("b", t0.Add(2*time.Hour)), t0.Add(2*time.Hour + time.Second), t0.Add(2*time.Hour + time.Second)},
+		{"created long before it is first seen (a restart): its creation plus the skew", obj("c", t0.Add(-24*time.Hour)), t0.Add(3 * time.Hour), t0.Add(-24*time.Hour + clockSkew)},
+	}
+	for _, s := range steps {
+		at = s.now
+		if got := f.first(s.u, now); !got.Equal(s.want) {
+			t.Errorf("%s: %v, want %v", s.reason, got, s.want)
+		}
+	}
+	f.forget(types.NamespacedName{Namespace: "org-a", Name: "wc1"})
+	at = t0.Add(4 * time.Hour)
+	if got := f.first(obj("b", t0.Add(4*time.Hour)), now); !got.Equal(at) {
+		t.Errorf("after forget: %v, want now (%v)", got, at)
 	}
 }

@@ -41,6 +41,7 @@ type WCReconciler struct {
 	memory eventMemory
 	mc     mcSnapshot
 	heal   heal.Tracker
+	seen   firstSeen
 	once   sync.Once
 	// asoHeals are the ASO objects (namespace/name → UID) deleted to heal
 	// an endpoint, until CAPZ has been asked again (healaso.go).
@@ -69,6 +70,7 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if u == nil {
 		endpointStates.set(key, nil)
 		r.memory.forget(key)
+		r.seen.forget(req.NamespacedName)
 		r.heal.ForgetIdle()
 		return ctrl.Result{}, nil
 	}
