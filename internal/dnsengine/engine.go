@@ -27,11 +27,17 @@
 //     in place over the interval (Spread).
 //   - One budget. Every request takes from the subscription's Private DNS
 //     budget (privatedns.Budget), shared by every writer of the process.
+//   - Shared zones and links go by the engine's rule alone. A zone or link
+//     shared by objects of one kind goes only when no other live object of
+//     that kind uses the zone (a link: needs its network), as the kind's
+//     controller answers through Users (Register); a kind that registers
+//     none (the wiring) keeps its shared zones and links for good.
 package dnsengine
 
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,7 +80,9 @@ type Engine struct {
 	Check time.Duration
 	Clock clock.PassiveClock
 
-	seen memo.Memo
+	seen  memo.Memo
+	mu    sync.Mutex
+	users map[string]Users // by owner kind (Register)
 }
 
 // Target is one object's view of one zone: the API of the zone's

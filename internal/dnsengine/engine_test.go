@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -352,7 +353,6 @@ func TestClaims(t *testing.T) {
 // loses the records of owners that are gone.
 func TestDropZone(t *testing.T) {
 	w := newWorld(t)
-	e := &dnsengine.Engine{}
 	gone := func(context.Context, dns.Owner) (bool, error) { return false, nil }
 	live := func(context.Context, dns.Owner) (bool, error) { return true, nil }
 	cases := []struct {
@@ -371,7 +371,9 @@ func TestDropZone(t *testing.T) {
 	}
 	for i, c := range cases {
 		zone := "z" + string(rune('a'+i)) + ".example.internal"
-		z, done := releaseZone(t, w, e, zone, c.shared, c.others, dnsengine.ZoneRelease{OthersLive: c.othersUse, Live: c.live})
+		e := &dnsengine.Engine{}
+		e.Register(dns.KindAzurePrivateEndpoint, fakeUsers{others: dnsengine.ZoneUsers{Live: c.othersUse}, live: c.live})
+		z, done := releaseZone(t, w, e, zone, c.shared, c.others)
 		if (z == nil) != c.wantGone || !done {
 			t.Errorf("%s: zone gone %v (release done %v), want gone %v", c.name, z == nil, done, c.wantGone)
 		}
@@ -381,7 +383,7 @@ func TestDropZone(t *testing.T) {
 // releaseZone puts object a's DNS in a zone, records of others beside,
 // then releases a's DNS as a controller does; it returns the zone as left
 // and whether the release finished.
-func releaseZone(t *testing.T, w *world, e *dnsengine.Engine, zone string, shared bool, others []string, r dnsengine.ZoneRelease) (*armprivatedns.PrivateZone, bool) {
+func releaseZone(t *testing.T, w *world, e *dnsengine.Engine, zone string, shared bool, others []string) (*armprivatedns.PrivateZone, bool) {
 	t.Helper()
 	ctx := context.Background()
 	tg := target(w.sdk, zone, shared, owner("a"))
@@ -401,13 +403,13 @@ func releaseZone(t *testing.T, w *world, e *dnsengine.Engine, zone string, share
 		t.Fatal(err)
 	}
 	for _, l := range links {
-		if _, err := e.DropLink(ctx, tg, l, true); err != nil {
+		if _, err := e.DropLink(ctx, tg, l); err != nil {
 			t.Fatal(err)
 		}
 	}
 	done := false
 	for pass := 0; pass < 10 && !done; pass++ {
-		if done, err = e.DropZone(ctx, tg, r); err != nil {
+		if done, err = e.DropZone(ctx, tg, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -474,7 +476,7 @@ func release(t *testing.T, w *world, zone string, dropLinks bool) (int, bool) {
 			t.Fatal(err)
 		}
 		for _, l := range links {
-			if _, err := e.DropLink(ctx, tg, l, false); err != nil {
+			if _, err := e.DropLink(ctx, tg, l); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -482,7 +484,7 @@ func release(t *testing.T, w *world, zone string, dropLinks bool) (int, bool) {
 	done := false
 	for pass := 0; pass < 10 && !done; pass++ {
 		var err error
-		if done, err = e.DropZone(ctx, tg, dnsengine.ZoneRelease{Links: -1}); err != nil {
+		if done, err = e.DropZone(ctx, tg, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -515,13 +517,89 @@ func TestSharedIsPerKind(t *testing.T) {
 	if err != nil || len(links) != 1 {
 		t.Fatalf("links: %d, %v", len(links), err)
 	}
-	if going, err := other.DropLink(ctx, tg, links[0], true); err != nil || going {
+	other.Register(dns.KindAzurePrivateEndpoint, fakeUsers{})
+	if going, err := other.DropLink(ctx, tg, links[0]); err != nil || going {
 		t.Errorf("an AzurePrivateEndpoint deletes the wiring's shared link: going %v, %v", going, err)
 	}
-	if done, err := other.DropZone(ctx, tg, dnsengine.ZoneRelease{Links: -1}); err != nil || !done {
+	if done, err := other.DropZone(ctx, tg, -1); err != nil || !done {
 		t.Errorf("release of the wiring's shared zone: done %v, %v", done, err)
 	}
 	if z, err := w.sdk.Zone(ctx, rg, "wired.example.internal"); err != nil || z == nil {
 		t.Errorf("the wiring's shared zone was deleted by an AzurePrivateEndpoint (%v)", err)
+	}
+}
+
+// fakeUsers answers, for every zone, that the other objects of the kind
+// need others of it, and whether an owner is live with live (gone when
+// nil).
+type fakeUsers struct {
+	others dnsengine.ZoneUsers
+	live   func(context.Context, dns.Owner) (bool, error)
+}
+
+func (f fakeUsers) Others(context.Context, dns.Owner, dns.Zone) (dnsengine.ZoneUsers, error) {
+	return f.others, nil
+}
+
+func (f fakeUsers) Live(ctx context.Context, o dns.Owner) (bool, error) {
+	if f.live == nil {
+		return false, nil
+	}
+	return f.live(ctx, o)
+}
+
+// TestSharedGoesOnlyByTheEngine: whether a zone or link others may rely on
+// goes is the engine's decision, from what the owner kind's registered
+// Users says of the others: a link stays while another live object needs
+// its network (an own link too: another object may use this one's zone),
+// and goes when none does; without a registered Users, every shared link
+// and zone of the kind stays (nobody can tell who needs it), and an own
+// one goes.
+func TestSharedGoesOnlyByTheEngine(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	needs := fakeUsers{others: dnsengine.ZoneUsers{Live: true, Networks: []string{strings.ToUpper(vnet)}}}
+	for i, c := range []struct {
+		name     string
+		shared   bool
+		users    dnsengine.Users // nil: none registered
+		wantGone bool
+	}{
+		{name: "shared, another live object needs the network", shared: true, users: needs},
+		{name: "shared, no other live object", shared: true, users: fakeUsers{}, wantGone: true},
+		{name: "shared, no Users registered for the kind", shared: true},
+		{name: "own, another live object relies on its link", users: needs},
+		{name: "own, no Users registered for the kind", wantGone: true},
+	} {
+		zone := fmt.Sprintf("release-%d.example.internal", i)
+		t.Run(c.name, func(t *testing.T) {
+			e := &dnsengine.Engine{}
+			if c.users != nil {
+				e.Register(dns.KindAzurePrivateEndpoint, c.users)
+			}
+			tg := target(w.sdk, zone, c.shared, owner("a"))
+			converge(t, e, tg, false)
+			if err := e.DeleteRecords(ctx, tg, dns.DefaultRecords, ""); err != nil {
+				t.Fatal(err)
+			}
+			links, err := e.Links(ctx, tg)
+			if err != nil || len(links) != 1 {
+				t.Fatalf("links: %d, %v", len(links), err)
+			}
+			going, err := e.DropLink(ctx, tg, links[0])
+			if err != nil || going != c.wantGone {
+				t.Errorf("the shared link going: %v (%v), want %v", going, err, c.wantGone)
+			}
+			done := false
+			for pass := 0; pass < 10 && !done; pass++ {
+				if done, err = e.DropZone(ctx, tg, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			z, err := w.sdk.Zone(ctx, rg, zone)
+			if err != nil || !done || (z == nil) != c.wantGone {
+				t.Errorf("the shared zone gone: %v (release done %v, %v), want %v", z == nil, done, err, c.wantGone)
+			}
+		})
 	}
 }

@@ -79,14 +79,32 @@ func (e *Engine) Links(ctx context.Context, t Target) ([]*armprivatedns.VirtualN
 }
 
 // DropLink deletes a link the operator made for the target's owner, or a
-// shared one when mayDropShared (the caller knows no other object needs
-// its network). Anyone else's link stays. It reports whether the link is
-// going (its delete started now or before), so that a release waits.
-func (e *Engine) DropLink(ctx context.Context, t Target, l *armprivatedns.VirtualNetworkLink, mayDropShared bool) (bool, error) {
+// shared one of the owner's kind, unless another live object of that kind
+// needs the zone linked to its network (Register; without a registered
+// Users, a shared link stays). Anyone else's link stays. It reports
+// whether the link is going (its delete started now or before), so that a
+// release waits.
+func (e *Engine) DropLink(ctx context.Context, t Target, l *armprivatedns.VirtualNetworkLink) (bool, error) {
+	return e.dropLink(ctx, t, l, nil)
+}
+
+// dropLink is DropLink with what the others need already read (nil: read
+// it when the link is shared).
+func (e *Engine) dropLink(ctx context.Context, t Target, l *armprivatedns.VirtualNetworkLink, others *ZoneUsers) (bool, error) {
 	tag, vnet := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
 	mine, err := e.Claims(ctx, t.Owner, tag)
-	if err != nil || !mine && (!dns.IsShared(tag, t.Owner.Kind) || !mayDropShared) {
+	if err != nil || !mine && !dns.IsShared(tag, t.Owner.Kind) {
 		return false, err
+	}
+	if others == nil {
+		o, err := e.others(ctx, t, !mine)
+		if err != nil {
+			return false, err
+		}
+		others = &o
+	}
+	if others.Needs(vnet) {
+		return false, nil
 	}
 	e.seen.ForgetPrefix(linkKey(t.Zone, vnet))
 	e.seen.ForgetPrefix(linkPutKey(t.Zone, vnet))

@@ -9,31 +9,18 @@ import (
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 )
 
-// ZoneRelease is what a release of a zone knows of the zone's other users,
-// from the caller's objects (the engine does not know them).
-type ZoneRelease struct {
-	// Links is how many links the zone has (as just listed); negative:
-	// unknown, the zone's own count says (and only when it has links are
-	// they listed, to tell links still being deleted from anyone else's).
-	Links int
-	// OthersLive: another live object uses the zone; a shared zone stays.
-	OthersLive bool
-	// Needed says whether another live object needs the zone linked to a
-	// network (its link stays, and so the zone); nil: none does.
-	Needed func(vnet string) bool
-	// Live says whether an owner of records in an unused shared zone is
-	// still live (its records stay); nil: no sweep.
-	Live func(ctx context.Context, o dns.Owner) (bool, error)
-}
-
 // DropZone deletes the target's zone if the operator made it for the
-// owner, or made it shared and no other object uses it, and it holds
-// nothing but its SOA record set and no links. Before that, in an unused
-// shared zone without links, it deletes the record sets the operator wrote
-// for owners of the caller's kind that are gone (Live false): a record a
-// lost status write forgot would keep the zone for good. It reports
-// whether the zone is gone or stays for good (false: look again).
-func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, error) {
+// owner, or made it shared and no other live object of the owner's kind
+// uses it (Register), and it holds nothing but its SOA record set and no
+// links (a link another live object needs stays, and so the zone). links is how many links the zone has, as the caller just listed
+// them; negative: unknown, the zone's own count says (and only when it
+// has links are they listed, to tell links still being deleted from
+// anyone else's). Before that, in an unused shared zone without links, it
+// deletes the record sets the operator wrote for owners of the caller's
+// kind that are gone (Users.Live): a record a lost status write forgot
+// would keep the zone for good. It reports whether the zone is gone or
+// stays for good (false: look again).
+func (e *Engine) DropZone(ctx context.Context, t Target, links int) (bool, error) {
 	z := t.Zone
 	observed, err := t.API.Zone(ctx, z.ResourceGroup, z.Name)
 	if err != nil || observed == nil {
@@ -46,17 +33,19 @@ func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, e
 	if mine, err := e.Claims(ctx, t.Owner, tag); err != nil || !mine && !dns.IsShared(tag, t.Owner.Kind) {
 		return err == nil, err // not made for this owner: it stays
 	}
-	if dns.IsShared(tag, t.Owner.Kind) && r.OthersLive {
-		return true, nil
+	shared := dns.IsShared(tag, t.Owner.Kind)
+	others, err := e.others(ctx, t, shared)
+	if err != nil || shared && others.Live {
+		return err == nil, err
 	}
 	if ZoneProvisioning(observed) == armprivatedns.ProvisioningStateDeleting {
 		return false, nil
 	}
-	empty, err := e.emptied(ctx, t, observed, tag, &r)
+	empty, err := e.emptied(ctx, t, observed, tag, &links, others)
 	if err != nil || !empty {
 		return false, err // links or records are still going: look again
 	}
-	if r.Links > 0 || RecordSetCount(observed) > 1 {
+	if links > 0 || RecordSetCount(observed) > 1 {
 		t.event(ReasonZoneNotOwned, "private DNS zone %s still holds other records or links: it stays", z.Name)
 		return true, nil
 	}
@@ -69,19 +58,19 @@ func (e *Engine) DropZone(ctx context.Context, t Target, r ZoneRelease) (bool, e
 }
 
 // emptied does what must happen before a zone can go: it learns how many
-// links are left (r.Links, when unknown) and, in an unused shared zone
+// links are left (*links, when unknown) and, in an unused shared zone
 // without links, sweeps the records of owners that are gone. It reports
 // false while links or records are still being deleted.
-func (e *Engine) emptied(ctx context.Context, t Target, z *armprivatedns.PrivateZone, tag string, r *ZoneRelease) (bool, error) {
-	if r.Links < 0 {
-		n, deleting, err := e.linksLeft(ctx, t, z, *r)
+func (e *Engine) emptied(ctx context.Context, t Target, z *armprivatedns.PrivateZone, tag string, links *int, others ZoneUsers) (bool, error) {
+	if *links < 0 {
+		n, deleting, err := e.linksLeft(ctx, t, z, others)
 		if err != nil || deleting {
 			return false, err
 		}
-		r.Links = n
+		*links = n
 	}
-	if dns.IsShared(tag, t.Owner.Kind) && r.Links == 0 && RecordSetCount(z) > 1 && r.Live != nil {
-		swept, err := e.sweep(ctx, t, r.Live)
+	if u := e.usersOf(t); u != nil && dns.IsShared(tag, t.Owner.Kind) && *links == 0 && RecordSetCount(z) > 1 {
+		swept, err := e.sweep(ctx, t, u.Live)
 		if err != nil || swept > 0 {
 			return false, err
 		}
@@ -96,7 +85,7 @@ func (e *Engine) emptied(ctx context.Context, t Target, z *armprivatedns.Private
 // deleted — or is one the operator made for the owner (or shared, with no
 // other live user) that is not: its delete is started again (an earlier
 // one failed, or was never sent).
-func (e *Engine) linksLeft(ctx context.Context, t Target, z *armprivatedns.PrivateZone, r ZoneRelease) (int, bool, error) {
+func (e *Engine) linksLeft(ctx context.Context, t Target, z *armprivatedns.PrivateZone, others ZoneUsers) (int, bool, error) {
 	if z.Properties == nil || ptr.Deref(z.Properties.NumberOfVirtualNetworkLinks, 0) == 0 {
 		return 0, false, nil
 	}
@@ -106,10 +95,10 @@ func (e *Engine) linksLeft(ctx context.Context, t Target, z *armprivatedns.Priva
 	}
 	pending := false
 	for _, l := range links {
-		if r.Needed != nil && r.Needed(dns.LinkedVNet(l)) {
+		if others.Needs(dns.LinkedVNet(l)) {
 			continue
 		}
-		going, err := e.DropLink(ctx, t, l, !r.OthersLive)
+		going, err := e.dropLink(ctx, t, l, &others)
 		if err != nil {
 			return 0, false, err
 		}

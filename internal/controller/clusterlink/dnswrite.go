@@ -240,8 +240,10 @@ func (r *DNSReconciler) releaseSet(ctx context.Context, u *unstructured.Unstruct
 	pending := false
 	for _, l := range links {
 		// Only the links made for this WC: the MC's link to a shared zone
-		// (tagged shared) serves every cluster.
-		going, err := r.dnsEngine().DropLink(ctx, t, l, false)
+		// (tagged shared) serves every cluster, and the wiring registers
+		// no dnsengine.Users, so the engine keeps every shared link and
+		// zone of its kind.
+		going, err := r.dnsEngine().DropLink(ctx, t, l)
 		if err != nil {
 			return false, err
 		}
@@ -250,7 +252,7 @@ func (r *DNSReconciler) releaseSet(ctx context.Context, u *unstructured.Unstruct
 	if pending {
 		return false, nil
 	}
-	return r.dnsEngine().DropZone(ctx, t, dnsengine.ZoneRelease{Links: len(links)})
+	return r.dnsEngine().DropZone(ctx, t, len(links))
 }
 
 // conditionMessage is a condition's message ("" without it).

@@ -205,21 +205,19 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 // dropUnusedLinks drops the links the object used before (had) and no
 // longer uses, unless another live object on the zone needs their
 // network.
-func (r *Reconciler) dropUnusedLinks(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, had, used []string) error {
+func (r *Reconciler) dropUnusedLinks(ctx context.Context, _ *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, had, used []string) error {
 	existing, err := r.dnsEngine().Links(ctx, t)
-	if err != nil {
-		return err
-	}
-	others, err := r.zoneUsers(ctx, obj, t.Zone)
 	if err != nil {
 		return err
 	}
 	for _, l := range existing {
 		id := ptr.Deref(l.ID, "")
-		if !containsFold(had, id) || containsFold(used, id) || others.needs(dns.LinkedVNet(l)) {
+		if !containsFold(had, id) || containsFold(used, id) {
 			continue
 		}
-		if _, err := r.dnsEngine().DropLink(ctx, t, l, true); err != nil {
+		// The engine keeps a shared link another live object needs
+		// (zoneUsers, registered in Setup).
+		if _, err := r.dnsEngine().DropLink(ctx, t, l); err != nil {
 			return err
 		}
 	}
@@ -354,7 +352,7 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 		return failed(err)
 	}
 	forgetObject(&r.dnsSeen, owner(obj))
-	others, err := r.zoneUsers(ctx, obj, zone)
+	others, err := r.zoneUsers(ctx, dnsOwner(obj), zone)
 	if err != nil {
 		return failed(err)
 	}
@@ -365,7 +363,7 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
 		return false, r.requeueSoon(), nil
 	}
-	pending, err := r.dropSlotLinks(ctx, t, s, others)
+	pending, err := r.dropSlotLinks(ctx, t, s)
 	if err != nil {
 		return failed(err)
 	}
@@ -377,7 +375,7 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
 		return false, r.requeueSoon(), nil
 	}
-	done, err := r.dnsEngine().DropZone(ctx, t, dnsengine.ZoneRelease{Links: -1, OthersLive: others.live, Needed: others.needs, Live: r.liveOwner})
+	done, err := r.dnsEngine().DropZone(ctx, t, -1)
 	if err != nil {
 		return failed(err)
 	}
@@ -394,10 +392,11 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 }
 
 // dropSlotLinks starts deleting the links of a slot the object used and
-// no other live object needs; it reports whether any is going. The links
-// are listed once and not watched: the zone's own link count says when
-// they are gone (DropZone), which saves a subscription's scarce reads.
-func (r *Reconciler) dropSlotLinks(ctx context.Context, t dnsengine.Target, s slot, others users) (bool, error) {
+// no other live object needs (the engine decides, from zoneUsers); it
+// reports whether any is going. The links are listed once and not
+// watched: the zone's own link count says when they are gone (DropZone),
+// which saves a subscription's scarce reads.
+func (r *Reconciler) dropSlotLinks(ctx context.Context, t dnsengine.Target, s slot) (bool, error) {
 	if len(*s.st.links) == 0 {
 		return false, nil
 	}
@@ -407,10 +406,10 @@ func (r *Reconciler) dropSlotLinks(ctx context.Context, t dnsengine.Target, s sl
 	}
 	pending := false
 	for _, l := range existing {
-		if !containsFold(*s.st.links, ptr.Deref(l.ID, "")) || others.needs(dns.LinkedVNet(l)) {
+		if !containsFold(*s.st.links, ptr.Deref(l.ID, "")) {
 			continue
 		}
-		going, err := r.dnsEngine().DropLink(ctx, t, l, true)
+		going, err := r.dnsEngine().DropLink(ctx, t, l)
 		if err != nil {
 			return false, err
 		}
@@ -451,9 +450,10 @@ func (u users) needs(vnet string) bool { return containsFold(u.nets, vnet) }
 // keeps the zone, and someone being deleted still holds something in it.
 func (u users) waiting() bool { return !u.live && len(u.leaving)+u.leavingElsewhere > 0 }
 
-// zoneUsers reads the other objects on a zone from the cache (read only:
-// a shared zone's objects are listed on every release).
-func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, zone dns.Zone) (users, error) {
+// zoneUsers reads the other objects on a zone than self from the cache
+// (read only: a shared zone's objects are listed on every release). An
+// object of self's namespace and name is self: DNS is owned by name.
+func (r *Reconciler) zoneUsers(ctx context.Context, self dns.Owner, zone dns.Zone) (users, error) {
 	list := &v1alpha1.AzurePrivateEndpointList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{zoneIndex: zone.Key()}, client.UnsafeDisableDeepCopy); err != nil {
 		return users{}, err
@@ -462,11 +462,11 @@ func (r *Reconciler) zoneUsers(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 	for i := range list.Items {
 		o := &list.Items[i]
 		switch {
-		case o.UID == obj.UID || !names(o, zone):
+		case o.Namespace == self.Namespace && o.Name == self.Name || !names(o, zone):
 		case o.DeletionTimestamp == nil:
 			u.live, u.nets = true, append(u.nets, vnets(o)...)
 		case !holds(o, zone):
-		case o.Namespace == obj.Namespace:
+		case o.Namespace == self.Namespace:
 			u.leaving = append(u.leaving, o.Name)
 		default:
 			u.leavingElsewhere++
@@ -497,8 +497,25 @@ func containsFold(list []string, s string) bool {
 	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }
 
-// dnsEngine is the process's Private DNS engine.
+// dnsEngine is the process's Private DNS engine; Setup tells it who uses
+// a zone among the AzurePrivateEndpoints (zoneUsersOf): it alone decides
+// when a shared zone or link may go.
 func (r *Reconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }
+
+// zoneUsersOf answers the DNS engine who else uses a zone among the
+// AzurePrivateEndpoints (dnsengine.Users).
+type zoneUsersOf struct{ r *Reconciler }
+
+// Others implements dnsengine.Users.
+func (z zoneUsersOf) Others(ctx context.Context, self dns.Owner, zone dns.Zone) (dnsengine.ZoneUsers, error) {
+	u, err := z.r.zoneUsers(ctx, self, zone)
+	return dnsengine.ZoneUsers{Live: u.live, Networks: u.nets}, err
+}
+
+// Live implements dnsengine.Users.
+func (z zoneUsersOf) Live(ctx context.Context, o dns.Owner) (bool, error) {
+	return z.r.liveOwner(ctx, o)
+}
 
 func (r *Reconciler) reader() client.Reader {
 	if r.APIReader != nil {

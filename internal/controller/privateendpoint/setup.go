@@ -157,6 +157,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 		Azure:    sdkFor(clients, opts.DNSEngine),
 	}
 	r.heal.Clock, r.heal.Grace = r.clock(), opts.Heal.DisconnectedAfter
+	opts.DNSEngine.Register(privatedns.KindAzurePrivateEndpoint, zoneUsersOf{r})
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, refIndex, func(o client.Object) []string {
 		if e, ok := o.(*v1alpha1.AzurePrivateEndpoint); ok && e.Spec.PrivateLinkServiceRef != nil {
 			return []string{e.Spec.PrivateLinkServiceRef.Name}
