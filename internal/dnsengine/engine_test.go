@@ -557,7 +557,6 @@ func (f fakeUsers) Live(ctx context.Context, o dns.Owner) (bool, error) {
 // one goes.
 func TestSharedGoesOnlyByTheEngine(t *testing.T) {
 	w := newWorld(t)
-	ctx := context.Background()
 	needs := fakeUsers{others: dnsengine.ZoneUsers{Live: true, Networks: []string{strings.ToUpper(vnet)}}}
 	for i, c := range []struct {
 		name     string
@@ -577,29 +576,41 @@ func TestSharedGoesOnlyByTheEngine(t *testing.T) {
 			if c.users != nil {
 				e.Register(dns.KindAzurePrivateEndpoint, c.users)
 			}
-			tg := target(w.sdk, zone, c.shared, owner("a"))
-			converge(t, e, tg, false)
-			if err := e.DeleteRecords(ctx, tg, dns.DefaultRecords, ""); err != nil {
-				t.Fatal(err)
-			}
-			links, err := e.Links(ctx, tg)
-			if err != nil || len(links) != 1 {
-				t.Fatalf("links: %d, %v", len(links), err)
-			}
-			going, err := e.DropLink(ctx, tg, links[0])
-			if err != nil || going != c.wantGone {
-				t.Errorf("the shared link going: %v (%v), want %v", going, err, c.wantGone)
-			}
-			done := false
-			for pass := 0; pass < 10 && !done; pass++ {
-				if done, err = e.DropZone(ctx, tg, -1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			z, err := w.sdk.Zone(ctx, rg, zone)
-			if err != nil || !done || (z == nil) != c.wantGone {
-				t.Errorf("the shared zone gone: %v (release done %v, %v), want %v", z == nil, done, err, c.wantGone)
+			going, gone := releaseOne(t, w, e, target(w.sdk, zone, c.shared, owner("a")))
+			if going != c.wantGone || gone != c.wantGone {
+				t.Errorf("the link going %v, the zone gone %v; want both %v", going, gone, c.wantGone)
 			}
 		})
 	}
+}
+
+// releaseOne converges the target's DNS, deletes its records and releases
+// its one link and its zone as a controller does; it returns whether the
+// link went and whether the zone is gone (the release finished).
+func releaseOne(t *testing.T, w *world, e *dnsengine.Engine, tg dnsengine.Target) (bool, bool) {
+	t.Helper()
+	ctx := context.Background()
+	converge(t, e, tg, false)
+	if err := e.DeleteRecords(ctx, tg, dns.DefaultRecords, ""); err != nil {
+		t.Fatal(err)
+	}
+	links, err := e.Links(ctx, tg)
+	if err != nil || len(links) != 1 {
+		t.Fatalf("links: %d, %v", len(links), err)
+	}
+	going, err := e.DropLink(ctx, tg, links[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	for pass := 0; pass < 10 && !done; pass++ {
+		if done, err = e.DropZone(ctx, tg, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	z, err := w.sdk.Zone(ctx, rg, tg.Zone.Name)
+	if err != nil || !done {
+		t.Fatalf("the zone after its release: done %v, %v", done, err)
+	}
+	return going, z == nil
 }

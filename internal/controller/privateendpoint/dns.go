@@ -443,9 +443,6 @@ type users struct {
 	leavingElsewhere int
 }
 
-// needs says whether a live object needs the zone linked to vnet.
-func (u users) needs(vnet string) bool { return containsFold(u.nets, vnet) }
-
 // waiting says whether a release waits for others to leave: nobody live
 // keeps the zone, and someone being deleted still holds something in it.
 func (u users) waiting() bool { return !u.live && len(u.leaving)+u.leavingElsewhere > 0 }
