@@ -89,7 +89,7 @@ func (e *Engine) DropLink(ctx context.Context, t Target, l *armprivatedns.Virtua
 }
 
 // dropLink is DropLink with what the others need already read (nil: read
-// it when the link is shared).
+// it here).
 func (e *Engine) dropLink(ctx context.Context, t Target, l *armprivatedns.VirtualNetworkLink, others *ZoneUsers) (bool, error) {
 	tag, vnet := dns.TagOwner(l.Tags), dns.LinkedVNet(l)
 	mine, err := e.Claims(ctx, t.Owner, tag)

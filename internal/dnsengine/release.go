@@ -12,10 +12,11 @@ import (
 // DropZone deletes the target's zone if the operator made it for the
 // owner, or made it shared and no other live object of the owner's kind
 // uses it (Register), and it holds nothing but its SOA record set and no
-// links (a link another live object needs stays, and so the zone). links is how many links the zone has, as the caller just listed
-// them; negative: unknown, the zone's own count says (and only when it
-// has links are they listed, to tell links still being deleted from
-// anyone else's). Before that, in an unused shared zone without links, it
+// links (a link another live object needs stays, and so the zone). links
+// is how many links the zone has, as the caller just listed them;
+// negative: unknown, the zone's own count says (and only when it has
+// links are they listed, to tell links still being deleted from anyone
+// else's). Before that, in an unused shared zone without links, it
 // deletes the record sets the operator wrote for owners of the caller's
 // kind that are gone (Users.Live): a record a lost status write forgot
 // would keep the zone for good. It reports whether the zone is gone or
