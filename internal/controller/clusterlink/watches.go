@@ -154,8 +154,8 @@ func subscriptionChanged() predicate.Funcs {
 // changes hands (AnnotationPrivateDNS changes, or it starts deleting), the
 // clusters that may have waited for it: those of its name in other
 // namespaces (DNSNameReserved, DNSZoneHeld) and those of its resource
-// group (DNSRecordConflict, WCSideConflict). Without it they are looked at again only at
-// their next terminal recheck.
+// group (DNSRecordConflict, WCSideConflict). Without it they are looked
+// at again only at their next terminal recheck.
 func neighboursOnRelease(c client.Reader, annotation func(string) string) (handler.EventHandler, predicate.Funcs) {
 	key := annotation(AnnotationPrivateDNS)
 	released := predicate.Funcs{

@@ -194,7 +194,7 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 		used, ready = append(used, l.ID), ready && l.Ready
 	}
 	if slices.ContainsFunc(*s.st.links, func(id string) bool { return !containsFold(used, id) }) {
-		if err := r.dropUnusedLinks(ctx, obj, t, *s.st.links, used); err != nil {
+		if err := r.dropUnusedLinks(ctx, t, *s.st.links, used); err != nil {
 			return false, err
 		}
 	}
@@ -204,8 +204,8 @@ func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoi
 
 // dropUnusedLinks drops the links the object used before (had) and no
 // longer uses, unless another live object on the zone needs their
-// network.
-func (r *Reconciler) dropUnusedLinks(ctx context.Context, _ *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, had, used []string) error {
+// network (the engine decides, from zoneUsers).
+func (r *Reconciler) dropUnusedLinks(ctx context.Context, t dnsengine.Target, had, used []string) error {
 	existing, err := r.dnsEngine().Links(ctx, t)
 	if err != nil {
 		return err
@@ -215,8 +215,6 @@ func (r *Reconciler) dropUnusedLinks(ctx context.Context, _ *v1alpha1.AzurePriva
 		if !containsFold(had, id) || containsFold(used, id) {
 			continue
 		}
-		// The engine keeps a shared link another live object needs
-		// (zoneUsers, registered in Setup).
 		if _, err := r.dnsEngine().DropLink(ctx, t, l); err != nil {
 			return err
 		}
