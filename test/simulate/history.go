@@ -42,23 +42,29 @@ type history struct {
 	w     *world
 	start time.Time
 
-	mu      sync.Mutex
-	k       *checker
-	live    map[string]*live
-	ops     []string
-	checks  int
-	async   sync.WaitGroup
-	asyncMu sync.Mutex
-	errs    []error
+	mu   sync.Mutex
+	k    *checker
+	live map[string]*live
+	apes map[string]*apeSpec
+	// identityGoing: the tenant's identity was deleted (by index).
+	identityGoing map[int]bool
+	ops           []string
+	checks        int
+	async         sync.WaitGroup
+	asyncMu       sync.Mutex
+	errs          []error
 }
 
 // HistoryResult is one history's figures.
 type HistoryResult struct {
-	Seed       uint64      `json:"seed"`
-	Operations int         `json:"operations"`
-	Checks     int         `json:"checks"`
-	Seconds    float64     `json:"seconds"`
-	Violations []violation `json:"violations"`
+	Seed       uint64  `json:"seed"`
+	Operations int     `json:"operations"`
+	Checks     int     `json:"checks"`
+	Seconds    float64 `json:"seconds"`
+	// ObjectAddresses counts the checks of an address an endpoint object
+	// published (a ConfigMap's, a record's).
+	ObjectAddresses int         `json:"objectAddresses"`
+	Violations      []violation `json:"violations"`
 	// Ops is the history as it ran, for replaying a failing seed.
 	Ops []string `json:"ops"`
 }
@@ -89,7 +95,7 @@ func runHistory(ctx context.Context, cfg *Config, seed uint64, dir string) (Hist
 	defer w.stop()
 	h := &history{
 		cfg: cfg, seed: seed, rnd: rand.New(rand.NewPCG(seed, 0x5e11)), w: w, start: time.Now(), //nolint:gosec // G404: a replayable history
-		live: map[string]*live{},
+		live: map[string]*live{}, apes: map[string]*apeSpec{}, identityGoing: map[int]bool{},
 	}
 	h.k = newChecker(names(), h.start, cfg.Grace)
 
@@ -108,6 +114,7 @@ func runHistory(ctx context.Context, cfg *Config, seed uint64, dir string) (Hist
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res.Operations, res.Checks, res.Seconds = len(h.ops), h.checks, time.Since(h.start).Seconds()
+	res.ObjectAddresses = h.k.objectAddresses
 	res.Ops = slices.Clone(h.ops)
 	res.Violations = slices.Clone(h.k.found)
 	h.asyncMu.Lock()
@@ -150,6 +157,7 @@ var opWeights = []struct {
 }{
 	{"create", 26}, {"delete", 12}, {"withdraw-or-restore-link", 8}, {"approve", 12}, {"reject", 4},
 	{"remove-connection", 6}, {"flap", 6}, {"watch-filter", 6}, {"azure-faults", 5},
+	{"create-endpoint", 12}, {"delete-endpoint", 5}, {"endpoint-connection", 7}, {"delete-identity-first", 2},
 }
 
 func (h *history) pick() string {
@@ -174,6 +182,21 @@ func (h *history) run(ctx context.Context) error {
 	for len(kills) < min(h.cfg.Kills, h.cfg.Operations) {
 		kills[h.rnd.IntN(h.cfg.Operations)] = true
 	}
+	// Every kind of operation runs at least once, at a random position
+	// after the first third (when there is something to act on).
+	forced := map[int]string{}
+	lo := h.cfg.Operations / 3
+	for _, o := range opWeights {
+		if len(forced) >= h.cfg.Operations-lo {
+			break
+		}
+		for {
+			if i := lo + h.rnd.IntN(h.cfg.Operations-lo); forced[i] == "" {
+				forced[i] = o.name
+				break
+			}
+		}
+	}
 	for i := range h.cfg.Operations {
 		select {
 		case <-ctx.Done():
@@ -187,7 +210,11 @@ func (h *history) run(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := h.do(ctx, h.pick()); err != nil {
+		op := forced[i]
+		if op == "" {
+			op = h.pick()
+		}
+		if err := h.do(ctx, op); err != nil {
 			return err
 		}
 	}
@@ -195,10 +222,24 @@ func (h *history) run(ctx context.Context) error {
 }
 
 func (h *history) do(ctx context.Context, op string) error {
-	if op != "create" && len(h.live) == 0 {
+	switch {
+	case strings.HasSuffix(op, "-endpoint") || op == "endpoint-connection":
+		if len(h.apes) == 0 {
+			op = "create-endpoint"
+		}
+	case op == "delete-identity-first":
+	case op != "create" && len(h.live) == 0:
 		op = "create"
 	}
 	switch op {
+	case "create-endpoint":
+		return h.createEndpoint(ctx)
+	case "delete-endpoint":
+		return h.deleteEndpoint(ctx, h.anyEndpoint())
+	case "endpoint-connection":
+		return h.endpointConnection(ctx, h.anyEndpoint())
+	case "delete-identity-first":
+		return h.deleteIdentityFirst(ctx)
 	case "create":
 		return h.create(ctx)
 	case "delete":
@@ -265,6 +306,7 @@ func (h *history) create(ctx context.Context) error {
 		h.live[spec.Key()] = &live{spec: spec, links: !spec.Public}
 		return nil
 	}
+	h.logOp("create a cluster: every name drawn is taken, none")
 	return nil
 }
 
@@ -313,6 +355,7 @@ func (h *history) connections(ctx context.Context, l *live, action string) error
 			eps = append(eps, e)
 		}
 	}
+	acted := false
 	for _, e := range eps {
 		a := azuresim.ConnectionAction{PrivateLinkServiceID: l.spec.PLSID(), PrivateEndpointID: e.ID}
 		switch action {
@@ -335,9 +378,13 @@ func (h *history) connections(ctx context.Context, l *live, action string) error
 		if err := h.w.sb.Sim.ActOnConnection(a); err != nil {
 			h.cfg.logf("  [seed %d] %v (it went meanwhile)", h.seed, err)
 		}
+		acted = true
 		if action != azuresim.ConnectionApproved {
 			return nil // one is enough
 		}
+	}
+	if !acted {
+		h.logOp("%s a connection on %s's service: none to act on", action, l.spec.Key())
 	}
 	_ = ctx
 	return nil
@@ -373,15 +420,17 @@ func (h *history) toggleFilter(ctx context.Context, l *live) error {
 func (h *history) azureFaults() error {
 	h.logOp("Azure answers 30%% of the operator's requests 500 or 503 for 8s")
 	var ids []string
-	for _, f := range []azuresim.Fault{
-		{PathRegex: "Microsoft.Network", Status: http.StatusInternalServerError, Code: "InternalServerError", Probability: 0.15, Principal: sandbox.FleetOperatorClient},
-		{PathRegex: "Microsoft.Network", Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable", Probability: 0.15, Principal: sandbox.FleetOperatorClient},
-	} {
-		id, err := h.w.sb.Sim.AddFault(f)
-		if err != nil {
-			return err
+	for _, principal := range operatorPrincipals() {
+		for _, f := range []azuresim.Fault{
+			{PathRegex: "Microsoft.Network", Status: http.StatusInternalServerError, Code: "InternalServerError", Probability: 0.15, Principal: principal},
+			{PathRegex: "Microsoft.Network", Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable", Probability: 0.15, Principal: principal},
+		} {
+			id, err := h.w.sb.Sim.AddFault(f)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
 		}
-		ids = append(ids, id)
 	}
 	h.goAsync(context.Background(), 8*time.Second, func() error {
 		for _, id := range ids {
@@ -429,19 +478,26 @@ func (h *history) finish(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := h.finishEndpoints(ctx); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(h.cfg.Timeout)
-	var stuck, leftovers []string
+	var stuck, published, leftovers []string
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
 		s, err := h.clustersLeft(ctx)
 		if err != nil {
 			return false, nil //nolint:nilerr // read again
 		}
-		stuck = s
-		return len(s) == 0, nil
+		objects, cms, err := h.endpointsLeft(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr // read again
+		}
+		stuck, published = append(s, objects...), cms
+		return len(stuck)+len(published) == 0, nil
 	})
-	h.logOp("every workload cluster deleted (%d not gone)", len(stuck))
+	h.logOp("every workload cluster, endpoint object and tenant identity deleted (%d not gone)", len(stuck))
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, max(time.Until(deadline), 30*time.Second), true, func(context.Context) (bool, error) {
-		leftovers = h.leftInAzure()
+		leftovers = append(h.leftInAzure(), published...)
 		return len(leftovers) == 0, nil
 	})
 	h.endChecks(stuck, leftovers)
@@ -495,8 +551,10 @@ func (h *history) endChecks(stuck, leftovers []string) {
 	for _, id := range leftovers {
 		add(InvLeftover, id, "")
 	}
-	if n := h.w.sb.Sim.Counters().SumFor(sandbox.FleetOperatorClient, "", "", http.StatusTooManyRequests, http.StatusTooManyRequests); n > 0 {
-		add(InvThrottled, fmt.Sprintf("%d requests", n), "")
+	for _, principal := range operatorPrincipals() {
+		if n := h.w.sb.Sim.Counters().SumFor(principal, "", "", http.StatusTooManyRequests, http.StatusTooManyRequests); n > 0 {
+			add(InvThrottled, fmt.Sprintf("%d requests as %s", n, principal), "")
+		}
 	}
 	for _, f := range h.w.logFiles() {
 		raw, err := os.ReadFile(f)

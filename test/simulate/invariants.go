@@ -94,6 +94,13 @@ type snapshot struct {
 	MCEntries map[string]string
 	// MCPersonNote and MCPersonLabel are what a person put on the MC.
 	MCPersonNote, MCPersonLabel string
+	// AppResolve are the answers for the tenants' record names asked from
+	// each tenant's application network ("<namespace> <name>"); APEs the
+	// tenants' AzurePrivateEndpoints; Published the ConfigMaps of their
+	// namespaces that carry an address.
+	AppResolve map[string]azuresim.Resolution
+	APEs       []endpointObject
+	Published  []publishedMap
 }
 
 // worldNames are the fixed names of the simulated world.
@@ -142,8 +149,13 @@ type checker struct {
 	entryOwner map[string]string // MC entry name → service
 	epTarget   map[string]string // endpoint ID → service
 	nameOwner  map[string]string // MC-side name → cluster key
-	open       map[string]*episode
-	found      []violation
+	// appRecordOwner: a tenant's record ("<namespace> <name>") → the key
+	// of the endpoint object it resolves for.
+	appRecordOwner map[string]string
+	// objectAddresses counts the addresses of endpoint objects checked.
+	objectAddresses int
+	open            map[string]*episode
+	found           []violation
 }
 
 type episode struct {
@@ -156,6 +168,7 @@ func newChecker(names worldNames, start time.Time, grace time.Duration) *checker
 	return &checker{
 		names: names, start: start, grace: grace, excused: map[string]time.Time{},
 		entryOwner: map[string]string{}, epTarget: map[string]string{}, nameOwner: map[string]string{}, open: map[string]*episode{},
+		appRecordOwner: map[string]string{},
 	}
 }
 
@@ -193,6 +206,7 @@ func (k *checker) check(s snapshot) []violation {
 	for _, c := range s.Clusters {
 		l.published(c)
 	}
+	l.endpointObjects()
 	for _, name := range sortedKeys(s.MCResolve) {
 		l.mcName(name, s.MCResolve[name])
 	}

@@ -39,6 +39,9 @@ func TestSimulateShort(t *testing.T) {
 	if ops < cfg.Operations {
 		t.Errorf("%d operations, want at least %d", ops, cfg.Operations)
 	}
+	if res.Histories[0].ObjectAddresses == 0 {
+		t.Error("no address an endpoint object published was checked")
+	}
 	if err := failure(res); err != nil {
 		t.Error(err)
 	}
@@ -114,6 +117,79 @@ func TestChecker(t *testing.T) {
 			excused := ""
 			if c.excused {
 				excused = wc1.Key
+			}
+			if got := breaches(t, good, c.change, excused); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("violations %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestEndpointObjectChecks: what the tenants' AzurePrivateEndpoints
+// publish (a ConfigMap's address, a record of their shared zone) is held
+// to their own Approved endpoint, and a record does not move to another
+// object while its first owner exists.
+func TestEndpointObjectChecks(t *testing.T) {
+	app1 := apeSpec{Tenant: 0, Name: "app1", Records: []string{"db"}, Target: ingressPLSID()}
+	app2 := apeSpec{Tenant: 0, Name: "app2", Records: []string{"cache"}, Target: ingressPLSID()}
+	object := func(a apeSpec) endpointObject {
+		return endpointObject{Key: a.Key(), EndpointID: a.EndpointID(), Target: strings.ToLower(a.Target), Records: a.Records}
+	}
+	ep := func(a apeSpec, ip string) azuresim.EndpointInfo {
+		return azuresim.EndpointInfo{ID: a.EndpointID(), Name: a.Name, IP: ip, PrivateLinkService: ingressPLSID(), ConnectionState: azuresim.ConnectionApproved}
+	}
+	resolved := func(ip string) azuresim.Resolution {
+		return azuresim.Resolution{Status: azuresim.ResolveOK, Addresses: []string{ip}}
+	}
+	good := func() snapshot {
+		return snapshot{
+			MCPersonNote: "the management cluster", MCPersonLabel: personLabelValue,
+			Endpoints: []azuresim.EndpointInfo{ep(app1, "10.60.1.4"), ep(app2, "10.60.1.5")},
+			APEs:      []endpointObject{object(app1), object(app2)},
+			Published: []publishedMap{{Key: "org-alpha/endpoints", Owner: app1.Key(), IP: "10.60.1.4"}, {Key: "org-alpha/mine", IP: "192.0.2.1"}},
+			AppResolve: map[string]azuresim.Resolution{
+				"org-alpha db." + appsZone: resolved("10.60.1.4"), "org-alpha cache." + appsZone: resolved("10.60.1.5"),
+				"org-alpha gw." + appsZone: {Status: azuresim.ResolveNXDomain},
+			},
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		change  func(*snapshot)
+		excused bool
+		want    []string
+	}{
+		{name: "two objects published", change: func(*snapshot) {}},
+		{name: "the endpoint deleted under its ConfigMap and record", change: func(s *snapshot) {
+			s.Endpoints = s.Endpoints[1:]
+		}, want: []string{InvGoneAddress, InvGoneAddress}},
+		{name: "a ConfigMap with another object's address", change: func(s *snapshot) {
+			s.Published[0].IP = "10.60.1.5"
+		}, want: []string{InvForeignAddress}},
+		{name: "a record resolving to an object that does not claim it", change: func(s *snapshot) {
+			s.AppResolve["org-alpha db."+appsZone] = resolved("10.60.1.5")
+		}, want: []string{InvForeignAddress}},
+		{name: "a record moved to a later claimant while its holder exists", change: func(s *snapshot) {
+			s.APEs[1].Records = []string{"cache", "db"}
+			s.AppResolve["org-alpha db."+appsZone] = resolved("10.60.1.5")
+		}, want: []string{InvRecordRetargeted}},
+		{name: "published by an object that is gone", change: func(s *snapshot) {
+			s.APEs = s.APEs[1:]
+		}, want: []string{InvGoneAddress, InvForeignAddress}},
+		{name: "the endpoint connected to another service", change: func(s *snapshot) {
+			s.Endpoints[0].PrivateLinkService = "/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/privateLinkServices/z"
+		}, want: []string{InvEndpointRetargeted, InvForeignAddress, InvForeignAddress}},
+		{name: "the connection rejected by its owner, within the grace", excused: true, change: func(s *snapshot) {
+			s.Endpoints[0].ConnectionState = azuresim.ConnectionRejected
+		}},
+		{name: "a Pending endpoint published", change: func(s *snapshot) {
+			s.Endpoints[0].ConnectionState = azuresim.ConnectionPending
+		}, want: []string{InvUnapprovedAddress, InvUnapprovedAddress}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			excused := ""
+			if c.excused {
+				excused = app1.excuseKey()
 			}
 			if got := breaches(t, good, c.change, excused); strings.Join(got, ",") != strings.Join(c.want, ",") {
 				t.Errorf("violations %v, want %v", got, c.want)

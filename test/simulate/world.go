@@ -180,6 +180,9 @@ func (w *world) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := w.setupTenants(ctx); err != nil {
+		return err
+	}
 	mc := sandbox.FleetMC()
 	mc.SetLabels(map[string]string{watchFilterLabel: watchFilter})
 	if err := w.sb.Client.Create(ctx, mc); err != nil {
@@ -197,6 +200,16 @@ func (w *world) personsEdit(ctx context.Context, u *unstructured.Unstructured, n
 	target.SetNamespace(u.GetNamespace())
 	target.SetName(u.GetName())
 	return w.sb.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-annotate"))
+}
+
+// operatorPrincipals are the principals the operator acts as in Azure:
+// the fleet's (the wiring) and each tenant's (its endpoint objects).
+func operatorPrincipals() []string {
+	out := []string{sandbox.FleetOperatorClient}
+	for t := range tenants {
+		out = append(out, tenantClient(t))
+	}
+	return out
 }
 
 func (w *world) startOperator() error {
@@ -248,7 +261,8 @@ func (w *world) stop() {
 
 // look takes one snapshot (the order is snapshot's).
 func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string) (snapshot, error) {
-	s := snapshot{At: time.Now(), MCResolve: map[string]azuresim.Resolution{}, WCResolve: map[string]azuresim.Resolution{}, MCEntries: map[string]string{}}
+	s := snapshot{At: time.Now(), MCResolve: map[string]azuresim.Resolution{}, WCResolve: map[string]azuresim.Resolution{}, MCEntries: map[string]string{},
+		AppResolve: map[string]azuresim.Resolution{}}
 	mcVNet := vnetOf(sandbox.FleetMCSubscription, sandbox.FleetMCName, sandbox.FleetMCName)
 	for _, c := range clusterNames {
 		name := n.APIName(c)
@@ -260,6 +274,7 @@ func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string)
 	for key, vnet := range vnets {
 		s.WCResolve[key] = w.sb.Sim.Resolve(vnet, n.IngressName)
 	}
+	w.lookEndpointNames(&s)
 	s.Endpoints = w.sb.Sim.Endpoints()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
@@ -288,7 +303,7 @@ func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string)
 			PersonNote: a[personNote], PersonLabel: u.GetLabels()[personLabel],
 		})
 	}
-	return s, nil
+	return s, w.lookEndpointObjects(ctx, &s)
 }
 
 // entriesOf are a cluster's private endpoint entries: name → the service
