@@ -133,7 +133,7 @@ FUZZ_TARGETS := \
 	./internal/azure/privatelinkservices:FuzzObserved \
 	./internal/controller/clusterlink:FuzzDesired \
 	./internal/controller/clusterlink:FuzzIdentity \
-	./internal/controller/clusterlink:FuzzDNSNames \
+	./internal/controller/wiringdns:FuzzDNSNames \
 	./internal/dnsguard:FuzzCheck \
 	./internal/capz:FuzzView
 

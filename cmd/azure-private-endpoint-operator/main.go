@@ -41,6 +41,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/providerconfig"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 )
 
 // Exit codes.
@@ -153,8 +154,13 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	engine := opts.dnsEngine(mgr.GetAPIReader())
 	linkOpts := opts.linkOptions()
 	linkOpts.DNSEngine = engine
+	// Defaulted once: the wiring and its DNS mode share one tick phase.
+	linkOpts.SetDefaults()
 	if err := clusterlink.Setup(mgr, linkOpts, clients, observer); err != nil {
 		return nil, fmt.Errorf("setting up the AzureCluster controllers: %w", err)
+	}
+	if err := wiringdns.Setup(mgr, linkOpts, clients); err != nil {
+		return nil, fmt.Errorf("setting up the DNS mode (--wiring-dns): %w", err)
 	}
 	if opts.plsController {
 		if err := privatelinkservice.Setup(mgr, opts.plsOptions(), clients); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/identityguard"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
@@ -595,7 +596,7 @@ func (o *options) validateDNS() []error {
 		}
 	}
 	templates := append([]string{o.dns.mcZone, o.dns.wcZone}, commaList(o.dns.mcRecords)...)
-	if err := clusterlink.ParseDNSTemplates(append(templates, commaList(o.dns.wcRecords)...)...); err != nil {
+	if err := wiringdns.ParseDNSTemplates(append(templates, commaList(o.dns.wcRecords)...)...); err != nil {
 		errs = append(errs, fmt.Errorf("DNS mode: %w", err))
 	}
 	return errs

@@ -25,6 +25,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
@@ -62,8 +63,13 @@ func (w *World) StartOperatorObserving(t testing.TB, opts clusterlink.Options, o
 	if opts.CAPZFieldManagers == nil {
 		opts.CAPZFieldManagers = clusterlink.DefaultCAPZFieldManagers
 	}
+	// Defaulted once: the wiring and its DNS mode share one tick phase.
+	opts.SetDefaults()
 	return w.StartManager(t, false, func(mgr ctrl.Manager, clients *azure.Clients) error {
-		return clusterlink.Setup(mgr, opts, clients, observer)
+		if err := clusterlink.Setup(mgr, opts, clients, observer); err != nil {
+			return err
+		}
+		return wiringdns.Setup(mgr, opts, clients)
 	})
 }
 

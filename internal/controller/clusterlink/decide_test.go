@@ -244,8 +244,8 @@ func TestLowestNonZeroResult(t *testing.T) {
 		{r(10 * time.Minute), r(time.Second), r(time.Second)},
 		{r(time.Second), r(10 * time.Minute), r(time.Second)},
 	} {
-		if got := lowestNonZeroResult(tc.a, tc.b); got != tc.want {
-			t.Errorf("lowestNonZeroResult(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := LowestNonZeroResult(tc.a, tc.b); got != tc.want {
+			t.Errorf("LowestNonZeroResult(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
@@ -81,10 +82,10 @@ func TestWiringZoneLimit(t *testing.T) {
 		dnsReady(t, w, name)
 		resolves(t, w, mcVNet, "api."+name+"."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
 	}
-	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, clusterlink.ReasonDNSZoneLimitNear)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, wiringdns.ReasonDNSZoneLimitNear)
 	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
 	wired(t, w, "wc3", true, true)
-	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc3"}, clusterlink.ReasonDNSZoneLimit)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc3"}, wiringdns.ReasonDNSZoneLimit)
 	if zoneExists(t, w, mcSub, "mc-rg", "wc3."+baseDomain) {
 		t.Error("a zone beyond the limit was created")
 	}

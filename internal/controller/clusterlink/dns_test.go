@@ -15,6 +15,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -99,13 +100,13 @@ func TestWiringDNS(t *testing.T) {
 		t.Errorf("wc1's record carries owner %q after the take-over", got)
 	}
 	wired(t, w, "wc4", true, true)
-	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc4"}, clusterlink.ReasonDNSRecordNotOwned)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc4"}, wiringdns.ReasonDNSRecordNotOwned)
 	resolves(t, w, mcVNet, "api.wc4."+baseDomain, azuresim.ResolveOK, "192.0.2.4")
 	if got := recordOwnerOf(t, zones, "wc4."+baseDomain); got != wcNS+"/wc4" {
 		t.Errorf("the record an AzurePrivateEndpoint of wc4's name may have written carries owner %q", got)
 	}
 	wired(t, w, "wc2", true, true)
-	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, clusterlink.ReasonDNSRecordNotOwned)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc2"}, wiringdns.ReasonDNSRecordNotOwned)
 	resolves(t, w, mcVNet, "api.wc2."+baseDomain, azuresim.ResolveOK, "192.0.2.1")
 	rs, err := zones.NewRecordSetsClient().Get(ctx, "mc-rg", "wc2."+baseDomain, armprivatedns.RecordTypeA, "api", nil)
 	if err != nil {
@@ -193,11 +194,11 @@ func TestWiringDNSSharedResourceGroup(t *testing.T) {
 	dnsReady(t, w, "wc1")
 	wired(t, w, "wc2", true, true)
 	key2 := types.NamespacedName{Namespace: wcNS, Name: "wc2"}
-	waitEvent(t, w, key2, clusterlink.ReasonDNSRecordConflict)
+	waitEvent(t, w, key2, wiringdns.ReasonDNSRecordConflict)
 	vnet1, vnet2 := vnetID(wcSub, "shared-rg", "wc1-vnet"), vnetID(wcSub, "shared-rg", "wc2-vnet")
 	resolves(t, w, vnet1, "grafana.mc."+baseDomain, azuresim.ResolveOK, ip1)
 	resolves(t, w, vnet2, "grafana.mc."+baseDomain, azuresim.ResolveNotPrivate, "")
-	if ok, _ := w.HasEvent(ctx, key2, clusterlink.ReasonDNSRecordNotOwned); ok {
+	if ok, _ := w.HasEvent(ctx, key2, wiringdns.ReasonDNSRecordNotOwned); ok {
 		t.Error("wc2 tried to write wc1's record set")
 	}
 }

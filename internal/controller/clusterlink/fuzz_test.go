@@ -12,7 +12,6 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
 // samples returns the JSON of every object of a kind in config/samples,
@@ -136,42 +135,5 @@ func FuzzIdentity(f *testing.F) {
 		_ = id.NeedsSecret()
 		_ = id.SecretRef()
 		_ = id.UsesSelector()
-	})
-}
-
-// FuzzDNSNames: whatever a tenant puts in a workload cluster's name,
-// namespace and base-domain annotation, DNS name derivation never panics,
-// never yields a zone the guard refuses, and an MC-side zone (in the
-// management cluster's network) is always under the operator's base domain
-// or under one it allows.
-func FuzzDNSNames(f *testing.F) {
-	f.Add("wc1", "org-a", "", "example.com")
-	f.Add("management", "org-a", "azure.com", "example.com")
-	f.Add("login", "org-a", "microsoftonline.com", "tenants.example.com")
-	f.Add("x", "y", "a.tenants.example.com.", "example.com")
-	f.Add("privatelink", "n", "blob.core.windows.net", "")
-	f.Add("{{.Cluster}}", "n", "..", "EXAMPLE.com")
-	allowed := []string{"tenants.example.com"}
-	f.Fuzz(func(t *testing.T, name, namespace, baseDomain, configured string) {
-		cfg := DNSConfig{BaseDomain: configured, AllowedBaseDomains: allowed}
-		cfg.setDefaults()
-		prefix := func(n string) string { return DefaultAnnotationPrefix + "/" + n }
-		w := wc(name, func(a *capz.AzureCluster) {
-			a.Namespace = namespace
-			a.Annotations = map[string]string{prefix(BaseDomainAnnotation): baseDomain}
-		})
-		sets, _ := DesiredDNS(mc(), w, cfg, []Endpoint{{Subnet: "mc-nodes"}}, []Endpoint{{Subnet: "nodes"}}, nil, prefix, true)
-		for _, s := range sets {
-			if err := cfg.Guard.Check(s.Zone.Name); err != nil {
-				t.Fatalf("derived a refused zone %q: %v", s.Zone.Name, err)
-			}
-			if s.Side != DNSSideMC {
-				continue
-			}
-			bases := append([]string{strings.ToLower(strings.TrimSuffix(configured, "."))}, allowed...)
-			if !dnsguard.Under(s.Zone.Name, bases) {
-				t.Fatalf("MC-side zone %q is under neither the configured base domain %q nor an allowed one", s.Zone.Name, configured)
-			}
-		}
 	})
 }

@@ -23,7 +23,7 @@ func (r *WCReconciler) finishHandOver(ctx context.Context, u *unstructured.Unstr
 	if err != nil || !HandingOver(wc, pls) {
 		return err
 	}
-	api := r.Opts.annotation(AnnotationAPIServerIP)
+	api := r.Opts.Annotation(AnnotationAPIServerIP)
 	ip := o.annotations[api]
 	if !handOverDone(toWC[0], pls.AzurePrivateLinkServiceName(), o.apiSourceReady, u.GetAnnotations()[api], ip, func() bool {
 		return r.dnsHolds(u, DirectionMCToWC, ip)

@@ -26,12 +26,12 @@ func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructur
 	if healWaitsForDNS(broken, r.heal.Grace > 0, func() bool { return r.dnsAllowsHeal(u, ep.Direction, ip) }) {
 		r.warnOnce(u, ReasonHealWaitsForDNS, fmt.Sprintf(
 			"private endpoint %s is %s: its records are removed before it may be healed (deleting it frees address %s for the next endpoint in the subnet)", ep.Name, state, ip))
-		return r.Opts.pendingRecheck() // the DNS controller removes the records, then wakes this cluster
+		return r.Opts.PendingRecheckInterval() // the DNS controller removes the records, then wakes this cluster
 	}
 	if broken && r.asoPaused(ctx, owner, ep) {
 		r.warnOnce(u, ReasonHealWaitsForPause, fmt.Sprintf(
 			"private endpoint %s is %s, but CAPZ has paused its ASO PrivateEndpoint (a paused cluster, clusterctl move): it is healed once CAPZ resumes it, never behind the pause", ep.Name, state))
-		return r.Opts.pendingRecheck() // CAPZ's resume is an event of the ASO object
+		return r.Opts.PendingRecheckInterval() // CAPZ's resume is an event of the ASO object
 	}
 	heal, wait := r.heal.Observe(key, broken)
 	if heal {

@@ -16,7 +16,7 @@ import (
 // retiring ones until the switch is done (the new layout's first endpoint
 // is ready and the annotation already holds its IP).
 func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation, toMC, retiring []Endpoint, current capz.Owned) ([]Endpoint, bool) {
-	ingress := r.Opts.annotation(AnnotationMCIngressIP)
+	ingress := r.Opts.Annotation(AnnotationMCIngressIP)
 	// The records follow the annotation (DNS mode): the earlier layout's
 	// endpoints go only once they hold the new address.
 	switched := layoutSwitched(toMC, o.sourceReady, u.GetAnnotations()[ingress], o.annotations[ingress], func() bool {
@@ -25,11 +25,11 @@ func (r *WCReconciler) duringSwitch(u *unstructured.Unstructured, o *observation
 	if len(retiring) == 0 || switched {
 		return toMC, switched
 	}
-	again := r.Opts.pendingRecheck() // the new endpoint is on its way
+	again := r.Opts.PendingRecheckInterval() // the new endpoint is on its way
 	if len(toMC) == 0 {
 		again = r.Opts.TerminalRecheck // the MC's spec must be fixed first
 	}
-	o.result = lowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: again})
+	o.result = LowestNonZeroResult(o.result, ctrl.Result{RequeueAfter: again})
 	return slices.Concat(toMC, ownedOnly(retiring, current.Endpoints)), false
 }
 

@@ -41,14 +41,14 @@ type ManagedLinkReconciler struct {
 
 	// mc is the wiring's snapshot of the management cluster.
 	mc     *mcSnapshot
-	memory eventMemory
+	memory EventMemory
 }
 
 // Reconcile keeps one workload cluster's managed private link service, in
 // phases: read, pause, deletion (at once, before the wiring's finalizer
 // goes), what the cluster asks for, apply or delete.
 func (r *ManagedLinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	u, wc, errs, err := readActiveWC(ctx, r.Client, req, r.Opts.ManagementCluster)
+	u, wc, errs, err := ReadActiveWC(ctx, r.Client, req, r.Opts.ManagementCluster)
 	if err != nil || u == nil {
 		return ctrl.Result{}, err
 	}
@@ -57,7 +57,7 @@ func (r *ManagedLinkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	// The wiring reports an invalid spec or a missing MC; nothing is made
 	// for such a cluster, and nothing it has is taken away.
-	if !r.Opts.selected(u) || len(errs) > 0 {
+	if !r.Opts.Selected(u) || len(errs) > 0 {
 		return ctrl.Result{}, nil
 	}
 	mcs, err := r.mc.read(ctx, r.Client, r.Opts.ManagementCluster)
@@ -68,7 +68,7 @@ func (r *ManagedLinkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 func (r *ManagedLinkReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
-	warnOnce(r.Recorder, &r.memory, u, reason, msg)
+	WarnOnce(r.Recorder, &r.memory, u, reason, msg)
 }
 
 // ensureManagedLink applies the WC's managed AzurePrivateLinkService when

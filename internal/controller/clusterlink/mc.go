@@ -28,7 +28,7 @@ type MCReconciler struct {
 	Recorder events.EventRecorder
 	Orphans  orphanSweeper
 
-	memory eventMemory
+	memory EventMemory
 }
 
 // Reconcile applies the MC's desired private endpoints, in phases: gather
@@ -220,7 +220,7 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 			continue
 		case view.Deleting:
 			active = append(active, view) // DesiredMC gives it nothing
-		case !r.Opts.selected(u):
+		case !r.Opts.Selected(u):
 			held = append(held, view)
 			continue
 		case len(errs) > 0:

@@ -52,7 +52,7 @@ func (o *observation) waitFor(reason, message string) {
 // endpoint to the MC, of this layout or of the earlier one (retiring, see
 // Retiring). It never moves to an endpoint that is not the first.
 func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC, retiring []Endpoint, current map[string]string) observation {
-	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.driftCheck()}}
+	o := observation{annotations: map[string]string{}, states: map[Direction]string{}, ready: true, result: ctrl.Result{RequeueAfter: r.Opts.DriftCheckInterval()}}
 	for k, v := range current {
 		o.annotations[k] = v
 	}
@@ -62,8 +62,8 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 		owner         *capz.AzureCluster // whose identity and resource group
 		annName       string
 	}{
-		{toWC, tail(toWC), mc, r.Opts.annotation(AnnotationAPIServerIP)},
-		{toMC, slices.Concat(tail(toMC), retiring), wc, r.Opts.annotation(AnnotationMCIngressIP)},
+		{toWC, tail(toWC), mc, r.Opts.Annotation(AnnotationAPIServerIP)},
+		{toMC, slices.Concat(tail(toMC), retiring), wc, r.Opts.Annotation(AnnotationMCIngressIP)},
 	} {
 		if len(d.eps)+len(d.fallback) == 0 {
 			o.unpublish(d.annName)
@@ -75,7 +75,7 @@ func (r *WCReconciler) observe(ctx context.Context, u *unstructured.Unstructured
 		// Something waits: the soonest of its rechecks, not the drift check.
 		o.result = ctrl.Result{}
 		for _, res := range results {
-			o.result = lowestNonZeroResult(o.result, res)
+			o.result = LowestNonZeroResult(o.result, res)
 		}
 	}
 	if o.err != nil {
@@ -95,7 +95,7 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 		o.ready = false
 		o.states[dir] = stateUnknown
 		o.waitFor(ReasonAzureError, fmt.Sprintf("the private endpoints of %s/%s cannot be read from Azure; the cluster's Events say why", owner.Namespace, owner.Name))
-		res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", owner.Namespace, owner.Name), err)
+		res, err := ClassifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", owner.Namespace, owner.Name), err)
 		if err != nil {
 			o.err = err
 		}
@@ -261,7 +261,7 @@ func (r *WCReconciler) observeEndpoint(ctx context.Context, u *unstructured.Unst
 	o.ready = false
 	o.waitFor(stateReason(state), note)
 	r.noteState(u, ep, state, note)
-	results := []ctrl.Result{{RequeueAfter: r.Opts.pendingRecheck()}}
+	results := []ctrl.Result{{RequeueAfter: r.Opts.PendingRecheckInterval()}}
 	if wait := r.maybeHeal(ctx, u, owner, ep, state, ob.IP, healKey); wait > 0 {
 		results = append(results, ctrl.Result{RequeueAfter: wait})
 	}

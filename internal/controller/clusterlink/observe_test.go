@@ -243,7 +243,7 @@ func TestObserve(t *testing.T) {
 	}
 	for _, c := range cases {
 		opts := Options{PendingRecheck: time.Nanosecond, DriftCheck: time.Hour, TerminalRecheck: 42 * time.Minute}
-		opts.setDefaults()
+		opts.SetDefaults()
 		r := &WCReconciler{Opts: opts, Endpoints: connected(c.azure, c.toWC, c.toMC, c.retiring), Recorder: events.NewFakeRecorder(100)}
 		u := &unstructured.Unstructured{}
 		u.SetNamespace(wc.Namespace)
@@ -299,7 +299,7 @@ func withoutEndpointNames(t *testing.T, reason string, got, current map[string]s
 func TestObserveReportsTerminalErrors(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	opts := Options{}
-	opts.setDefaults()
+	opts.SetDefaults()
 	r := &WCReconciler{Opts: opts, Recorder: rec, Endpoints: fakeEndpoints{"mc": {err: &azure.ClassifiedError{Classification: azure.Classification{
 		Class: azure.ClassTerminal, Reason: azure.ReasonAuthorizationFailed, Message: "lacks Microsoft.Network/privateEndpoints/read",
 	}}}}}
@@ -348,7 +348,7 @@ func TestObserveHealsDisconnected(t *testing.T) {
 		clk := clocktesting.NewFakePassiveClock(time.Unix(1_000_000, 0))
 		start := clk.Now()
 		opts := Options{Heal: heal.Policy{DisconnectedAfter: 2 * time.Minute, Rejected: c.healRejected}}
-		opts.setDefaults()
+		opts.SetDefaults()
 		az := &recordingEndpoints{fakeEndpoints: broken(c.state)}
 		rec := events.NewFakeRecorder(100)
 		// An API server without ASO: the heal goes to Azure, as on the fork.

@@ -17,7 +17,8 @@ import (
 // The fields here are read by the wiring and, for the cluster they name and
 // the annotations they write, by every controller of the package; a
 // controller's own settings are in its own file: ManagedLinks
-// (managedlink.go), DNSConfig (dns.go), heal.Policy (internal/heal).
+// (managedlink.go), DNSConfig (dnsconfig.go, read by the DNS mode in
+// package wiringdns), heal.Policy (internal/heal).
 type Options struct {
 	Config
 	// DNSEngine is the process's Private DNS engine, shared with the
@@ -114,7 +115,8 @@ func (o Options) olderInWC(wc, mc *capz.AzureCluster) Older {
 // WatchFilterLabel is Cluster API's watch filter label.
 const WatchFilterLabel = "cluster.x-k8s.io/watch-filter"
 
-func (o *Options) setDefaults() {
+// SetDefaults fills what the options leave empty.
+func (o *Options) SetDefaults() {
 	if o.AnnotationPrefix == "" {
 		o.AnnotationPrefix = DefaultAnnotationPrefix
 	}
@@ -141,11 +143,15 @@ func (o *Options) setDefaults() {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
 	}
-	o.DNS.setDefaults()
+	o.DNS.SetDefaults()
 }
 
-func (o *Options) annotation(name string) string { return o.AnnotationPrefix + "/" + name }
+// Annotation is the key of an annotation of the operator's (under
+// AnnotationPrefix).
+func (o *Options) Annotation(name string) string { return o.AnnotationPrefix + "/" + name }
 
-func (o *Options) selected(u client.Object) bool {
+// Selected: the operator handles u (it carries the watch filter's label,
+// or there is no filter).
+func (o *Options) Selected(u client.Object) bool {
 	return o.WatchFilter == "" || u.GetLabels()[WatchFilterLabel] == o.WatchFilter
 }

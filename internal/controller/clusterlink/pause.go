@@ -36,11 +36,11 @@ func paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, 
 	return p, nil
 }
 
-// readActiveWC is the read and pause phases the WC controllers besides the
+// ReadActiveWC is the read and pause phases the WC controllers besides the
 // wiring share: the MC's own request, a WC that is gone and a paused one
 // are nothing to do (u nil). What could be parsed comes with the parse
 // errors: a deletion needs only names and IDs.
-func readActiveWC(ctx context.Context, c client.Reader, req ctrl.Request, mc types.NamespacedName) (*unstructured.Unstructured, *capz.AzureCluster, field.ErrorList, error) {
+func ReadActiveWC(ctx context.Context, c client.Reader, req ctrl.Request, mc types.NamespacedName) (*unstructured.Unstructured, *capz.AzureCluster, field.ErrorList, error) {
 	if req.NamespacedName == mc {
 		return nil, nil, nil, nil
 	}

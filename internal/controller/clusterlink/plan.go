@@ -12,8 +12,8 @@ import (
 // (toWC) and its endpoints to the MC (toMC), each without the entries of
 // the operator's name that someone else holds (neither written over nor
 // observed as the operator's), the field managers of the WC's entries,
-// and the problems found on the way. The DNS controller reads the same
-// plan to know which sides have endpoints.
+// and the problems found on the way. The DNS mode reads the same plan
+// (Wiring.Serves) to know which sides have endpoints.
 type plan struct {
 	toWC, toMC []Endpoint
 	wcOwners   map[capz.EndpointKey][]string

@@ -22,7 +22,7 @@ const (
 	// ConditionGSPrivateLinksReady is the compatibility condition existing
 	// installations read: True once every endpoint is approved and
 	// annotated; Unknown, with the reason and message of what it waits
-	// for, otherwise (never False, see setWaitingCondition).
+	// for, otherwise (never False, see SetWaitingCondition).
 	ConditionGSPrivateLinksReady = "GSPrivateLinksReady"
 )
 

@@ -48,7 +48,7 @@ func (r *WCReconciler) noteState(u *unstructured.Unstructured, ep Endpoint, stat
 // removed.
 func (r *WCReconciler) reportTransitions(u *unstructured.Unstructured, before, after map[string]string) {
 	key := u.GetNamespace() + "/" + u.GetName()
-	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
+	for _, name := range []string{r.Opts.Annotation(AnnotationAPIServerIP), r.Opts.Annotation(AnnotationMCIngressIP)} {
 		was, had := before[name]
 		now, has := after[name]
 		switch {
@@ -95,31 +95,31 @@ func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation,
 	default:
 		reason, msg = ReasonNothingToWire, "no private endpoint is wired for this cluster: none of its private links allows the management cluster's subscription, and the management cluster is not private"
 	}
-	if conditionOf(u, ConditionGSPrivateLinksReady) == nil && (reason == ReasonNothingToWire || reason == ReasonWaitingForPrivateLinks || reason == ReasonEndpointProvisioning) {
+	if ConditionOf(u, ConditionGSPrivateLinksReady) == nil && (reason == ReasonNothingToWire || reason == ReasonWaitingForPrivateLinks || reason == ReasonEndpointProvisioning) {
 		return "", ""
 	}
 	return reason, msg
 }
 
 func (r *WCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
-	warnOnce(r.Recorder, &r.memory, u, reason, msg)
+	WarnOnce(r.Recorder, &r.memory, u, reason, msg)
 }
 
-// warnOnce emits a Warning Event the first time mem sees it for u.
-func warnOnce(rec events.EventRecorder, mem *eventMemory, u *unstructured.Unstructured, reason, msg string) {
+// WarnOnce emits a Warning Event the first time mem sees it for u.
+func WarnOnce(rec events.EventRecorder, mem *EventMemory, u *unstructured.Unstructured, reason, msg string) {
 	if mem.first(u.GetNamespace()+"/"+u.GetName(), reason+":"+msg) {
 		rec.Eventf(u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
 	}
 }
 
-// eventMemory remembers which events a WC has had, so that a state or a
+// EventMemory remembers which events a WC has had, so that a state or a
 // problem is reported when it begins, not on every reconcile.
-type eventMemory struct {
+type EventMemory struct {
 	mu   sync.Mutex
 	seen map[string]map[string]bool
 }
 
-func (m *eventMemory) first(key, id string) bool {
+func (m *EventMemory) first(key, id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil {
@@ -137,7 +137,7 @@ func (m *eventMemory) first(key, id string) bool {
 
 // keepOnly forgets remembered problems that are gone, so they are reported
 // again if they come back.
-func (m *eventMemory) keepOnly(key string, ids []string) {
+func (m *EventMemory) keepOnly(key string, ids []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id := range m.seen[key] {
@@ -148,7 +148,7 @@ func (m *eventMemory) keepOnly(key string, ids []string) {
 }
 
 // resetStates forgets waiting states once an endpoint is ready.
-func (m *eventMemory) resetStates(key string) {
+func (m *EventMemory) resetStates(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id := range m.seen[key] {
@@ -158,15 +158,16 @@ func (m *eventMemory) resetStates(key string) {
 	}
 }
 
-func (m *eventMemory) forget(key string) {
+// Forget forgets everything reported for key (a cluster that is gone).
+func (m *EventMemory) Forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.seen, key)
 }
 
-// classifyAndReport turns an Azure error into a result, an event and a log
+// ClassifyAndReport turns an Azure error into a result, an event and a log
 // line that match its class (docs/design.md, *Classify errors once*).
-func classifyAndReport(ctx context.Context, rec events.EventRecorder, obj client.Object, opts Options, what string, err error) (ctrl.Result, error) {
+func ClassifyAndReport(ctx context.Context, rec events.EventRecorder, obj client.Object, opts Options, what string, err error) (ctrl.Result, error) {
 	c := azure.Classify(err)
 	log := ctrl.LoggerFrom(ctx)
 	switch c.Class {

@@ -44,7 +44,7 @@ const (
 	DNSFieldManager = "azure-private-endpoint-operator-dns"
 )
 
-// What a side of dnsHeld holds besides an address.
+// What a side of DNSHeld holds besides an address.
 const (
 	// heldNothing: the operator writes no records on that side (no
 	// endpoints, or names it cannot build).
@@ -55,9 +55,9 @@ const (
 	dnsReleased = "released"
 )
 
-// dnsHeld is AnnotationPrivateDNS, parsed. A side missing from it is
+// DNSHeld is AnnotationPrivateDNS, parsed. A side missing from it is
 // unknown; "" is a side whose records hold no address.
-type dnsHeld struct {
+type DNSHeld struct {
 	// Recorded: the annotation exists (this operator wrote DNS mode's
 	// state for the object at least once).
 	Recorded bool
@@ -65,8 +65,8 @@ type dnsHeld struct {
 	Released bool
 }
 
-func parseDNSHeld(v string, recorded bool) dnsHeld {
-	st := dnsHeld{Recorded: recorded, Sides: map[DNSSide]string{}}
+func parseDNSHeld(v string, recorded bool) DNSHeld {
+	st := DNSHeld{Recorded: recorded, Sides: map[DNSSide]string{}}
 	for part := range strings.SplitSeq(v, ",") {
 		part = strings.TrimSpace(part)
 		if part == dnsReleased {
@@ -82,7 +82,7 @@ func parseDNSHeld(v string, recorded bool) dnsHeld {
 	return st
 }
 
-func (s dnsHeld) String() string {
+func (s DNSHeld) String() string {
 	parts := make([]string, 0, len(s.Sides)+1)
 	for _, side := range []DNSSide{DNSSideMC, DNSSideWC} {
 		held, ok := s.Sides[side]
@@ -97,7 +97,7 @@ func (s dnsHeld) String() string {
 	return strings.Join(parts, ",")
 }
 
-func (s dnsHeld) clone() dnsHeld {
+func (s DNSHeld) clone() DNSHeld {
 	out := s
 	out.Sides = make(map[DNSSide]string, len(s.Sides))
 	for k, v := range s.Sides {
@@ -106,33 +106,33 @@ func (s dnsHeld) clone() dnsHeld {
 	return out
 }
 
-// dnsHeldOf reads a WC's DNS state. A cluster without the annotation whose
+// DNSHeldOf reads a WC's DNS state. A cluster without the annotation whose
 // GSDNSZoneReady was ever written had DNS from an operator before this
 // state existed: every side is unknown. One without either never had any:
 // every side holds nothing.
-func dnsHeldOf(u *unstructured.Unstructured, annotation func(string) string) dnsHeld {
+func DNSHeldOf(u *unstructured.Unstructured, annotation func(string) string) DNSHeld {
 	v, ok := u.GetAnnotations()[annotation(AnnotationPrivateDNS)]
 	if ok {
 		return parseDNSHeld(v, true)
 	}
-	st := dnsHeld{Sides: map[DNSSide]string{}}
-	if !hasCondition(u, ConditionGSDNSZoneReady) {
+	st := DNSHeld{Sides: map[DNSSide]string{}}
+	if !HasCondition(u, ConditionGSDNSZoneReady) {
 		st.Sides[DNSSideMC], st.Sides[DNSSideWC] = heldNothing, heldNothing
 	}
 	return st
 }
 
-// mayHold says whether records the operator wrote may hold an address
+// MayHold says whether records the operator wrote may hold an address
 // (a side unknown or holding one).
-func (s dnsHeld) mayHold() bool {
+func (s DNSHeld) MayHold() bool {
 	if !s.Recorded {
 		return false
 	}
-	return s.sideMayHold(DNSSideMC) || s.sideMayHold(DNSSideWC)
+	return s.SideMayHold(DNSSideMC) || s.SideMayHold(DNSSideWC)
 }
 
-// sideMayHold is mayHold for one side.
-func (s dnsHeld) sideMayHold(side DNSSide) bool {
+// SideMayHold is MayHold for one side.
+func (s DNSHeld) SideMayHold(side DNSSide) bool {
 	held, known := s.Sides[side]
 	return s.Recorded && (!known || len(addresses(held)) > 0)
 }
@@ -160,7 +160,7 @@ func mayHoldEither(was, ip string) string {
 
 // allowsDelete says whether an endpoint of direction d whose address is
 // ip may be deleted: its side's records are known not to hold ip.
-func (s dnsHeld) allowsDelete(d Direction, ip string) bool {
+func (s DNSHeld) allowsDelete(d Direction, ip string) bool {
 	held, known := s.Sides[dnsSide(d)]
 	as := addresses(held)
 	return known && (len(as) == 0 || ip != "" && !slices.Contains(as, ip))
@@ -169,14 +169,14 @@ func (s dnsHeld) allowsDelete(d Direction, ip string) bool {
 // holds says whether d's side's records are known to hold ip and nothing
 // else (or that the operator writes none there), so that the endpoint
 // they held before may go.
-func (s dnsHeld) holds(d Direction, ip string) bool {
+func (s DNSHeld) holds(d Direction, ip string) bool {
 	held, known := s.Sides[dnsSide(d)]
 	return known && (held == heldNothing || held == ip)
 }
 
 // caughtUp says whether the MC side's records hold no address but ip, the
 // one the API server annotation holds now.
-func (s dnsHeld) caughtUp(ip string) bool {
+func (s DNSHeld) caughtUp(ip string) bool {
 	held, known := s.Sides[DNSSideMC]
 	return known && (len(addresses(held)) == 0 || held == ip)
 }
@@ -191,11 +191,11 @@ func dnsSide(d Direction) DNSSide {
 	return DNSSideWC
 }
 
-// writeDNSHeld records st on the WC (a merge patch of the one annotation,
+// WriteDNSHeld records st on the WC (a merge patch of the one annotation,
 // by DNS mode's field manager) when it differs from what is there.
-func writeDNSHeld(ctx context.Context, c client.Client, u *unstructured.Unstructured, annotation func(string) string, st dnsHeld) error {
+func WriteDNSHeld(ctx context.Context, c client.Client, u *unstructured.Unstructured, annotation func(string) string, st DNSHeld) error {
 	name := annotation(AnnotationPrivateDNS)
-	if v, ok := u.GetAnnotations()[name]; ok && v == st.String() || !ok && st.String() == dnsHeldOf(u, annotation).String() {
+	if v, ok := u.GetAnnotations()[name]; ok && v == st.String() || !ok && st.String() == DNSHeldOf(u, annotation).String() {
 		return nil // recorded already, or what a cluster without the annotation is taken to hold
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -247,9 +247,9 @@ func publishingOf(u *unstructured.Unstructured, view *capz.AzureCluster, opts Op
 	}
 	p := &Publishing{Cluster: view}
 	ann := u.GetAnnotations()
-	ip := ann[opts.annotation(AnnotationAPIServerIP)]
+	ip := ann[opts.Annotation(AnnotationAPIServerIP)]
 	if opts.DNS.Enabled {
-		st := dnsHeldOf(u, opts.annotation)
+		st := DNSHeldOf(u, opts.Annotation)
 		if view.Deleting && !st.Released || !view.Deleting && !st.caughtUp(ip) {
 			p.All = true
 			return p
@@ -258,7 +258,7 @@ func publishingOf(u *unstructured.Unstructured, view *capz.AzureCluster, opts Op
 	if view.Deleting || ip == "" {
 		return nil
 	}
-	if p.Entry = ann[opts.annotation(AnnotationAPIServerEndpoint)]; p.Entry == "" {
+	if p.Entry = ann[opts.Annotation(AnnotationAPIServerEndpoint)]; p.Entry == "" {
 		p.All = true
 	}
 	return p
@@ -278,46 +278,64 @@ func CarryPublished(want, current map[string][]capz.PrivateEndpoint, pubs []Publ
 	})
 }
 
-// dnsPass is what one DNS pass records of a cluster's records: before,
-// written before Azure is, says the records may hold the old address or
-// the new one of every side about to change; after, written at the end,
-// what they hold then.
-type dnsPass struct {
-	held, before, after dnsHeld
+// DNSWrite is what a DNS pass is about to do on one side of a cluster:
+// make its records hold IP ("" removes them), or remove them because the
+// names are refused.
+type DNSWrite struct {
+	Side    DNSSide
+	IP      string
+	Refused bool
 }
 
-func newDNSPass(held dnsHeld, sets []DNSSet) dnsPass {
-	p := dnsPass{held: held, after: noteNoDNS(held, sets)}
+// DNSPass is what one DNS pass records of a cluster's records: before,
+// written before Azure is, says the records may hold the old address or
+// the new one of every side about to change; after, written at the end,
+// what they hold then. The DNS mode writes both (WriteDNSHeld); the
+// wiring reads them (DNSHeldOf).
+type DNSPass struct {
+	held, before, after DNSHeld
+}
+
+// NewDNSPass starts a pass over writes from what the cluster says its
+// records hold.
+func NewDNSPass(held DNSHeld, writes []DNSWrite) DNSPass {
+	p := DNSPass{held: held, after: noteNoDNS(held, writes)}
 	p.before = p.after.clone()
-	for _, set := range sets {
-		if was, known := held.Sides[set.Side]; known && !p.skip(set) && was != set.IP {
-			p.before.Sides[set.Side] = mayHoldEither(was, set.IP)
+	for _, w := range writes {
+		if was, known := held.Sides[w.Side]; known && !p.Skip(w) && was != w.IP {
+			p.before.Sides[w.Side] = mayHoldEither(was, w.IP)
 		}
 	}
 	return p
 }
 
-// skip: not approved yet, and the cluster says no record of this side
+// Before is what to record before Azure is written; After what the
+// records hold once the pass is over (also when it failed).
+func (p *DNSPass) Before() DNSHeld { return p.before }
+func (p *DNSPass) After() DNSHeld  { return p.after }
+
+// Skip: not approved yet, and the cluster says no record of this side
 // holds an address: nothing to remove, and no read to spend on finding
 // that out.
-func (p *dnsPass) skip(set DNSSet) bool {
-	was, known := p.held.Sides[set.Side]
-	return set.IP == "" && !set.Refused && known && len(addresses(was)) == 0
+func (p *DNSPass) Skip(w DNSWrite) bool {
+	was, known := p.held.Sides[w.Side]
+	return w.IP == "" && !w.Refused && known && len(addresses(was)) == 0
 }
 
-func (p *dnsPass) skipped(set DNSSet) { p.after.Sides[set.Side] = p.held.Sides[set.Side] }
+// Skipped notes a side left as it was.
+func (p *DNSPass) Skipped(w DNSWrite) { p.after.Sides[w.Side] = p.held.Sides[w.Side] }
 
-// done notes a set's write: in place (ok) it holds its address; otherwise
-// what before said (either address), or unknown.
-func (p *dnsPass) done(set DNSSet, ok bool) {
-	was, known := p.before.Sides[set.Side]
+// Done notes a side's write: in place (ok) it holds its address;
+// otherwise what before said (either address), or unknown.
+func (p *DNSPass) Done(w DNSWrite, ok bool) {
+	was, known := p.before.Sides[w.Side]
 	switch {
 	case ok:
-		p.after.Sides[set.Side] = set.IP
+		p.after.Sides[w.Side] = w.IP
 	case known:
-		p.after.Sides[set.Side] = was
+		p.after.Sides[w.Side] = was
 	default:
-		delete(p.after.Sides, set.Side)
+		delete(p.after.Sides, w.Side)
 	}
 }
 
@@ -325,11 +343,11 @@ func (p *dnsPass) done(set DNSSet, ok bool) {
 // nothing — unless their records may hold an address: a side whose names
 // can no longer be built (a refused base domain) keeps what it wrote, so
 // it keeps saying so, and what publishes that address stays.
-func noteNoDNS(held dnsHeld, sets []DNSSet) dnsHeld {
+func noteNoDNS(held DNSHeld, writes []DNSWrite) DNSHeld {
 	out := held.clone()
 	out.Released = false
 	for _, side := range []DNSSide{DNSSideMC, DNSSideWC} {
-		if !slices.ContainsFunc(sets, func(s DNSSet) bool { return s.Side == side }) && !held.sideMayHold(side) {
+		if !slices.ContainsFunc(writes, func(w DNSWrite) bool { return w.Side == side }) && !held.SideMayHold(side) {
 			out.Sides[side] = heldNothing
 		}
 	}

@@ -38,8 +38,8 @@ func TestDNSHeld(t *testing.T) {
 		{name: "an address unknown to the wiring", annotation: new("mc=10.0.0.5,wc=-"), ip: "", mayHold: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := dnsHeldOf(heldCluster(c.annotation, c.condition), (&Options{AnnotationPrefix: DefaultAnnotationPrefix}).annotation)
-			got := [4]bool{h.allowsDelete(DirectionMCToWC, c.ip), h.holds(DirectionMCToWC, c.ip), h.caughtUp(c.ip), h.mayHold()}
+			h := DNSHeldOf(heldCluster(c.annotation, c.condition), (&Options{AnnotationPrefix: DefaultAnnotationPrefix}).Annotation)
+			got := [4]bool{h.allowsDelete(DirectionMCToWC, c.ip), h.holds(DirectionMCToWC, c.ip), h.caughtUp(c.ip), h.MayHold()}
 			if want := [4]bool{c.heal, c.holds, c.caughtUp, c.mayHold}; got != want {
 				t.Errorf("allowsDelete, holds, caughtUp, mayHold = %v, want %v", got, want)
 			}
@@ -59,31 +59,31 @@ func TestDNSHeld(t *testing.T) {
 // loses its address keeps saying it until it is gone; a failed write
 // leaves what before said.
 func TestDNSPass(t *testing.T) {
-	set := func(side DNSSide, ip string) DNSSet { return DNSSet{Side: side, IP: ip} }
+	set := func(side DNSSide, ip string) DNSWrite { return DNSWrite{Side: side, IP: ip} }
 	for _, c := range []struct {
 		reason, held  string
-		sets          []DNSSet
+		sets          []DNSWrite
 		ok            bool
 		before, after string
 	}{
-		{"first address", "mc=-,wc=-", []DNSSet{set(DNSSideMC, "10.0.0.4"), set(DNSSideWC, "10.1.0.4")}, true, "mc=10.0.0.4,wc=10.1.0.4", "mc=10.0.0.4,wc=10.1.0.4"},
-		{"a move", "mc=10.0.0.4,wc=10.1.0.4", []DNSSet{set(DNSSideMC, "10.0.0.5"), set(DNSSideWC, "10.1.0.4")}, true, "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4", "mc=10.0.0.5,wc=10.1.0.4"},
-		{"a move that failed", "mc=10.0.0.4,wc=10.1.0.4", []DNSSet{set(DNSSideMC, "10.0.0.5"), set(DNSSideWC, "10.1.0.4")}, false, "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4", "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4"},
-		{"a removal", "mc=10.0.0.4,wc=-", []DNSSet{set(DNSSideMC, "")}, true, "mc=10.0.0.4,wc=-", "mc=,wc=-"},
-		{"not approved yet: skipped", "mc=-,wc=-", []DNSSet{set(DNSSideMC, "")}, true, "mc=-,wc=-", "mc=-,wc=-"},
-		{"unknown stays unknown until written", "mc=?,wc=-", []DNSSet{set(DNSSideMC, "10.0.0.4")}, false, "mc=?,wc=-", "mc=?,wc=-"},
+		{"first address", "mc=-,wc=-", []DNSWrite{set(DNSSideMC, "10.0.0.4"), set(DNSSideWC, "10.1.0.4")}, true, "mc=10.0.0.4,wc=10.1.0.4", "mc=10.0.0.4,wc=10.1.0.4"},
+		{"a move", "mc=10.0.0.4,wc=10.1.0.4", []DNSWrite{set(DNSSideMC, "10.0.0.5"), set(DNSSideWC, "10.1.0.4")}, true, "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4", "mc=10.0.0.5,wc=10.1.0.4"},
+		{"a move that failed", "mc=10.0.0.4,wc=10.1.0.4", []DNSWrite{set(DNSSideMC, "10.0.0.5"), set(DNSSideWC, "10.1.0.4")}, false, "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4", "mc=10.0.0.4|10.0.0.5,wc=10.1.0.4"},
+		{"a removal", "mc=10.0.0.4,wc=-", []DNSWrite{set(DNSSideMC, "")}, true, "mc=10.0.0.4,wc=-", "mc=,wc=-"},
+		{"not approved yet: skipped", "mc=-,wc=-", []DNSWrite{set(DNSSideMC, "")}, true, "mc=-,wc=-", "mc=-,wc=-"},
+		{"unknown stays unknown until written", "mc=?,wc=-", []DNSWrite{set(DNSSideMC, "10.0.0.4")}, false, "mc=?,wc=-", "mc=?,wc=-"},
 		{"a side without a set that may hold an address keeps saying so", "mc=10.0.0.4,wc=-", nil, true, "mc=10.0.0.4,wc=-", "mc=10.0.0.4,wc=-"},
 	} {
-		p := newDNSPass(parseDNSHeld(c.held, true), c.sets)
+		p := NewDNSPass(parseDNSHeld(c.held, true), c.sets)
 		if p.before.String() != c.before {
 			t.Errorf("%s: before = %q, want %q", c.reason, p.before.String(), c.before)
 		}
 		for _, s := range c.sets {
-			if p.skip(s) {
-				p.skipped(s)
+			if p.Skip(s) {
+				p.Skipped(s)
 				continue
 			}
-			p.done(s, c.ok)
+			p.Done(s, c.ok)
 		}
 		if p.after.String() != c.after {
 			t.Errorf("%s: after = %q, want %q", c.reason, p.after.String(), c.after)

@@ -14,7 +14,6 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusters,verbs=get;list;watch;patch
@@ -27,10 +26,7 @@ import (
 
 // Setup registers the AzureCluster controllers with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
-	opts.setDefaults()
-	if opts.DNSEngine == nil {
-		opts.DNSEngine = &dnsengine.Engine{Budget: opts.DNS.Budget(), Reader: mgr.GetAPIReader(), Check: opts.DNS.Check}
-	}
+	opts.SetDefaults()
 	rec := mgr.GetEventRecorder("azure-private-endpoint-operator")
 	detector := &Detector{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
@@ -39,17 +35,13 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: AzureEndpoints{Clients: clients, Observer: observer}, Orphans: orphans}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
-	selected := opts.selected
+	selected := opts.Selected
 	// Every AzureCluster and Cluster event asks for one MC reconcile after
 	// MCWriteDelay: events of that window collapse into it.
 	mcb := ctrl.NewControllerManagedBy(mgr).Named("management-cluster").
 		Watches(newAzureCluster(), delayed(mcKey, opts.MCWriteDelay, selected)).
 		Watches(newCluster(), delayed(mcKey, opts.MCWriteDelay, selected))
-	wcb := ctrl.NewControllerManagedBy(mgr).Named("workload-cluster").
-		For(newAzureCluster()).
-		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).
-		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
-		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged()))
+	wcb := WorkloadClusterController(mgr, "workload-cluster", opts)
 	if opts.PrivateLinkServices {
 		// The WC's managed AzurePrivateLinkService becoming Ready is its
 		// "private links ready".
@@ -57,11 +49,6 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, managed))
 		wcb = wcb.Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(wcOfManagedLink))
 		if err := setupManagedLinks(mgr, opts, rec, wcr); err != nil {
-			return err
-		}
-	}
-	if opts.DNS.Enabled {
-		if err := setupDNS(mgr, opts, clients, rec); err != nil {
 			return err
 		}
 	}
@@ -95,31 +82,4 @@ func setupManagedLinks(mgr ctrl.Manager, opts Options, rec events.EventRecorder,
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
-}
-
-// setupDNS registers the DNS mode's controller, which follows what the
-// wiring publishes on the workload clusters, with a snapshot of the MC of
-// its own.
-func setupDNS(mgr ctrl.Manager, opts Options, clients *azure.Clients, rec events.EventRecorder) error {
-	// Workload clusters of one resource group share their WC-side zone
-	// (WCSideConflict).
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), groupIndex, resourceGroupOf); err != nil {
-		return err
-	}
-	// A public cluster's domain is not taken by a later private namesake
-	// (PublicNamesakes).
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), nameIndex, nameOf); err != nil {
-		return err
-	}
-	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec,
-		DNS: AzureDNS{Clients: clients, Engine: opts.DNSEngine}}
-	neighbours, released := neighboursOnRelease(mgr.GetClient(), opts.annotation)
-	return ctrl.NewControllerManagedBy(mgr).Named("wiring-dns").
-		For(newAzureCluster()).
-		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).
-		Watches(newAzureCluster(), neighbours, builder.WithPredicates(released)).
-		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
-		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(dr)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -160,8 +161,8 @@ func TestSameNamedClusterDoesNotWriteIntoHoldersZone(t *testing.T) {
 
 	mergePatch(t, w, types.NamespacedName{Namespace: "org-b", Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
 	u := wired(t, w, "wc1", true, true) // the name is free once org-b's entry is gone
-	waitEvent(t, w, key, clusterlink.ReasonDNSZoneHeld)
-	dnsZoneUnknown(t, w, clusterlink.ReasonDNSZoneHeld, "org-b")
+	waitEvent(t, w, key, wiringdns.ReasonDNSZoneHeld)
+	dnsZoneUnknown(t, w, wiringdns.ReasonDNSZoneHeld, "org-b")
 	if r := w.Sim.Resolve(mcVNet, "api."+zone); r.Status == azuresim.ResolveOK {
 		t.Errorf("org-a/wc1 wrote into org-b/wc1's zone: %+v", r)
 	}
@@ -205,8 +206,8 @@ func TestPrivateClusterNamedLikeAnEarlierPublicOne(t *testing.T) {
 	})
 	wired(t, w, "wc1", true, true)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
-	waitEvent(t, w, key, clusterlink.ReasonDNSNameReserved)
-	dnsZoneUnknown(t, w, clusterlink.ReasonDNSNameReserved, "org-0")
+	waitEvent(t, w, key, wiringdns.ReasonDNSNameReserved)
+	dnsZoneUnknown(t, w, wiringdns.ReasonDNSNameReserved, "org-0")
 	for _, z := range w.Sim.Resources("Microsoft.Network/privateDnsZones") {
 		if strings.HasSuffix(strings.ToLower(z.ID), "/privatednszones/wc1."+baseDomain) {
 			t.Errorf("a zone shadows the public cluster's domain in the MC's network: %s", z.ID)

@@ -2,13 +2,13 @@ package clusterlink
 
 import "time"
 
-// driftCheck is how long until a converged cluster's next drift check.
-func (o *Options) driftCheck() time.Duration {
+// DriftCheckInterval is how long until a converged cluster's next drift check.
+func (o *Options) DriftCheckInterval() time.Duration {
 	return untilTick(time.Now(), o.DriftCheck, o.tickPhase)
 }
 
-// pendingRecheck is how long until a waiting cluster's next look at Azure.
-func (o *Options) pendingRecheck() time.Duration {
+// PendingRecheckInterval is how long until a waiting cluster's next look at Azure.
+func (o *Options) PendingRecheckInterval() time.Duration {
 	return untilTick(time.Now(), o.PendingRecheck, o.tickPhase)
 }
 

@@ -2,7 +2,6 @@ package clusterlink
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -148,47 +147,4 @@ func subscriptionChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld == nil || e.ObjectNew == nil || sub(e.ObjectOld) != sub(e.ObjectNew)
 	}}
-}
-
-// neighboursOnRelease wakes, when a workload cluster goes or its DNS
-// changes hands (AnnotationPrivateDNS changes, or it starts deleting), the
-// clusters that may have waited for it: those of its name in other
-// namespaces (DNSNameReserved, DNSZoneHeld) and those of its resource
-// group (DNSRecordConflict, WCSideConflict). Without it they are looked
-// at again only at their next terminal recheck.
-func neighboursOnRelease(c client.Reader, annotation func(string) string) (handler.EventHandler, predicate.Funcs) {
-	key := annotation(AnnotationPrivateDNS)
-	released := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetAnnotations()[key] != e.ObjectNew.GetAnnotations()[key] ||
-				e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-		},
-	}
-	mapper := func(ctx context.Context, o client.Object) []reconcile.Request {
-		var out []reconcile.Request
-		seen := map[types.NamespacedName]bool{client.ObjectKeyFromObject(o): true}
-		lists := []client.MatchingFields{{nameIndex: strings.ToLower(o.GetName())}}
-		if g := resourceGroupOf(o); len(g) > 0 {
-			lists = append(lists, client.MatchingFields{groupIndex: g[0]})
-		}
-		for _, fields := range lists {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-			if err := c.List(ctx, list, fields, client.UnsafeDisableDeepCopy); err != nil {
-				return out // the terminal recheck comes anyway
-			}
-			for i := range list.Items {
-				k := client.ObjectKeyFromObject(&list.Items[i])
-				if !seen[k] {
-					seen[k] = true
-					out = append(out, reconcile.Request{NamespacedName: k})
-				}
-			}
-		}
-		return out
-	}
-	return handler.EnqueueRequestsFromMapFunc(mapper), released
 }

@@ -38,7 +38,7 @@ type WCReconciler struct {
 	// Clock drives healing; the real clock when nil.
 	Clock clock.PassiveClock
 
-	memory eventMemory
+	memory EventMemory
 	mc     mcSnapshot
 	heal   heal.Tracker
 	seen   firstSeen
@@ -69,7 +69,7 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	if u == nil {
 		endpointStates.set(key, nil)
-		r.memory.forget(key)
+		r.memory.Forget(key)
 		r.seen.forget(req.NamespacedName)
 		r.heal.ForgetIdle()
 		return ctrl.Result{}, nil
@@ -91,12 +91,12 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if wc.Deleting {
 		return r.release(ctx, u, wc, mcs)
 	}
-	if !r.Opts.selected(u) {
+	if !r.Opts.Selected(u) {
 		return ctrl.Result{}, nil
 	}
 	if len(errs) > 0 {
 		r.warnOnce(u, ReasonInvalidSpec, errs.ToAggregate().Error())
-		return ctrl.Result{}, setWaitingCondition(ctx, r.Client, r.APIReader, u, ConditionGSPrivateLinksReady, ReasonInvalidSpec,
+		return ctrl.Result{}, SetWaitingCondition(ctx, r.Client, r.APIReader, u, ConditionGSPrivateLinksReady, ReasonInvalidSpec,
 			"the AzureCluster's spec cannot be read, nothing is wired until it is fixed: "+errs.ToAggregate().Error())
 	}
 	if mcs.u == nil {
@@ -223,7 +223,7 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 		return r.setCondition(ctx, w.u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated", false)
 	}
 	if reason, msg := whyWaiting(w.u, w.problems, w.o, len(w.toWC)+len(w.toMC)); reason != "" {
-		return setWaitingCondition(ctx, r.Client, r.APIReader, w.u, ConditionGSPrivateLinksReady, reason, msg)
+		return SetWaitingCondition(ctx, r.Client, r.APIReader, w.u, ConditionGSPrivateLinksReady, reason, msg)
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ func (r *WCReconciler) sweepOrphans(ctx context.Context, wc *capz.AzureCluster, 
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		result = lowestNonZeroResult(result, res)
+		result = LowestNonZeroResult(result, res)
 	}
 	return result, nil
 }
@@ -252,16 +252,16 @@ func (r *WCReconciler) dnsAllowsHeal(u *unstructured.Unstructured, d Direction, 
 	if d == DirectionWCToMC {
 		ann = AnnotationMCIngressIP
 	}
-	if ip != "" && u.GetAnnotations()[r.Opts.annotation(ann)] == ip {
+	if ip != "" && u.GetAnnotations()[r.Opts.Annotation(ann)] == ip {
 		return false
 	}
-	return !r.Opts.DNS.Enabled || dnsHeldOf(u, r.Opts.annotation).allowsDelete(d, ip)
+	return !r.Opts.DNS.Enabled || DNSHeldOf(u, r.Opts.Annotation).allowsDelete(d, ip)
 }
 
 // dnsHolds says whether the records of a direction's side hold ip (or the
 // DNS mode is off), so that the endpoint they held before may go.
 func (r *WCReconciler) dnsHolds(u *unstructured.Unstructured, d Direction, ip string) bool {
-	return !r.Opts.DNS.Enabled || dnsHeldOf(u, r.Opts.annotation).holds(d, ip)
+	return !r.Opts.DNS.Enabled || DNSHeldOf(u, r.Opts.Annotation).holds(d, ip)
 }
 
 // knownLBType reports whether an API server load balancer type is one the
@@ -270,10 +270,10 @@ func knownLBType(t string) bool {
 	return t == capz.LBTypeInternal || t == capz.LBTypePublic || t == ""
 }
 
-// lowestNonZeroResult is the sooner of two results: a requeue wins over
+// LowestNonZeroResult is the sooner of two results: a requeue wins over
 // none, and the shorter RequeueAfter over the longer (as Cluster API's
 // util.LowestNonZeroResult).
-func lowestNonZeroResult(a, b ctrl.Result) ctrl.Result {
+func LowestNonZeroResult(a, b ctrl.Result) ctrl.Result {
 	switch {
 	case a.RequeueAfter == 0:
 		return b
@@ -300,10 +300,10 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",
 			"management cluster %s does not exist; releasing the finalizer without cleaning up its private endpoints", r.Opts.ManagementCluster)
 	}
-	if r.Opts.DNS.Enabled && !dnsHeldOf(u, r.Opts.annotation).Released {
+	if r.Opts.DNS.Enabled && !DNSHeldOf(u, r.Opts.Annotation).Released {
 		// The DNS controller removes the cluster's DNS and records that on
 		// the cluster, whose update brings this reconcile back.
-		return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
+		return ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()}, nil
 	}
 	if err := r.apply(ctx, u, wc, capz.CurrentOwned(u, wc, capz.FieldManager), capz.Owned{}); err != nil {
 		return ctrl.Result{}, err
@@ -326,6 +326,6 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 		"the management cluster's private endpoints to this cluster are removed; finalizer %s released", Finalizer)
 	key := wc.Namespace + "/" + wc.Name
 	endpointStates.set(key, nil)
-	r.memory.forget(key)
+	r.memory.Forget(key)
 	return ctrl.Result{}, nil
 }

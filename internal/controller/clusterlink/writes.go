@@ -20,7 +20,7 @@ import (
 // WC's entries, annotations and finalizer (apply, one server-side apply
 // and a guarded JSON patch for what it cannot remove), the MC's entries
 // (applyMC), stale entries of the older operator (removeStale), the
-// compatibility conditions (setTrueCondition), and the heal request that
+// compatibility conditions (SetTrueCondition), and the heal request that
 // makes CAPZ reconcile (requestCAPZReconcile). Decisions are made
 // elsewhere; these only write what was decided.
 
@@ -40,7 +40,7 @@ func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, 
 		wcWrites.Inc()
 	}
 	var ops []map[string]any
-	for _, name := range []string{r.Opts.annotation(AnnotationAPIServerIP), r.Opts.annotation(AnnotationMCIngressIP)} {
+	for _, name := range []string{r.Opts.Annotation(AnnotationAPIServerIP), r.Opts.Annotation(AnnotationMCIngressIP)} {
 		if _, keep := want.Annotations[name]; !keep {
 			if _, present := u.GetAnnotations()[name]; present {
 				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + capz.JSONPointerEscape(name)})
@@ -72,16 +72,16 @@ func (r *WCReconciler) apply(ctx context.Context, u *unstructured.Unstructured, 
 // neither lost nor a conflict. A True condition is written again only when
 // exact and its message differs.
 func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
-	return setTrueCondition(ctx, r.Client, r.APIReader, u, typ, reason, message, exact)
+	return SetTrueCondition(ctx, r.Client, r.APIReader, u, typ, reason, message, exact)
 }
 
-// setTrueCondition is setCondition for either controller that writes a
+// SetTrueCondition is setCondition for either controller that writes a
 // WC's conditions; reader (c when nil) reads past the cache.
-func setTrueCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
+func SetTrueCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
 	return writeCondition(ctx, c, reader, u, typ, "True", reason, message, exact)
 }
 
-// setWaitingCondition writes a compatibility condition Unknown, with the
+// SetWaitingCondition writes a compatibility condition Unknown, with the
 // reason and message of what the cluster waits for, when they differ.
 // Never False: CAPZ's Ready is the summary of every condition of the
 // AzureCluster (cluster-api's v1beta1 SetSummary), where a False one of
@@ -89,14 +89,14 @@ func setTrueCondition(ctx context.Context, c client.Client, reader client.Reader
 // a broken cluster; Unknown ranks below True there, so CAPZ's Ready stays
 // CAPZ's (mergePriority in cluster-api's util/conditions, v1.14). Gates
 // (--azure-cluster-gates) and people read the reason either way.
-func setWaitingCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string) error {
+func SetWaitingCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string) error {
 	return writeCondition(ctx, c, reader, u, typ, "Unknown", reason, message, true)
 }
 
 // writeCondition writes one condition of a WC (status True or Unknown).
 func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, status, reason, message string, exact bool) error {
 	current := func(o *unstructured.Unstructured) bool {
-		m := conditionOf(o, typ)
+		m := ConditionOf(o, typ)
 		return m != nil && m["status"] == status && (status == "True" || m["reason"] == reason) && (!exact || m["message"] == message)
 	}
 	if current(u) {
@@ -118,7 +118,7 @@ func writeCondition(ctx context.Context, c client.Client, reader client.Reader, 
 		"reason":             reason,
 		"message":            message,
 	}
-	if was := conditionOf(fresh, typ); was != nil && was["status"] == status && was["lastTransitionTime"] != nil {
+	if was := ConditionOf(fresh, typ); was != nil && was["status"] == status && was["lastTransitionTime"] != nil {
 		cond["lastTransitionTime"] = was["lastTransitionTime"] // a new reason is no transition
 	}
 	conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
@@ -218,6 +218,40 @@ func (r *WCReconciler) requestCAPZReconcile(ctx context.Context, owner *capz.Azu
 	target.SetGroupVersionKind(capz.AzureClusterGVK)
 	target.SetNamespace(owner.Namespace)
 	target.SetName(owner.Name)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, r.Opts.annotation(HealRequestedAnnotation), endpoint+" "+r.Clock.Now().UTC().Format(time.RFC3339Nano))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, r.Opts.Annotation(HealRequestedAnnotation), endpoint+" "+r.Clock.Now().UTC().Format(time.RFC3339Nano))
 	return client.IgnoreNotFound(r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(healFieldManager)))
+}
+
+// ConditionMessage is a condition's message ("" without it).
+func ConditionMessage(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
+}
+
+// ConditionOf is the condition of type typ on an object, or nil.
+func ConditionOf(u *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// HasCondition reports whether a condition is True on an object.
+func HasCondition(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

@@ -65,8 +65,8 @@ func (c conditionCase) check(t *testing.T, env *testenv.Env) {
 	// CAPZ writes its condition between the operator's read and its write
 	// (only where a list exists: creating the list is the one locked write).
 	racy := racingCAPZ(t, env, key, c.before != nil)
-	if err := setTrueCondition(ctx, racy, racy, u, c.typ, "Reason", c.msg, c.exact); err != nil {
-		t.Fatalf("setTrueCondition: %v", err)
+	if err := SetTrueCondition(ctx, racy, racy, u, c.typ, "Reason", c.msg, c.exact); err != nil {
+		t.Fatalf("SetTrueCondition: %v", err)
 	}
 	after, err := getAzureCluster(ctx, env.Client, key)
 	if err != nil {
@@ -76,10 +76,10 @@ func (c conditionCase) check(t *testing.T, env *testenv.Env) {
 	if len(conds) != c.wantEntries {
 		t.Errorf("%d conditions, want %d: %v", len(conds), c.wantEntries, conds)
 	}
-	if got := conditionMessage(after, c.typ); got != c.msg || !hasCondition(after, c.typ) {
-		t.Errorf("%s: True=%v message %q, want True %q", c.typ, hasCondition(after, c.typ), got, c.msg)
+	if got := ConditionMessage(after, c.typ); got != c.msg || !HasCondition(after, c.typ) {
+		t.Errorf("%s: True=%v message %q, want True %q", c.typ, HasCondition(after, c.typ), got, c.msg)
 	}
-	if c.before != nil && !hasCondition(after, "NetworkInfrastructureReady") {
+	if c.before != nil && !HasCondition(after, "NetworkInfrastructureReady") {
 		t.Error("CAPZ's condition written meanwhile is lost")
 	}
 }

@@ -1,4 +1,4 @@
-package clusterlink
+package wiringdns
 
 import (
 	"fmt"
@@ -6,12 +6,9 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-)
 
-// AzureZoneLimit is Azure's limit of private DNS zones per subscription,
-// and of zones linked to one virtual network ("What is an Azure Private
-// DNS zone?", Limits; internal/azuresim/limits.go enforces the same).
-const AzureZoneLimit = 1000
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+)
 
 // Event reasons of the per-cluster zone layout's limit.
 const (
@@ -63,11 +60,11 @@ func (z *zoneLimit) forget(wc string) {
 // checkZoneLimit applies the limit to the MC-side set of a per-cluster
 // layout: it warns near the limit, and drops the set (no zone, no
 // records) beyond it, returning the problem that says why.
-func (r *DNSReconciler) checkZoneLimit(u *unstructured.Unstructured, sets []DNSSet, problems []Problem, wc string, had bool) ([]DNSSet, []Problem) {
+func (r *DNSReconciler) checkZoneLimit(u *unstructured.Unstructured, sets []DNSSet, problems []clusterlink.Problem, wc string, had bool) ([]DNSSet, []clusterlink.Problem) {
 	limit := r.Opts.DNS.ZoneLimit
 	out := sets[:0]
 	for _, s := range sets {
-		if s.Side != DNSSideMC || s.Zone.Shared || s.IP == "" && !had {
+		if s.Side != clusterlink.DNSSideMC || s.Zone.Shared || s.IP == "" && !had {
 			out = append(out, s)
 			continue
 		}
@@ -75,7 +72,7 @@ func (r *DNSReconciler) checkZoneLimit(u *unstructured.Unstructured, sets []DNSS
 		n, ok := r.zones.admit(scope, wc, had, limit)
 		vnet := s.VNet[strings.LastIndex(s.VNet, "/")+1:]
 		if !ok {
-			problems = append(problems, Problem{wc, ReasonDNSZoneLimit, fmt.Sprintf(
+			problems = append(problems, clusterlink.Problem{Cluster: wc, Reason: ReasonDNSZoneLimit, Message: fmt.Sprintf(
 				"no private DNS zone %s is created: the per-cluster zone layout (--wiring-dns-mc-zone) already has %d zones in subscription %s linked to network %s, Azure's limit of %d per subscription and per linked network; move to the shared-zone layout (docs/dns.md), or raise --wiring-dns-zone-limit after Azure raised yours",
 				s.Zone.Name, n, s.Zone.Subscription, vnet, limit)})
 			continue

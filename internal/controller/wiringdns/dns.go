@@ -1,4 +1,4 @@
-package clusterlink
+package wiringdns
 
 import (
 	"bytes"
@@ -6,94 +6,16 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
-	"time"
 
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 )
 
 // DNS mode (--wiring-dns): the operator writes the Private DNS records the
 // IP annotations feed (docs/design.md, *DNS for the wiring*). This file is
 // the pure part: which zone, link and records each side needs.
-
-// ConditionGSDNSZoneReady is the WC condition written True once the
-// records of both directions resolve, for control plane gates, and
-// Unknown with the reason when a person must act (never False, see
-// setWaitingCondition).
-const ConditionGSDNSZoneReady = "GSDNSZoneReady"
-
-// BaseDomainAnnotation is, under the annotation prefix, what overrides
-// --wiring-dns-base-domain for the names of one cluster.
-const BaseDomainAnnotation = "base-domain"
-
-// Defaults of the DNS mode's templates.
-const (
-	DefaultMCZoneTemplate = "{{.Cluster}}.{{.BaseDomain}}"
-	DefaultWCZoneTemplate = "{{.ManagementCluster}}.{{.BaseDomain}}"
-)
-
-// Default record names of the DNS mode.
-var (
-	DefaultMCRecords = []string{"api"}
-	DefaultWCRecords = []string{"*"}
-)
-
-// DNSConfig configures the DNS mode.
-type DNSConfig struct {
-	// Enabled turns the mode on. Off, the operator reads and writes no DNS
-	// and leaves the records to whoever owns them.
-	Enabled bool
-	// Tags go on the zones and links the mode creates (--azure-tags).
-	Tags map[string]string
-	// BaseDomain is the default base domain of every cluster's names.
-	BaseDomain string
-	// MCZone and MCRecords name the zone and records, in the management
-	// cluster's network, of a workload cluster's API (its MC-side endpoint
-	// IP); WCZone and WCRecords those, in each workload cluster's network,
-	// of the management cluster's ingress or gateway (the WC-side endpoint
-	// IP). Go templates over DNSNames.
-	MCZone, WCZone       string
-	MCRecords, WCRecords []string
-	// TTL of the records.
-	TTL int64
-	// Check is how often DNS that is in place is read again.
-	Check time.Duration
-	// Adopt takes over record sets of the wiring's names that carry no
-	// owner (written by another tool, dns-operator-azure say).
-	Adopt bool
-	// ReadsPer5m and WritesPer5m bound the Private DNS requests of each
-	// subscription in any 5 minutes when Setup makes the engine itself
-	// (tests; the binary passes the process's engine, whose budget is
-	// --private-dns-max-*). Default half of Azure's limits (500 reads,
-	// 1,000 writes); negative: no bound.
-	ReadsPer5m, WritesPer5m int
-	// AllowedBaseDomains are the base domains a workload cluster's
-	// <prefix>/base-domain annotation may name (equal to or under one of
-	// them). The MC-side zone sits in the management cluster's network: a
-	// tenant must not name it freely. Empty: the annotation on a workload
-	// cluster is refused, and --wiring-dns-base-domain is used by nobody
-	// else's word.
-	AllowedBaseDomains []string
-	// Guard refuses zone names that would shadow Azure's own or other
-	// protected domains, on both sides.
-	Guard dnsguard.Guard
-	// MCZoneSubscription and MCZoneResourceGroup put the MC-side zone
-	// somewhere else than the management cluster's subscription and
-	// resource group (central DNS in a hub), written with MCZoneIdentity
-	// (an AzureClusterIdentity; nil: the management cluster's).
-	MCZoneSubscription, MCZoneResourceGroup string
-	MCZoneIdentity                          *capz.ObjectRef
-	// ZoneLimit is how many MC-side zones the per-cluster layout may put
-	// in one subscription and link to one network (Azure's 1,000 by
-	// default; a raised quota raises it).
-	ZoneLimit int
-}
-
-// Budget is the Private DNS budget the configuration asks for.
-func (c DNSConfig) Budget() *dns.Budget {
-	return &dns.Budget{Reads: max(0, c.ReadsPer5m), Writes: max(0, c.WritesPer5m)}
-}
 
 // DNSNames are the fields the DNS templates may use. BaseDomain is the
 // base domain of the cluster whose names they are: the WC's for its API,
@@ -102,20 +24,9 @@ type DNSNames struct {
 	Cluster, Namespace, ManagementCluster, BaseDomain string
 }
 
-// DNSSide says in whose network a DNS set lives.
-type DNSSide string
-
-const (
-	// DNSSideMC holds the WC's API names, in the MC's resource group and network.
-	DNSSideMC DNSSide = "mc"
-	// DNSSideWC holds the MC's ingress names, in the WC's resource group and
-	// network.
-	DNSSideWC DNSSide = "wc"
-)
-
 // DNSSet is the DNS one side of a WC's wiring needs.
 type DNSSet struct {
-	Side DNSSide
+	Side clusterlink.DNSSide
 	// Zone lives in Holder's subscription and resource group, written with
 	// Holder's identity.
 	Zone   dns.Zone
@@ -146,6 +57,22 @@ func (s DNSSet) owner() dns.Owner {
 	return dns.Owner{Kind: dns.KindAzureCluster, Namespace: ns, Name: name}
 }
 
+// write is what a pass does with the set's side (clusterlink.DNSPass).
+func (s DNSSet) write() clusterlink.DNSWrite {
+	return clusterlink.DNSWrite{Side: s.Side, IP: s.IP, Refused: s.Refused}
+}
+
+func writesOf(sets []DNSSet) []clusterlink.DNSWrite {
+	out := make([]clusterlink.DNSWrite, 0, len(sets))
+	for _, s := range sets {
+		out = append(out, s.write())
+	}
+	return out
+}
+
+// key is a cluster's namespace/name.
+func key(ac *capz.AzureCluster) string { return ac.Namespace + "/" + ac.Name }
+
 // Fingerprint is what the set's DNS depends on: an unchanged fingerprint
 // is not read again before the check interval.
 func (s DNSSet) Fingerprint(ttl int64) string {
@@ -162,26 +89,26 @@ func (s DNSSet) Fingerprint(ttl int64) string {
 // public are the domains of public clusters named like wc that came first
 // (PublicNamesakes): in the MC's network they are reserved as the MC's own
 // domain is.
-func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint, ann map[string]string, prefix func(string) string, hadDNS bool, public ...string) ([]DNSSet, []Problem) {
+func DesiredDNS(mc, wc *capz.AzureCluster, cfg clusterlink.DNSConfig, toWC, toMC []clusterlink.Endpoint, ann map[string]string, prefix func(string) string, hadDNS bool, public ...string) ([]DNSSet, []clusterlink.Problem) {
 	var out []DNSSet
-	var problems []Problem
+	var problems []clusterlink.Problem
 	for _, side := range []struct {
-		side      DNSSide
-		eps       []Endpoint
+		side      clusterlink.DNSSide
+		eps       []clusterlink.Endpoint
 		holder    *capz.AzureCluster
 		namesOf   *capz.AzureCluster // whose base domain
 		zoneTmpl  string
 		records   []string
 		annotated string
 	}{
-		{DNSSideMC, toWC, mc, wc, cfg.MCZone, cfg.MCRecords, prefix(AnnotationAPIServerIP)},
-		{DNSSideWC, toMC, wc, mc, cfg.WCZone, cfg.WCRecords, prefix(AnnotationMCIngressIP)},
+		{clusterlink.DNSSideMC, toWC, mc, wc, cfg.MCZone, cfg.MCRecords, prefix(clusterlink.AnnotationAPIServerIP)},
+		{clusterlink.DNSSideWC, toMC, wc, mc, cfg.WCZone, cfg.WCRecords, prefix(clusterlink.AnnotationMCIngressIP)},
 	} {
 		if len(side.eps) == 0 && !hadDNS {
 			continue
 		}
 		zoneName, records, problem := sideNames(mc, wc, side.namesOf, side.side, side.zoneTmpl, side.records, cfg, prefix)
-		if problem == nil && side.side == DNSSideMC {
+		if problem == nil && side.side == clusterlink.DNSSideMC {
 			problem = shadowsPublic(wc, zoneName, records, side.zoneTmpl, public)
 		}
 		reserved := problem != nil && problem.Reason == ReasonDNSNameReserved
@@ -196,7 +123,7 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 			Zone: dns.Zone{Subscription: side.holder.SubscriptionID, ResourceGroup: side.holder.ResourceGroup, Name: zoneName,
 				Shared: !strings.Contains(side.zoneTmpl, ".Cluster")},
 		}
-		if side.side == DNSSideMC {
+		if side.side == clusterlink.DNSSideMC {
 			set.Zone.Subscription = or(cfg.MCZoneSubscription, set.Zone.Subscription)
 			set.Zone.ResourceGroup = or(cfg.MCZoneResourceGroup, set.Zone.ResourceGroup)
 			set.Identity = cfg.MCZoneIdentity
@@ -220,13 +147,13 @@ func DesiredDNS(mc, wc *capz.AzureCluster, cfg DNSConfig, toWC, toMC []Endpoint,
 // configured one, a workload cluster's only within the allow-list (its
 // MC-side zone sits in the management cluster's network). Every zone name
 // passes the guard.
-func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string, recordTmpls []string, cfg DNSConfig, prefix func(string) string) (string, []string, *Problem) {
+func sideNames(mc, wc, namesOf *capz.AzureCluster, side clusterlink.DNSSide, zoneTmpl string, recordTmpls []string, cfg clusterlink.DNSConfig, prefix func(string) string) (string, []string, *clusterlink.Problem) {
 	names := DNSNames{Cluster: wc.Name, Namespace: wc.Namespace, ManagementCluster: mc.Name, BaseDomain: cfg.BaseDomain}
-	if bd := namesOf.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
+	if bd := namesOf.Annotations[prefix(clusterlink.BaseDomainAnnotation)]; bd != "" {
 		if namesOf == wc && !dnsguard.Under(bd, cfg.AllowedBaseDomains) {
-			return "", nil, &Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf(
+			return "", nil, &clusterlink.Problem{Cluster: key(wc), Reason: ReasonDNSNameRefused, Message: fmt.Sprintf(
 				"the annotation %s=%q names a zone in the management cluster's network but is not under a base domain the operator allows (--wiring-dns-allowed-base-domains): no %s-side DNS is written for it",
-				prefix(BaseDomainAnnotation), bd, side)}
+				prefix(clusterlink.BaseDomainAnnotation), bd, side)}
 		}
 		names.BaseDomain = bd
 	}
@@ -243,12 +170,12 @@ func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string
 		err = validateDNSNames(zoneName, records)
 	}
 	if err != nil {
-		return "", nil, &Problem{key(wc), ReasonInvalidDNS, fmt.Sprintf("the %s-side DNS names cannot be built: %v", side, err)}
+		return "", nil, &clusterlink.Problem{Cluster: key(wc), Reason: ReasonInvalidDNS, Message: fmt.Sprintf("the %s-side DNS names cannot be built: %v", side, err)}
 	}
 	if err := cfg.Guard.Check(zoneName); err != nil {
-		return "", nil, &Problem{key(wc), ReasonDNSNameRefused, fmt.Sprintf("the %s-side zone is refused: %v", side, err)}
+		return "", nil, &clusterlink.Problem{Cluster: key(wc), Reason: ReasonDNSNameRefused, Message: fmt.Sprintf("the %s-side zone is refused: %v", side, err)}
 	}
-	if side == DNSSideMC {
+	if side == clusterlink.DNSSideMC {
 		if p := reservedName(wc, zoneName, records, zoneTmpl, mcDomain(mc, cfg, prefix), "the management cluster's own domain, which is reserved in its network"); p != nil {
 			return zoneName, records, p
 		}
@@ -260,7 +187,7 @@ func sideNames(mc, wc, namesOf *capz.AzureCluster, side DNSSide, zoneTmpl string
 // public, the domains of public namesakes that came first. The message
 // names the domain, which is the cluster's own name, never the other
 // cluster's namespace.
-func shadowsPublic(wc *capz.AzureCluster, zone string, records []string, zoneTmpl string, public []string) *Problem {
+func shadowsPublic(wc *capz.AzureCluster, zone string, records []string, zoneTmpl string, public []string) *clusterlink.Problem {
 	for _, d := range public {
 		if p := reservedName(wc, zone, records, zoneTmpl, d, "the domain of a public cluster of the same name that came first, whose public names would stop resolving in the management cluster's network"); p != nil {
 			return p
@@ -272,12 +199,12 @@ func shadowsPublic(wc *capz.AzureCluster, zone string, records []string, zoneTmp
 // reservedName is the DNSNameReserved problem of MC-side names that
 // would shadow reserved (inReserved), which what describes; nil when
 // they do not.
-func reservedName(wc *capz.AzureCluster, zone string, records []string, zoneTmpl, reserved, what string) *Problem {
+func reservedName(wc *capz.AzureCluster, zone string, records []string, zoneTmpl, reserved, what string) *clusterlink.Problem {
 	name := inReserved(zone, records, !strings.Contains(zoneTmpl, ".Cluster"), reserved)
 	if name == "" {
 		return nil
 	}
-	return &Problem{key(wc), ReasonDNSNameReserved, fmt.Sprintf(
+	return &clusterlink.Problem{Cluster: key(wc), Reason: ReasonDNSNameReserved, Message: fmt.Sprintf(
 		"the mc-side name %s would shadow %s, %s: no mc-side DNS is written for this cluster; rename the cluster, or use an mc-side zone template that cannot give this name (--wiring-dns-mc-zone)",
 		name, reserved, what)}
 }
@@ -287,9 +214,9 @@ func reservedName(wc *capz.AzureCluster, zone string, records []string, zoneTmpl
 // ingress, OIDC issuer and the rest live under. In the MC's network it is
 // reserved: no workload cluster's MC-side zone or record may equal it, sit
 // under it, or (a zone of its own) sit above it. "" without a base domain.
-func mcDomain(mc *capz.AzureCluster, cfg DNSConfig, prefix func(string) string) string {
+func mcDomain(mc *capz.AzureCluster, cfg clusterlink.DNSConfig, prefix func(string) string) string {
 	base := cfg.BaseDomain
-	if bd := mc.Annotations[prefix(BaseDomainAnnotation)]; bd != "" {
+	if bd := mc.Annotations[prefix(clusterlink.BaseDomainAnnotation)]; bd != "" {
 		base = bd
 	}
 	base = strings.ToLower(strings.TrimSuffix(base, "."))
@@ -394,34 +321,4 @@ func or(a, b string) string {
 		return a
 	}
 	return b
-}
-
-func (c *DNSConfig) setDefaults() {
-	if c.MCZone == "" {
-		c.MCZone = DefaultMCZoneTemplate
-	}
-	if c.WCZone == "" {
-		c.WCZone = DefaultWCZoneTemplate
-	}
-	if len(c.MCRecords) == 0 {
-		c.MCRecords = DefaultMCRecords
-	}
-	if len(c.WCRecords) == 0 {
-		c.WCRecords = DefaultWCRecords
-	}
-	if c.TTL <= 0 {
-		c.TTL = 300
-	}
-	if c.ZoneLimit <= 0 {
-		c.ZoneLimit = AzureZoneLimit
-	}
-	if c.Check <= 0 {
-		c.Check = time.Hour
-	}
-	if c.ReadsPer5m == 0 {
-		c.ReadsPer5m = dns.AzureReadsPer5m / 2
-	}
-	if c.WritesPer5m == 0 {
-		c.WritesPer5m = dns.AzureWritesPer5m / 2
-	}
 }

@@ -1,4 +1,4 @@
-package clusterlink
+package wiringdns
 
 import (
 	"slices"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 )
 
 func TestWCSideConflict(t *testing.T) {
-	prefix := func(n string) string { return DefaultAnnotationPrefix + "/" + n }
-	cfg := DNSConfig{BaseDomain: "example.com"}
-	cfg.setDefaults()
+	prefix := func(n string) string { return clusterlink.DefaultAnnotationPrefix + "/" + n }
+	cfg := clusterlink.DNSConfig{BaseDomain: "example.com"}
+	cfg.SetDefaults()
 	perCluster := cfg
 	perCluster.WCZone = "{{.Cluster}}.{{.ManagementCluster}}.{{.BaseDomain}}"
 	perNamespace := cfg
@@ -26,7 +27,7 @@ func TestWCSideConflict(t *testing.T) {
 	}
 	for _, c := range []struct {
 		reason  string
-		cfg     DNSConfig
+		cfg     clusterlink.DNSConfig
 		wc      *capz.AzureCluster
 		created time.Time
 		peers   []Peer
@@ -72,9 +73,9 @@ func TestWCSideConflict(t *testing.T) {
 // writes no MC-side DNS for the private one (and takes back what an
 // earlier pass wrote).
 func TestPublicNamesakes(t *testing.T) {
-	prefix := func(n string) string { return DefaultAnnotationPrefix + "/" + n }
-	cfg := DNSConfig{BaseDomain: "example.com"}
-	cfg.setDefaults()
+	prefix := func(n string) string { return clusterlink.DefaultAnnotationPrefix + "/" + n }
+	cfg := clusterlink.DNSConfig{BaseDomain: "example.com"}
+	cfg.SetDefaults()
 	t0 := time.Unix(1_700_000_000, 0)
 	private := wc("wc1", func(a *capz.AzureCluster) { a.Namespace, a.APIServerLBType = "org-a", "Internal" })
 	self := Peer{Key: "org-a/wc1", Created: t0}
@@ -86,7 +87,7 @@ func TestPublicNamesakes(t *testing.T) {
 		return Peer{Key: ns + "/wc1", Created: created, Cluster: c}
 	}
 	otherBase := func(a *capz.AzureCluster) {
-		a.Annotations = map[string]string{prefix(BaseDomainAnnotation): "Other.Example.ORG."}
+		a.Annotations = map[string]string{prefix(clusterlink.BaseDomainAnnotation): "Other.Example.ORG."}
 	}
 	for _, c := range []struct {
 		reason string
@@ -110,14 +111,14 @@ func TestPublicNamesakes(t *testing.T) {
 		})
 	}
 
-	toWC := []Endpoint{{Subnet: "mc-nodes", Direction: DirectionMCToWC}}
-	ann := map[string]string{prefix(AnnotationAPIServerIP): "10.0.0.9"}
+	toWC := []clusterlink.Endpoint{{Subnet: "mc-nodes", Direction: clusterlink.DirectionMCToWC}}
+	ann := map[string]string{prefix(clusterlink.AnnotationAPIServerIP): "10.0.0.9"}
 	sets, problems := DesiredDNS(mc(), private, cfg, toWC, nil, ann, prefix, false, "wc1.example.com")
 	if len(sets) != 0 || len(problems) != 1 || problems[0].Reason != ReasonDNSNameReserved || strings.Contains(problems[0].Message, "org-b") {
 		t.Errorf("a new private namesake: sets %+v, problems %+v; want none and one %s that names no other tenant", sets, problems, ReasonDNSNameReserved)
 	}
 	sets, _ = DesiredDNS(mc(), private, cfg, toWC, nil, ann, prefix, true, "wc1.example.com")
-	if i := slices.IndexFunc(sets, func(s DNSSet) bool { return s.Side == DNSSideMC }); i < 0 || !sets[i].Refused || sets[i].IP != "" {
+	if i := slices.IndexFunc(sets, func(s DNSSet) bool { return s.Side == clusterlink.DNSSideMC }); i < 0 || !sets[i].Refused || sets[i].IP != "" {
 		t.Errorf("records an earlier pass wrote: %+v, want a refused MC-side set without address (they go)", sets)
 	}
 	if sets, problems := DesiredDNS(mc(), private, cfg, toWC, nil, ann, prefix, false); len(problems) != 0 || len(sets) != 1 || sets[0].IP != "10.0.0.9" {

@@ -1,4 +1,4 @@
-package clusterlink
+package wiringdns
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memo"
 )
 
@@ -27,23 +28,25 @@ import (
 // through the process's DNS engine. The wiring does no DNS: a slow,
 // throttled or failing Private DNS never holds a cluster's endpoints or
 // annotations back. What the records hold goes back to the wiring and the
-// MC reconcile on the cluster itself (AnnotationPrivateDNS, safety.go),
-// for the steps that must wait for it.
+// MC reconcile on the cluster itself (clusterlink.AnnotationPrivateDNS,
+// written through clusterlink.DNSPass), for the steps that must wait for
+// it.
 type DNSReconciler struct {
 	Client client.Client
 	// APIReader reads past the cache before a condition write; Client
 	// when nil.
 	APIReader client.Reader
-	Opts      Options
+	Opts      clusterlink.Options
 	Recorder  events.EventRecorder
 	// DNS gives the Private DNS API of a set's zone.
 	DNS dnsClients
 	// Clock drives the memo; the real clock when nil.
 	Clock clock.PassiveClock
 
-	// mc is this controller's snapshot of the management cluster.
-	mc     mcSnapshot
-	memory eventMemory
+	// Wiring reads what the wiring serves each cluster.
+	Wiring *clusterlink.Wiring
+
+	memory clusterlink.EventMemory
 	seen   memo.Memo
 	// zones counts the per-cluster layout's MC-side zones (zonelimit.go).
 	zones zoneLimit
@@ -61,66 +64,62 @@ func (r *DNSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.Clock = clock.RealClock{}
 		}
 	})
-	u, wc, errs, err := readActiveWC(ctx, r.Client, req, r.Opts.ManagementCluster)
+	u, wc, errs, err := clusterlink.ReadActiveWC(ctx, r.Client, req, r.Opts.ManagementCluster)
 	if err != nil || u == nil {
 		return ctrl.Result{}, err
 	}
-	mcs, err := r.mc.read(ctx, r.Client, r.Opts.ManagementCluster)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	if wc.Deleting {
-		return r.release(ctx, u, wc, mcs)
+		mc, err := r.Wiring.MC(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.release(ctx, u, wc, mc)
 	}
-	// The wiring reports what keeps a cluster from being wired (an
-	// invalid spec, a missing MC, a load balancer type it does not know);
-	// its DNS waits for the same.
-	if !r.Opts.selected(u) || len(errs) > 0 || mcs.u == nil || !knownLBType(mcs.view.APIServerLBType) {
-		return ctrl.Result{}, nil
-	}
-	wired, err := linksAsWired(ctx, r.Client, wc, r.Opts)
-	if err != nil {
+	// What keeps the wiring from serving a cluster (an invalid spec, a
+	// missing MC, a load balancer type it does not know) it reports; the
+	// cluster's DNS waits for the same.
+	served, ok, err := r.Wiring.Serves(ctx, u, wc, errs)
+	if err != nil || !ok {
 		return ctrl.Result{}, err
 	}
-	p := planEndpoints(u, wired, mcs, r.Opts)
-	res, err := r.reconcileDNS(ctx, u, wired, mcs.view, p.toWC, p.toMC, u.GetAnnotations())
+	res, err := r.reconcileDNS(ctx, u, served.Wired, served.MC, served.ToWC, served.ToMC, u.GetAnnotations())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// DNS in place is looked at again with the wiring's drift check (the
 	// memo skips it within DNS.Check).
-	return lowestNonZeroResult(res, ctrl.Result{RequeueAfter: r.Opts.driftCheck()}), nil
+	return clusterlink.LowestNonZeroResult(res, ctrl.Result{RequeueAfter: r.Opts.DriftCheckInterval()}), nil
 }
 
 func (r *DNSReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {
-	warnOnce(r.Recorder, &r.memory, u, reason, msg)
+	clusterlink.WarnOnce(r.Recorder, &r.memory, u, reason, msg)
 }
 
 // release removes a deleted WC's DNS while the wiring holds its finalizer,
 // and tells the wiring when it is gone. An error a person must fix is
 // reported and lets the cluster go (releaseDNS): DNS never blocks a
 // deletion.
-func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState) (ctrl.Result, error) {
-	held := dnsHeldOf(u, r.Opts.annotation)
-	if !controllerutil.ContainsFinalizer(u, Finalizer) || held.Released {
+func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (ctrl.Result, error) {
+	held := clusterlink.DNSHeldOf(u, r.Opts.Annotation)
+	if !controllerutil.ContainsFinalizer(u, clusterlink.Finalizer) || held.Released {
 		// Released already: the MC's and the wiring's writes while the
 		// cluster goes bring it back here, and Azure is not read again.
 		return ctrl.Result{}, nil
 	}
-	done, err := r.releaseDNS(ctx, u, wc, mcs.view)
+	done, err := r.releaseDNS(ctx, u, wc, mc)
 	if err != nil {
-		return classifyAndReport(ctx, r.Recorder, u, r.Opts, "removing the private DNS of the cluster", err)
+		return clusterlink.ClassifyAndReport(ctx, r.Recorder, u, r.Opts, "removing the private DNS of the cluster", err)
 	}
 	if !done {
-		return ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()}, nil
+		return ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()}, nil
 	}
 	// On the cluster: the MC reconcile lets its endpoints go, then the
 	// wiring its finalizer.
-	held.Released, held.Sides = true, map[DNSSide]string{DNSSideMC: "", DNSSideWC: ""}
-	if err := writeDNSHeld(ctx, r.Client, u, r.Opts.annotation, held); err != nil {
+	held.Released, held.Sides = true, map[clusterlink.DNSSide]string{clusterlink.DNSSideMC: "", clusterlink.DNSSideWC: ""}
+	if err := clusterlink.WriteDNSHeld(ctx, r.Client, u, r.Opts.Annotation, held); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.memory.forget(key(wc))
+	r.memory.Forget(key(wc))
 	return ctrl.Result{}, nil
 }
 
@@ -135,8 +134,8 @@ func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructure
 // than the records hold. A side that only gains an address from none, or
 // only loses one, costs one write of the annotation; a move from one
 // address to another two.
-func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string) (ctrl.Result, error) {
-	held := dnsHeldOf(u, r.Opts.annotation)
+func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []clusterlink.Endpoint, ann map[string]string) (ctrl.Result, error) {
+	held := clusterlink.DNSHeldOf(u, r.Opts.Annotation)
 	sets, problems, err := r.desiredSets(ctx, u, wc, mc, toWC, toMC, ann, held)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -148,13 +147,13 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 		// Looked at again when the cluster that holds the names may be gone.
 		result = ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}
 	}
-	pass := newDNSPass(held, sets)
-	if err := writeDNSHeld(ctx, r.Client, u, r.Opts.annotation, pass.before); err != nil {
+	pass := clusterlink.NewDNSPass(held, writesOf(sets))
+	if err := clusterlink.WriteDNSHeld(ctx, r.Client, u, r.Opts.Annotation, pass.Before()); err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
 		// What the records hold after this pass, also when it failed.
-		if werr := writeDNSHeld(ctx, r.Client, u, r.Opts.annotation, pass.after); werr != nil {
+		if werr := clusterlink.WriteDNSHeld(ctx, r.Client, u, r.Opts.Annotation, pass.After()); werr != nil {
 			ctrl.LoggerFrom(ctx).Error(werr, "recording the private DNS state")
 		}
 	}()
@@ -162,24 +161,24 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	result = lowestNonZeroResult(result, res)
+	result = clusterlink.LowestNonZeroResult(result, res)
 	problems = append(problems, taken...)
 	return result, r.reportDNS(ctx, u, written && len(sets) > 0 && len(problems) == 0, summary, problems)
 }
 
 // desiredSets are the WC's DNS sets (DesiredDNS), with the WC-side
 // conflict and the zone limit applied, and the problems, reported.
-func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []Endpoint, ann map[string]string, held dnsHeld) ([]DNSSet, []Problem, error) {
-	ready := hasCondition(u, ConditionGSDNSZoneReady)
+func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []clusterlink.Endpoint, ann map[string]string, held clusterlink.DNSHeld) ([]DNSSet, []clusterlink.Problem, error) {
+	ready := clusterlink.HasCondition(u, clusterlink.ConditionGSDNSZoneReady)
 	public, err := r.publicNamesakes(ctx, u, wc)
 	if err != nil {
 		return nil, nil, err
 	}
-	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.annotation, ready || held.mayHold(), public...)
+	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.Annotation, ready || held.MayHold(), public...)
 	if problems, err = r.refuseConflict(ctx, u, wc, mc, sets, problems); err != nil {
 		return nil, nil, err
 	}
-	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), ready || held.sideMayHold(DNSSideMC))
+	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), ready || held.SideMayHold(clusterlink.DNSSideMC))
 	for _, p := range problems {
 		r.warnOnce(u, p.Reason, p.Message)
 	}
@@ -189,39 +188,39 @@ func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstruc
 // writeSets brings each set in place through the engine, noting in pass
 // what its records hold; written: every set holds its address. It returns
 // the problems of sets whose zone another cluster holds.
-func (r *DNSReconciler) writeSets(ctx context.Context, u *unstructured.Unstructured, sets []DNSSet, pass *dnsPass) (ctrl.Result, bool, []Problem, error) {
+func (r *DNSReconciler) writeSets(ctx context.Context, u *unstructured.Unstructured, sets []DNSSet, pass *clusterlink.DNSPass) (ctrl.Result, bool, []clusterlink.Problem, error) {
 	result, written := ctrl.Result{}, true
-	var problems []Problem
+	var problems []clusterlink.Problem
 	for _, set := range sets {
-		if pass.skip(set) {
-			pass.skipped(set)
+		if pass.Skip(set.write()) {
+			pass.Skipped(set.write())
 			written = false
 			continue
 		}
 		state, err := r.ensureDNS(ctx, u, set)
 		var held *zoneHeldError
 		if errors.As(err, &held) {
-			pass.skipped(set) // nothing was written
+			pass.Skipped(set.write()) // nothing was written
 			r.warnOnce(u, held.Reason, held.Message)
 			problems = append(problems, held.Problem)
-			result, written = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}), false
+			result, written = clusterlink.LowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}), false
 			continue
 		}
-		pass.done(set, err == nil && state != dnsWaiting)
+		pass.Done(set.write(), err == nil && state != dnsWaiting)
 		if err != nil {
-			res, err := classifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
+			res, err := clusterlink.ClassifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("writing the %s-side private DNS of %s", set.Side, set.Zone.Name), err)
 			if err != nil {
 				return ctrl.Result{}, false, nil, err
 			}
-			result, written = lowestNonZeroResult(result, res), false
+			result, written = clusterlink.LowestNonZeroResult(result, res), false
 			continue
 		}
 		switch state {
 		case dnsDone:
 		case dnsWaiting:
-			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.pendingRecheck()})
+			result = clusterlink.LowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
 		case dnsBlocked:
-			result = lowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck})
+			result = clusterlink.LowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck})
 		}
 		written = written && state == dnsDone && set.IP != ""
 	}
@@ -232,12 +231,12 @@ func (r *DNSReconciler) writeSets(ctx context.Context, u *unstructured.Unstructu
 // problem's reason when a person must act (a refused name, a conflict, a
 // limit), so that a control plane gated on it does not wait without a
 // word. Waiting for the wiring is GSPrivateLinksReady's to say.
-func (r *DNSReconciler) reportDNS(ctx context.Context, u *unstructured.Unstructured, ready bool, summary string, problems []Problem) error {
+func (r *DNSReconciler) reportDNS(ctx context.Context, u *unstructured.Unstructured, ready bool, summary string, problems []clusterlink.Problem) error {
 	switch {
 	case ready:
-		return setTrueCondition(ctx, r.Client, r.APIReader, u, ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", summary, true)
+		return clusterlink.SetTrueCondition(ctx, r.Client, r.APIReader, u, clusterlink.ConditionGSDNSZoneReady, "PrivateDNSRecordsReady", summary, true)
 	case len(problems) > 0:
-		return setWaitingCondition(ctx, r.Client, r.APIReader, u, ConditionGSDNSZoneReady, problems[0].Reason, problems[0].Message)
+		return clusterlink.SetWaitingCondition(ctx, r.Client, r.APIReader, u, clusterlink.ConditionGSDNSZoneReady, problems[0].Reason, problems[0].Message)
 	}
 	return nil
 }
@@ -245,8 +244,8 @@ func (r *DNSReconciler) reportDNS(ctx context.Context, u *unstructured.Unstructu
 // refuseConflict refuses the WC-side set when another WC of the resource
 // group holds those names (WCSideConflict): the set is marked Refused, and
 // its records go. It returns problems with the conflict added.
-func (r *DNSReconciler) refuseConflict(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, sets []DNSSet, problems []Problem) ([]Problem, error) {
-	i := slices.IndexFunc(sets, func(s DNSSet) bool { return s.Side == DNSSideWC })
+func (r *DNSReconciler) refuseConflict(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, sets []DNSSet, problems []clusterlink.Problem) ([]clusterlink.Problem, error) {
+	i := slices.IndexFunc(sets, func(s DNSSet) bool { return s.Side == clusterlink.DNSSideWC })
 	if i < 0 {
 		return problems, nil
 	}
@@ -254,7 +253,7 @@ func (r *DNSReconciler) refuseConflict(ctx context.Context, u *unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	if p := WCSideConflict(mc, wc, u.GetCreationTimestamp().Time, peers, r.Opts.DNS, r.Opts.annotation); p != nil {
+	if p := WCSideConflict(mc, wc, u.GetCreationTimestamp().Time, peers, r.Opts.DNS, r.Opts.Annotation); p != nil {
 		problems = append(problems, *p)
 		sets[i].IP, sets[i].Refused = "", true // what this cluster wrote there goes
 	}
@@ -279,7 +278,7 @@ func dnsSummary(sets []DNSSet) string {
 // so that a restart does not read every cluster's DNS in one go (Azure
 // Private DNS allows 500 reads per 5 minutes and subscription).
 func (r *DNSReconciler) seedDNSMemo(u *unstructured.Unstructured, sets []DNSSet, summary string) {
-	if conditionMessage(u, ConditionGSDNSZoneReady) != summary || !hasCondition(u, ConditionGSDNSZoneReady) {
+	if clusterlink.ConditionMessage(u, clusterlink.ConditionGSDNSZoneReady) != summary || !clusterlink.HasCondition(u, clusterlink.ConditionGSDNSZoneReady) {
 		return
 	}
 	now := r.Clock.Now()

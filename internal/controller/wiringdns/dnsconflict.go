@@ -1,4 +1,4 @@
-package clusterlink
+package wiringdns
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 )
 
 // Two workload clusters in one resource group: their WC-side zones have
@@ -57,8 +58,8 @@ type Peer struct {
 // WC-side zone is also the WC-side zone of a peer that came first (earlier,
 // or at the same second and first by name), naming that peer; nil when the
 // names are the WC's. It is pure: peers are what the cache holds.
-func WCSideConflict(mc, wc *capz.AzureCluster, created time.Time, peers []Peer, cfg DNSConfig, prefix func(string) string) *Problem {
-	zone, _, p := sideNames(mc, wc, mc, DNSSideWC, cfg.WCZone, cfg.WCRecords, cfg, prefix)
+func WCSideConflict(mc, wc *capz.AzureCluster, created time.Time, peers []Peer, cfg clusterlink.DNSConfig, prefix func(string) string) *clusterlink.Problem {
+	zone, _, p := sideNames(mc, wc, mc, clusterlink.DNSSideWC, cfg.WCZone, cfg.WCRecords, cfg, prefix)
 	if p != nil {
 		return nil // DesiredDNS reports it
 	}
@@ -69,14 +70,14 @@ func WCSideConflict(mc, wc *capz.AzureCluster, created time.Time, peers []Peer, 
 		if p.Key == self.Key || !cameFirst(*p, self) || first != nil && !cameFirst(*p, *first) {
 			continue
 		}
-		if other, _, perr := sideNames(mc, p.Cluster, mc, DNSSideWC, cfg.WCZone, cfg.WCRecords, cfg, prefix); perr == nil && strings.EqualFold(other, zone) {
+		if other, _, perr := sideNames(mc, p.Cluster, mc, clusterlink.DNSSideWC, cfg.WCZone, cfg.WCRecords, cfg, prefix); perr == nil && strings.EqualFold(other, zone) {
 			first = p
 		}
 	}
 	if first == nil {
 		return nil
 	}
-	return &Problem{key(wc), ReasonDNSRecordConflict, fmt.Sprintf(
+	return &clusterlink.Problem{Cluster: key(wc), Reason: ReasonDNSRecordConflict, Message: fmt.Sprintf(
 		"the WC-side private DNS zone %s in resource group %s/%s is also workload cluster %s's (created first): one record set cannot hold both clusters' endpoint addresses, so no WC-side DNS is written for this cluster. Move one cluster to its own resource group, or use a WC-side zone template that differs per cluster (--wiring-dns-wc-zone)",
 		zone, wc.SubscriptionID, wc.ResourceGroup, first.Key)}
 }
@@ -94,7 +95,7 @@ func (r *DNSReconciler) dnsPeers(ctx context.Context, wc *capz.AzureCluster) ([]
 	for i := range list.Items {
 		u := &list.Items[i]
 		k := u.GetNamespace() + "/" + u.GetName()
-		if k == key(wc) || k == r.Opts.ManagementCluster.String() || u.GetDeletionTimestamp() != nil || !slices.Contains(u.GetFinalizers(), Finalizer) {
+		if k == key(wc) || k == r.Opts.ManagementCluster.String() || u.GetDeletionTimestamp() != nil || !slices.Contains(u.GetFinalizers(), clusterlink.Finalizer) {
 			continue
 		}
 		ac, _ := capz.FromUnstructured(u)

@@ -1,4 +1,4 @@
-package clusterlink
+package wiringdns
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 )
 
@@ -89,7 +90,7 @@ func (r *DNSReconciler) ensureDNS(ctx context.Context, u *unstructured.Unstructu
 	// While Azure works, one look per pending recheck, whatever else
 	// brings the cluster back (its own annotation and condition writes).
 	waitMemo := "wait|" + memo
-	if r.seen.Fresh(waitMemo, fp, now, r.Opts.pendingRecheck()) {
+	if r.seen.Fresh(waitMemo, fp, now, r.Opts.PendingRecheckInterval()) {
 		return dnsWaiting, nil
 	}
 	state, err := r.ensureDNSNow(ctx, u, set, memo, fp, now)
@@ -122,7 +123,7 @@ func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstru
 	if set.VNet == "" {
 		return dnsWaiting, nil // CAPZ has not written the subnet IDs yet
 	}
-	had := hasCondition(u, ConditionGSDNSZoneReady)
+	had := clusterlink.HasCondition(u, clusterlink.ConditionGSDNSZoneReady)
 	zone, err := r.dnsEngine().EnsureZone(ctx, t, had)
 	if err != nil || !zone.Ready {
 		return dnsWaiting, err
@@ -160,7 +161,7 @@ func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstru
 // link is to its own network, whoever shares the zone), shared on the MC
 // side of a shared zone (every WC needs the MC's link).
 func linkOwner(set DNSSet) string {
-	if set.Side == DNSSideWC {
+	if set.Side == clusterlink.DNSSideWC {
 		return set.owner().Value()
 	}
 	return set.Zone.Owner(set.owner())
@@ -177,7 +178,7 @@ func (r *DNSReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstruct
 	if mc == nil {
 		mc = &capz.AzureCluster{} // the MC is gone: only the WC side
 	}
-	sets, _ := DesiredDNS(mc, wc, r.Opts.DNS, nil, nil, nil, r.Opts.annotation, true)
+	sets, _ := DesiredDNS(mc, wc, r.Opts.DNS, nil, nil, nil, r.Opts.Annotation, true)
 	done := true
 	for _, set := range sets {
 		if set.Holder.SubscriptionID == "" || set.Holder.ResourceGroup == "" {
@@ -255,45 +256,11 @@ func (r *DNSReconciler) releaseSet(ctx context.Context, u *unstructured.Unstruct
 	return r.dnsEngine().DropZone(ctx, t, len(links))
 }
 
-// conditionMessage is a condition's message ("" without it).
-func conditionMessage(u *unstructured.Unstructured, typ string) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
-}
-
-// conditionOf is the condition of type typ on an object, or nil.
-func conditionOf(u *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
-
-// hasCondition reports whether a condition is True on an object.
-func hasCondition(u *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
-}
-
 // dnsEngine is the process's Private DNS engine.
 func (r *DNSReconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }
 
 // zoneHeldError: the set's zone is another workload cluster's.
-type zoneHeldError struct{ Problem }
+type zoneHeldError struct{ clusterlink.Problem }
 
 func (e *zoneHeldError) Error() string { return e.Message }
 
@@ -313,7 +280,7 @@ func zoneHeldByAnotherCluster(set DNSSet, owner, wc string) *zoneHeldError {
 	if ns, _, _ := strings.Cut(wc, "/"); o.Namespace == ns {
 		holder = "workload cluster " + o.Namespace + "/" + o.Name
 	}
-	return &zoneHeldError{Problem{wc, ReasonDNSZoneHeld, fmt.Sprintf(
+	return &zoneHeldError{clusterlink.Problem{Cluster: wc, Reason: ReasonDNSZoneHeld, Message: fmt.Sprintf(
 		"private DNS zone %s (%s side) was made by %s, which holds it: this cluster writes no records there while it does; rename the cluster, or name the zone per namespace (--wiring-dns-mc-zone with .Namespace)",
 		set.Zone.Name, set.Side, holder)}}
 }
