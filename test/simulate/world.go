@@ -117,8 +117,9 @@ func (w wcSpec) object(withLinks bool) *unstructured.Unstructured {
 
 // operatorFlags: DNS mode with its default layout (a zone per workload
 // cluster in the MC's network, <mc>.<base> in each WC's), the watch filter,
-// and short intervals so that a history of minutes sees rechecks, drift
-// checks and heals.
+// and short intervals, the wiring's and the AzurePrivateEndpoint
+// controller's, so that a history of minutes sees rechecks, drift checks
+// and heals.
 func operatorFlags() []string {
 	return []string{
 		"--management-cluster-name=" + sandbox.FleetMCName, "--management-cluster-namespace=" + sandbox.FleetIdentityNS,
@@ -126,6 +127,10 @@ func operatorFlags() []string {
 		"--pending-recheck-interval=3s", "--drift-check-interval=15s", "--terminal-recheck-interval=15s",
 		"--mc-write-delay=1s", "--heal-disconnected-after=10s", "--identity-secret-recheck-interval=15s",
 		"--azure-observe-ttl=2s", "--wiring-dns-check-interval=30s",
+		// The tenants' AzurePrivateEndpoints on the same footing: a change
+		// by the service's owner is seen within the checker's grace.
+		"--private-endpoint-recheck-interval=3s", "--private-endpoint-drift-interval=15s",
+		"--private-endpoint-connection-check-interval=15s", "--private-endpoint-dns-check-interval=30s",
 		"--leader-elect=false",
 	}
 }
