@@ -70,6 +70,12 @@ func dnsReads(p Phase) int {
 	return r
 }
 
+// steadyDNSReads are a phase's Private DNS reads.
+func steadyDNSReads(p Phase) int {
+	r, _ := dnsOps(p)
+	return r
+}
+
 func dnsRequests(p Phase) int {
 	r, w := dnsOps(p)
 	return r + w
