@@ -426,38 +426,43 @@ func (l *look) endpointObjects() {
 		l.objectAddress("ConfigMap "+p.Key, p.IP, o)
 	}
 	for _, key := range sortedKeys(l.s.AppResolve) {
-		r := l.s.AppResolve[key]
-		ns, name, _ := strings.Cut(key, " ")
-		if r.Status != azuresim.ResolveOK {
-			delete(l.k.appRecordOwner, key)
+		l.appRecord(key, l.s.AppResolve[key], byKey, byEndpoint)
+	}
+}
+
+// appRecord checks one record name of a tenant's shared zone, asked from
+// the tenant's network ("<namespace> <name>").
+func (l *look) appRecord(key string, r azuresim.Resolution, byKey, byEndpoint map[string]endpointObject) {
+	ns, name, _ := strings.Cut(key, " ")
+	if r.Status != azuresim.ResolveOK {
+		delete(l.k.appRecordOwner, key)
+		return
+	}
+	record, _, _ := strings.Cut(name, ".")
+	for _, ip := range r.Addresses {
+		subject := "record " + name + " in " + ns + " " + ip
+		holder := l.inScope(ip, l.tenantScope(ns))
+		if holder == nil {
+			l.flag(InvGoneAddress, subject, "no endpoint in the tenant's network holds it", false, "")
 			continue
 		}
-		for _, ip := range r.Addresses {
-			subject := "record " + name + " in " + ns + " " + ip
-			holder := l.inScope(ip, l.tenantScope(ns))
-			if holder == nil {
-				l.flag(InvGoneAddress, subject, "no endpoint in the tenant's network holds it", false, "")
-				continue
-			}
-			o, ok := byEndpoint[strings.ToLower(holder.ID)]
-			record, _, _ := strings.Cut(name, ".")
-			switch {
-			case !ok:
-				l.flag(InvForeignAddress, subject, "held by "+holder.Name+", which no endpoint object asks for", false, "")
-				continue
-			case !slices.Contains(o.Records, record):
-				l.flag(InvForeignAddress, subject, "held by the endpoint of "+o.Key+", which does not claim "+record, false, "")
-				continue
-			}
-			l.objectAddress(subject, ip, o)
-			if was, ok := l.k.appRecordOwner[key]; ok && was != o.Key {
-				if _, exists := byKey[was]; exists {
-					l.flag(InvRecordRetargeted, name+" in "+ns, "from "+was+" to "+o.Key, false, "")
-					continue
-				}
-			}
-			l.k.appRecordOwner[key] = o.Key
+		o, ok := byEndpoint[strings.ToLower(holder.ID)]
+		switch {
+		case !ok:
+			l.flag(InvForeignAddress, subject, "held by "+holder.Name+", which no endpoint object asks for", false, "")
+			continue
+		case !slices.Contains(o.Records, record):
+			l.flag(InvForeignAddress, subject, "held by the endpoint of "+o.Key+", which does not claim "+record, false, "")
+			continue
 		}
+		l.objectAddress(subject, ip, o)
+		if was, ok := l.k.appRecordOwner[key]; ok && was != o.Key {
+			if _, exists := byKey[was]; exists {
+				l.flag(InvRecordRetargeted, name+" in "+ns, "from "+was+" to "+o.Key, false, "")
+				continue
+			}
+		}
+		l.k.appRecordOwner[key] = o.Key
 	}
 }
 

@@ -175,15 +175,9 @@ func (h *history) pick() string {
 	return opWeights[0].name
 }
 
-// run draws and runs Config.Operations operations, with Config.Kills
-// SIGKILLs of the operator among them.
-func (h *history) run(ctx context.Context) error {
-	kills := map[int]bool{}
-	for len(kills) < min(h.cfg.Kills, h.cfg.Operations) {
-		kills[h.rnd.IntN(h.cfg.Operations)] = true
-	}
-	// Every kind of operation runs at least once, at a random position
-	// after the first third (when there is something to act on).
+// forcedOps places every kind of operation at least once, at a random
+// position after the first third (when there is something to act on).
+func (h *history) forcedOps() map[int]string {
 	forced := map[int]string{}
 	lo := h.cfg.Operations / 3
 	for _, o := range opWeights {
@@ -197,6 +191,17 @@ func (h *history) run(ctx context.Context) error {
 			}
 		}
 	}
+	return forced
+}
+
+// run draws and runs Config.Operations operations, with Config.Kills
+// SIGKILLs of the operator among them.
+func (h *history) run(ctx context.Context) error {
+	kills := map[int]bool{}
+	for len(kills) < min(h.cfg.Kills, h.cfg.Operations) {
+		kills[h.rnd.IntN(h.cfg.Operations)] = true
+	}
+	forced := h.forcedOps()
 	for i := range h.cfg.Operations {
 		select {
 		case <-ctx.Done():
@@ -492,7 +497,7 @@ func (h *history) finish(ctx context.Context) error {
 		if err != nil {
 			return false, nil //nolint:nilerr // read again
 		}
-		stuck, published = append(s, objects...), cms
+		stuck, published = slices.Concat(s, objects), cms
 		return len(stuck)+len(published) == 0, nil
 	})
 	h.logOp("every workload cluster, endpoint object and tenant identity deleted (%d not gone)", len(stuck))

@@ -210,7 +210,8 @@ func (w *world) personsEdit(ctx context.Context, u *unstructured.Unstructured, n
 // operatorPrincipals are the principals the operator acts as in Azure:
 // the fleet's (the wiring) and each tenant's (its endpoint objects).
 func operatorPrincipals() []string {
-	out := []string{sandbox.FleetOperatorClient}
+	out := make([]string, 0, 1+len(tenants))
+	out = append(out, sandbox.FleetOperatorClient)
 	for t := range tenants {
 		out = append(out, tenantClient(t))
 	}

@@ -87,7 +87,7 @@ func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
 		return nil, err
 	}
 	mc, errs := capz.FromUnstructured(u)
-	if isPaused, err := paused(ctx, r.Client, u, mc); err != nil || isPaused {
+	if isPaused, err := Paused(ctx, r.Client, u, mc); err != nil || isPaused {
 		if isPaused {
 			ctrl.LoggerFrom(ctx).V(1).Info("The management cluster is paused")
 			mcPaused.Inc()
@@ -210,7 +210,7 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 		view, errs := capz.FromUnstructured(u)
 		pls := links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}]
 		view = asWired(view, pls, false, r.Opts) // managedLinks holds only the clusters' own
-		isPaused, err := paused(ctx, r.Client, u, view)
+		isPaused, err := Paused(ctx, r.Client, u, view)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -150,8 +150,8 @@ func (o *Options) SetDefaults() {
 // AnnotationPrefix).
 func (o *Options) Annotation(name string) string { return o.AnnotationPrefix + "/" + name }
 
-// Selected: the operator handles u (it carries the watch filter's label,
-// or there is no filter).
+// Selected reports whether the operator handles u: it carries the watch
+// filter's label, or there is no filter.
 func (o *Options) Selected(u client.Object) bool {
 	return o.WatchFilter == "" || u.GetLabels()[WatchFilterLabel] == o.WatchFilter
 }

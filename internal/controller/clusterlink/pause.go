@@ -12,11 +12,11 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
-// paused reports whether Cluster API pauses a cluster: the annotation on the
+// Paused reports whether Cluster API pauses a cluster: the annotation on the
 // AzureCluster, or spec.paused of its Cluster. A Cluster that cannot be read
 // is an error, not "not paused": acting on a cluster clusterctl is moving
 // would undo the move.
-func paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, view *capz.AzureCluster) (bool, error) {
+func Paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, view *capz.AzureCluster) (bool, error) {
 	if _, ok := u.GetAnnotations()[capz.PausedAnnotation]; ok {
 		return true, nil
 	}
@@ -49,7 +49,7 @@ func ReadActiveWC(ctx context.Context, c client.Reader, req ctrl.Request, mc typ
 		return nil, nil, nil, err
 	}
 	wc, errs := capz.FromUnstructured(u)
-	if isPaused, err := paused(ctx, c, u, wc); err != nil || isPaused {
+	if isPaused, err := Paused(ctx, c, u, wc); err != nil || isPaused {
 		return nil, nil, nil, err
 	}
 	return u, wc, errs, nil

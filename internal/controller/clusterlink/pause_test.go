@@ -51,9 +51,9 @@ func TestPaused(t *testing.T) {
 		if tc.annotated {
 			u.SetAnnotations(map[string]string{capz.PausedAnnotation: ""})
 		}
-		got, err := paused(context.Background(), tc.reader, u, tc.view)
+		got, err := Paused(context.Background(), tc.reader, u, tc.view)
 		if got != tc.want || (err != nil) != tc.wantErr {
-			t.Errorf("%s: paused = %v, %v; want %v, error %v", tc.reason, got, err, tc.want, tc.wantErr)
+			t.Errorf("%s: Paused = %v, %v; want %v, error %v", tc.reason, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

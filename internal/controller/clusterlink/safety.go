@@ -309,13 +309,15 @@ func NewDNSPass(held DNSHeld, writes []DNSWrite) DNSPass {
 	return p
 }
 
-// Before is what to record before Azure is written; After what the
-// records hold once the pass is over (also when it failed).
+// Before is what to record before Azure is written.
 func (p *DNSPass) Before() DNSHeld { return p.before }
-func (p *DNSPass) After() DNSHeld  { return p.after }
 
-// Skip: not approved yet, and the cluster says no record of this side
-// holds an address: nothing to remove, and no read to spend on finding
+// After is what the records hold once the pass is over (also when it
+// failed).
+func (p *DNSPass) After() DNSHeld { return p.after }
+
+// Skip reports a side not approved yet whose records the cluster says
+// hold no address: nothing to remove, and no read to spend on finding
 // that out.
 func (p *DNSPass) Skip(w DNSWrite) bool {
 	was, known := p.held.Sides[w.Side]

@@ -76,7 +76,7 @@ func (r *WCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	// What could be read is used: deletion needs only names and IDs.
 	wc, errs := capz.FromUnstructured(u)
-	isPaused, err := paused(ctx, r.Client, u, wc)
+	isPaused, err := Paused(ctx, r.Client, u, wc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
