@@ -52,8 +52,9 @@ kubectl: ## Build kubectl from the API server's Kubernetes release (cached besid
 	@hack/envtest/build.sh --kubectl
 
 .PHONY: build
-build: ## Build the operator binary into bin/.
+build: ## Build the operator binary and the kubectl plugin (kubectl-apeo) into bin/.
 	$(GO) build -o $(BIN)/azure-private-endpoint-operator ./cmd/azure-private-endpoint-operator
+	$(GO) build -o $(BIN)/kubectl-apeo ./cmd/kubectl-apeo
 
 .PHONY: test
 test: check-tree lint chart-lint test-go test-image ## Run the whole suite: tracked-file guard, lint, chart lint, unit/envtest/e2e tests with the race detector, the image.
@@ -188,8 +189,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 	sed -n '/^rules:/,$$p' config/rbac/role.yaml | tail -n +2 > $(CHART)/files/clusterrole-rules.yaml
 	sed -n '/^rules:/,$$p' config/rbac/leader_election_role.yaml | tail -n +2 > $(CHART)/files/leader-election-rules.yaml
 	@if ls config/crd/bases/*.yaml >/dev/null 2>&1; then mkdir -p $(CHART)/crds && cp config/crd/bases/*.yaml $(CHART)/crds/; fi
-	@# The generated blocks of docs/flags.md and docs/api.md.
-	APEO_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagReferenceIsCurrent|TestAPIReferenceIsCurrent' ./cmd/azure-private-endpoint-operator ./internal/docgen >/dev/null
+	@# The generated blocks of docs/flags.md, docs/api.md and docs/operations.md.
+	APEO_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagReferenceIsCurrent|TestAPIReferenceIsCurrent|TestReasonTableIsCurrent' ./cmd/azure-private-endpoint-operator ./internal/docgen ./internal/explain >/dev/null
 
 .PHONY: tidy
 tidy: ## Tidy every Go module in the repository.

@@ -32,10 +32,12 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/explain"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
@@ -227,6 +229,7 @@ func (d *demo) approve(ctx context.Context, stdin io.Reader, w *watcher, p *row)
 		return err
 	}
 	id := ptr.Deref(conn.conn.ID, "")
+	d.explainCluster(ctx, p.cluster)
 	_, _ = fmt.Fprintf(d.out, `The management cluster's endpoint %q waits for approval by the owner
 of the workload cluster's private link service (Event PrivateEndpointPendingApproval
 on %s). In Azure, the owner runs:
@@ -246,6 +249,17 @@ on %s). In Azure, the owner runs:
 	}
 	d.say("Approved; the operator sees it at its next check (--pending-recheck-interval=5s).")
 	return nil
+}
+
+// explainCluster prints what the kubectl plugin says of a cluster
+// ("namespace/name"), as `kubectl apeo explain` would.
+func (d *demo) explainCluster(ctx context.Context, cluster string) {
+	mc := d.samples.mc.GetNamespace() + "/" + d.samples.mc.GetName()
+	d.say("Why it waits, as the kubectl plugin (bin/kubectl-apeo) tells it:")
+	_, _ = fmt.Fprintf(d.out, "\n$ kubectl apeo explain %s --management-cluster %s\n", cluster, mc)
+	connect := func(string, string) (client.Reader, error) { return d.sb.Client, nil }
+	explain.Main(ctx, []string{"explain", cluster, "--management-cluster", mc}, d.out, d.out, connect)
+	_, _ = fmt.Fprintln(d.out)
 }
 
 func waitForEnter(ctx context.Context, stdin io.Reader) error {

@@ -1,0 +1,171 @@
+package explain_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/docgen"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/explain"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const (
+	mcSub = "11111111-1111-1111-1111-111111111111"
+	wcSub = "22222222-2222-2222-2222-222222222222"
+	mcNS  = "org-giantswarm"
+	wcNS  = "org-a"
+)
+
+var mcKey = types.NamespacedName{Namespace: mcNS, Name: "mc"}
+
+func wcCluster(name string, cidr int, autoApprove bool) testworld.Cluster {
+	link := testworld.PrivateLink{Name: name + "-api-privatelink", AllowedSubscriptions: []string{mcSub}}
+	if autoApprove {
+		link.AutoApprovedSubscriptions = []string{mcSub}
+	}
+	return testworld.Cluster{Namespace: wcNS, Name: name, Subscription: wcSub, Private: true, CIDR16: cidr, PrivateLinks: []testworld.PrivateLink{link}}
+}
+
+// TestExplain: against a running operator in the test world, explain
+// says a wired cluster is wired and, for each way a cluster waits, where
+// it stops, with the operator's reason and what to change.
+func TestExplain(t *testing.T) {
+	ctx := context.Background()
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
+	w.Namespace(t, wcNS)
+	noLinks := testworld.Cluster{Namespace: wcNS, Name: "nolinks", Subscription: wcSub, Private: true, CIDR16: 13}
+	paused := wcCluster("paused", 14, true)
+	for _, c := range []testworld.Cluster{
+		{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10},
+		wcCluster("wired", 11, true), wcCluster("manual", 12, false), noLinks, paused,
+	} {
+		u := c.Object(testenv.SchemaFork)
+		if c.Name == "paused" {
+			u.SetAnnotations(map[string]string{capz.PausedAnnotation: ""})
+		}
+		if err := w.Client.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := w.StartOperator(t, clusterlink.Options{ManagementCluster: mcKey})
+	defer stop()
+
+	o := explain.Options{ManagementCluster: mcKey}
+	// until waits for the operator to get a cluster to where explain says.
+	until := func(name string, want func(explain.Report) bool) explain.Report {
+		t.Helper()
+		var r explain.Report
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			r, err = explain.Explain(ctx, w.Client, types.NamespacedName{Namespace: wcNS, Name: name}, o)
+			return err == nil && want(r), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v; last report %+v", name, err, r)
+		}
+		return r
+	}
+	stoppedWith := func(reason string) func(explain.Report) bool {
+		return func(r explain.Report) bool { return r.Reason == reason }
+	}
+
+	wired := until("wired", func(r explain.Report) bool { return r.Wired })
+	for _, s := range wired.Steps {
+		if s.State != explain.StateOK && s.State != explain.StateSkipped {
+			t.Errorf("wired: step %q is %s: %s", s.Name, s.State, s.Detail)
+		}
+	}
+	manual := until("manual", stoppedWith(clusterlink.ReasonEndpointPending))
+	if manual.StoppedAt != "private links ready" || manual.Wired || !strings.Contains(manual.Fix, "approve") || !strings.Contains(manual.Message, "manual-api-privatelink") {
+		t.Errorf("manual: %+v", manual)
+	}
+	if r := until("nolinks", stoppedWith(explain.ReasonNoPrivateLinks)); r.StoppedAt != "private links" || !strings.Contains(r.Fix, "--manage-private-link-services") {
+		t.Errorf("nolinks: %+v", r)
+	}
+	if r := until("paused", stoppedWith(explain.ReasonPaused)); r.StoppedAt != "not paused" {
+		t.Errorf("paused: %+v", r)
+	}
+	if r := until("gone", stoppedWith(explain.ReasonNotFound)); r.StoppedAt != "cluster" {
+		t.Errorf("gone: %+v", r)
+	}
+	checkOptions(ctx, t, w.Client, o)
+	checkPlugin(t, w.Client)
+}
+
+// checkOptions: what the operator's settings change, and the MC found
+// from the entries.
+func checkOptions(ctx context.Context, t *testing.T, c client.Reader, o explain.Options) {
+	t.Helper()
+	filtered, err := explain.Explain(ctx, c, types.NamespacedName{Namespace: wcNS, Name: "wired"}, explain.Options{ManagementCluster: mcKey, WatchFilter: "blue"})
+	if err != nil || filtered.Reason != explain.ReasonNotSelected || filtered.Wired {
+		t.Errorf("a cluster without the watch filter's label: %+v, %v", filtered, err)
+	}
+	if r, err := explain.Explain(ctx, c, mcKey, o); err != nil || r.Reason != explain.ReasonIsManagement {
+		t.Errorf("the MC: %+v, %v", r, err)
+	}
+	if r, err := explain.Explain(ctx, c, types.NamespacedName{Namespace: wcNS, Name: "wired"}, explain.Options{ManagementCluster: types.NamespacedName{Namespace: mcNS, Name: "other"}}); err != nil || r.Reason != clusterlink.ReasonManagementClusterNotFound {
+		t.Errorf("a management cluster that does not exist: %+v, %v", r, err)
+	}
+	mc, found, err := explain.FindManagementCluster(ctx, c, types.NamespacedName{Namespace: wcNS, Name: "wired"})
+	if err != nil || !found || mc != mcKey {
+		t.Errorf("FindManagementCluster = %v, %v, %v; want %v", mc, found, err, mcKey)
+	}
+}
+
+// checkPlugin: what the plugin prints (the JSON is the report) and its
+// exit codes.
+func checkPlugin(t *testing.T, c client.Reader) {
+	t.Helper()
+	out, code := runPlugin(t, c, "explain", wcNS+"/manual", "-o", "json", "--management-cluster", mcKey.String())
+	var r explain.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 3 || r.Reason != clusterlink.ReasonEndpointPending {
+		t.Errorf("kubectl apeo explain -o json: exit %d, %v, %s", code, err, out)
+	}
+	// Text, and the management cluster found from the entries.
+	out, code = runPlugin(t, c, "explain", wcNS+"/wired")
+	if code != 0 || !strings.Contains(out, "org-a/wired is wired.") || !strings.Contains(out, "wired-api-privatelink-privateendpoint") {
+		t.Errorf("kubectl apeo explain: exit %d\n%s", code, out)
+	}
+	if _, code := runPlugin(t, c, "explain", "wired"); code != 2 {
+		t.Errorf("a key without namespace: exit %d, want 2", code)
+	}
+	t.Logf("kubectl apeo explain %s/manual:\n%s", wcNS, mustRun(t, c, "explain", wcNS+"/manual", "--management-cluster", mcKey.String()))
+}
+
+// runPlugin runs the plugin with the world's client; it returns what it
+// printed and its exit code.
+func runPlugin(t *testing.T, c client.Reader, args ...string) (string, int) {
+	t.Helper()
+	var out, errOut strings.Builder
+	code := explain.Main(context.Background(), args, &out, &errOut, func(string, string) (client.Reader, error) { return c, nil })
+	if errOut.Len() > 0 {
+		t.Logf("stderr: %s", errOut.String())
+	}
+	return out.String(), code
+}
+
+func mustRun(t *testing.T, c client.Reader, args ...string) string {
+	t.Helper()
+	out, _ := runPlugin(t, c, args...)
+	return out
+}
+
+// TestReasonTableIsCurrent: docs/operations.md's table keyed by reason
+// is the one explain prints fixes from (make generate rewrites it).
+func TestReasonTableIsCurrent(t *testing.T) {
+	docgen.Check(t, "../../docs/operations.md", "reasons", explain.ReasonTable())
+}

@@ -1,0 +1,102 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
+)
+
+// fixes says, for each reason a chain can stop with, what to change. The
+// same reasons key docs/operations.md's troubleshooting table; a test
+// holds the two together.
+var fixes = map[string]string{
+	ReasonNotFound:     "Check the namespace and name (kubectl get azureclusters -A).",
+	ReasonIsManagement: "Run explain for a workload cluster of this management cluster.",
+	ReasonPaused:       "Unpause the Cluster (spec.paused, annotation cluster.x-k8s.io/paused) when what paused it (clusterctl move, a person) is done.",
+	ReasonNotSelected:  "Put the watch-filter label back on the AzureCluster, or run explain with the operator's --watch-filter.",
+	ReasonNoPrivateLinks: "Declare spec.networkSpec.apiServerLB.privateLinks (CAPZ's fork, or upstream v1.27+), " +
+		"or run the operator with --manage-private-link-services so that it makes one.",
+	ReasonPrivateLinksWait: "Wait for CAPZ; if it does not come, read CAPZ's conditions and logs for the cluster.",
+	ReasonNotYetWired: "Wait a recheck (--pending-recheck-interval); if nothing moves, read the cluster's Events " +
+		"(kubectl events --for azurecluster/<name>) and the operator's logs.",
+	ReasonConditionsMissing: "Check that the operator runs for this management cluster (--management-cluster-name/-namespace) and is the leader.",
+
+	clusterlink.ReasonManagementClusterNotFound: "Create the management cluster's AzureCluster, or fix --management-cluster-name/-namespace.",
+	clusterlink.ReasonEndpointPending: "The owner of the private link service approves the connection " +
+		"(az network private-endpoint-connection approve), or adds the management cluster's subscription to the link's autoApprovedSubscriptions.",
+	clusterlink.ReasonEndpointRejected: "The owner of the private link service approves the connection again; or delete the endpoint in Azure " +
+		"so that it is requested anew (the operator does it itself with --heal-rejected).",
+	clusterlink.ReasonEndpointDisconnected: "The service was deleted or the connection removed: the operator deletes the endpoint after " +
+		"--heal-disconnected-after so that CAPZ makes a new one; if healing is off (0s), delete it in Azure yourself.",
+	clusterlink.ReasonEndpointProvisioning: "Wait: the endpoint is being created or has no address yet. If it lasts, check that CAPZ created it " +
+		"and that the identity may read network interfaces (Microsoft.Network/networkInterfaces/read).",
+	clusterlink.ReasonEndpointTargetMismatch: "An endpoint of the cluster's name connects to another service: it is not this cluster's. " +
+		"Rename the private link (the endpoint's name follows it), or delete that endpoint if nobody needs it.",
+	clusterlink.ReasonNameConflict: "Another workload cluster holds the management cluster's endpoint of that name: rename the private link " +
+		"(spec.networkSpec.apiServerLB.privateLinks[].name).",
+	clusterlink.ReasonPrivateEndpointNameTaken: "An entry of the operator's name belongs to another field manager: rename or remove it, " +
+		"or add its manager to --adopt-field-managers (an older operator) or --capz-field-managers (CAPZ under another user agent).",
+	clusterlink.ReasonSubscriptionNotAllowed: "Add the management cluster's subscription to the link's allowedSubscriptions.",
+	clusterlink.ReasonInvalidSpec:            "Fix the AzureCluster's spec as the message says.",
+	clusterlink.ReasonNothingToWire:          "Nothing to do unless the cluster should be wired: declare its private links again.",
+	clusterlink.ReasonAzureError: "Read the message: an authorization error names the action and scope to grant to the identity; " +
+		"the operator retries every --terminal-recheck-interval.",
+
+	wiringdns.ReasonDNSNameRefused: "The zone's name is refused (a protected domain, or a base domain the operator does not allow): " +
+		"fix the base-domain annotation, or --wiring-dns-allowed-base-domains.",
+	wiringdns.ReasonDNSNameReserved: "The name belongs to the platform or to a public cluster of the same name that came first: rename the cluster, " +
+		"or give it another base domain.",
+	wiringdns.ReasonDNSZoneHeld:         "Another workload cluster of the same name made that zone: it is that cluster's while it exists; rename this one.",
+	wiringdns.ReasonDNSRecordConflict:   "Another workload cluster of the resource group holds those names: give the clusters zones of their own (--wiring-dns-wc-zone with {{.Cluster}}).",
+	wiringdns.ReasonDNSRecordNotOwned:   "A record set of that name was written by another tool: remove it, or let the operator take it over (--wiring-dns-adopt).",
+	wiringdns.ReasonInvalidDNS:          "The DNS names cannot be built: set --wiring-dns-base-domain, or fix the templates.",
+	wiringdns.ReasonDNSZoneLimit:        "The subscription or the network has Azure's maximum of private zones: raise the quota (and --wiring-dns-zone-limit) or use a shared zone.",
+	wiringdns.ReasonDNSZoneLimitNear:    "Close to Azure's maximum of private zones in the subscription or the network: plan for a shared zone or a raised quota.",
+	wiringdns.ReasonDNSNotReleased:      "The cluster's records could not be removed: read the message (usually the MC-side zone's permissions).",
+	clusterlink.ReasonHealWaitsForDNS:   "Wait: a broken endpoint is deleted once its records no longer hold its address.",
+	clusterlink.ReasonHealWaitsForPause: "Unpause the cluster when clusterctl move is done; the heal follows.",
+}
+
+// Fix is what to change for a reason ("" when explain knows none: read the
+// message).
+func Fix(reason string) string {
+	if f, ok := fixes[reason]; ok {
+		return f
+	}
+	if reason == "" {
+		return ""
+	}
+	return "Read the message; docs/operations.md, Troubleshooting, lists the reasons."
+}
+
+// waits: a reason that comes and goes by itself (no person needs to act).
+func waits(reason string) bool {
+	switch reason {
+	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, ReasonPrivateLinksWait, ReasonNotYetWired:
+		return true
+	}
+	return false
+}
+
+// ReasonTable is docs/operations.md's table of the reasons a chain stops
+// with and what to change, sorted by reason.
+func ReasonTable() string {
+	reasons := make([]string, 0, len(fixes))
+	for r := range fixes {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	var b strings.Builder
+	b.WriteString("| Reason | Waits by itself | What to change |\n| --- | --- | --- |\n")
+	for _, r := range reasons {
+		by := "no"
+		if waits(r) {
+			by = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r, by, strings.ReplaceAll(fixes[r], "|", "\\|"))
+	}
+	return b.String()
+}
