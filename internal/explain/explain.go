@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,10 +137,11 @@ func Explain(ctx context.Context, c client.Reader, key types.NamespacedName, o O
 		return ch.r, nil
 	}
 	ch.add("management cluster", StateOK, "AzureCluster "+o.ManagementCluster.String()+" in subscription "+mc.SubscriptionID)
-	if err := links(ctx, c, ch, view); err != nil {
+	services, err := links(ctx, c, ch, view)
+	if err != nil {
 		return ch.r, err
 	}
-	entries(ch, view, mc)
+	entries(ch, view, mc, services)
 	annotations(ch, u, o)
 	conditions(ch, u)
 	ch.r.Wired = !ch.stopped
@@ -167,50 +169,57 @@ func gate(ctx context.Context, c client.Reader, ch *chain, u *unstructured.Unstr
 }
 
 // links: the private links the cluster's API server is reached through.
-func links(ctx context.Context, c client.Reader, ch *chain, view *capz.AzureCluster) error {
+// It returns their services' IDs, lower case (a managed one's once the
+// operator has made it).
+func links(ctx context.Context, c client.Reader, ch *chain, view *capz.AzureCluster) (map[string]bool, error) {
+	services := map[string]bool{}
 	if view.APIServerLBType != capz.LBTypeInternal {
 		ch.add("private links", StateSkipped, "public API server: the management cluster reaches it without a private link")
-		return nil
+		return services, nil
 	}
 	var names []string
 	for _, l := range view.PrivateLinks {
 		names = append(names, l.Name)
+		services[strings.ToLower(clusterlink.PrivateLinkServiceID(view.SubscriptionID, view.ResourceGroup, l.Name))] = true
 	}
-	if len(names) > 0 {
-		ch.add("private links", StateOK, "declared in spec: "+strings.Join(names, ", "))
-	} else {
+	if len(names) == 0 {
 		managed := &v1alpha1.AzurePrivateLinkServiceList{}
-		if err := c.List(ctx, managed, client.InNamespace(view.Namespace), client.MatchingLabels{clusterlink.ManagedForLabel: view.Name}); err != nil && !apierrors.IsNotFound(err) && !isNoKind(err) {
-			return err
+		err := c.List(ctx, managed, client.InNamespace(view.Namespace), client.MatchingLabels{clusterlink.ManagedForLabel: view.Name})
+		if err != nil && !meta.IsNoMatchError(err) {
+			return nil, err
 		}
 		if len(managed.Items) == 0 {
 			ch.stop("private links", StateStop, ReasonNoPrivateLinks, "the cluster's API server is private and it declares no private link, and the operator manages none for it")
-			return nil
+			return services, nil
 		}
-		ch.add("private links", StateOK, "managed by the operator: AzurePrivateLinkService "+managed.Items[0].Name)
-		return nil // the managed service's readiness is on the object
+		m := managed.Items[0]
+		if m.Status.ResourceID != "" {
+			services[strings.ToLower(m.Status.ResourceID)] = true
+		}
+		// The managed service's own conditions say why it is not ready.
+		ch.add("private links", StateOK, "managed by the operator: AzurePrivateLinkService "+m.Namespace+"/"+m.Name)
+		return services, nil
 	}
+	ch.add("private links", StateOK, "declared in spec: "+strings.Join(names, ", "))
 	if !view.PrivateLinksReady {
 		ch.stop("CAPZ's private links", StateWaiting, ReasonPrivateLinksWait, "CAPZ has not reported its private link services ready (condition PrivateLinksReady)")
-		return nil
+		return services, nil
 	}
 	ch.add("CAPZ's private links", StateOK, "PrivateLinksReady")
-	return nil
+	return services, nil
 }
 
 // entries: the management cluster's endpoint entries that connect to the
 // cluster's services, and the cluster's own entries to the MC.
-func entries(ch *chain, view, mc *capz.AzureCluster) {
-	own := map[string]bool{}
-	for _, l := range view.PrivateLinks {
-		own[strings.ToLower(clusterlink.PrivateLinkServiceID(view.SubscriptionID, view.ResourceGroup, l.Name))] = true
-	}
+func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool) {
 	toWC := entriesTo(mc, func(pls string) bool { return own[pls] })
 	mcScope := strings.ToLower("/subscriptions/" + mc.SubscriptionID + "/resourceGroups/" + mc.ResourceGroup + "/")
 	toMC := entriesTo(view, func(pls string) bool { return strings.HasPrefix(pls, mcScope) })
 	switch {
-	case view.APIServerLBType != capz.LBTypeInternal || len(own) == 0:
+	case view.APIServerLBType != capz.LBTypeInternal:
 		ch.add("MC endpoints to the cluster", StateSkipped, "")
+	case len(own) == 0:
+		ch.add("MC endpoints to the cluster", StateWaiting, "no private link service of the cluster's to connect to yet")
 	case len(toWC) == 0:
 		ch.add("MC endpoints to the cluster", StateWaiting, "the management cluster has no endpoint entry to the cluster's private link services yet")
 	default:
@@ -310,12 +319,6 @@ func read(ctx context.Context, c client.Reader, key types.NamespacedName) (*unst
 		return nil, nil, fmt.Errorf("AzureCluster %s cannot be read", key)
 	}
 	return u, view, nil
-}
-
-// isNoKind: the AzurePrivateLinkService CRD is not installed (the
-// operator then manages no private link service).
-func isNoKind(err error) bool {
-	return strings.Contains(err.Error(), "no matches for kind")
 }
 
 // FindManagementCluster is the AzureCluster (other than key's) whose
