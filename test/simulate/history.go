@@ -317,9 +317,21 @@ func (h *history) create(ctx context.Context) error {
 
 func (h *history) delete(ctx context.Context, l *live) error {
 	h.logOp("delete %s", l.spec.Key())
-	h.excuse(l.spec.Key()) // CAPZ deletes its service: the MC's endpoint turns Disconnected
+	h.excuseService(l) // CAPZ deletes its service: the endpoints to it turn Disconnected
 	delete(h.live, l.spec.Key())
 	return client.IgnoreNotFound(h.w.sb.Client.Delete(ctx, l.spec.object(false)))
+}
+
+// excuseService gives the grace of an out-of-band change to everything
+// that connects to the cluster's service: the cluster (the MC's endpoint
+// to it) and every endpoint object that asks for it.
+func (h *history) excuseService(l *live) {
+	h.excuse(l.spec.Key())
+	for _, a := range h.apes {
+		if a.Target == l.spec.PLSID() {
+			h.excuse(a.excuseKey())
+		}
+	}
 }
 
 func (h *history) patch(ctx context.Context, l *live, patch string) error {
@@ -335,7 +347,7 @@ func (h *history) toggleLink(ctx context.Context, l *live) error {
 	}
 	if l.links {
 		h.logOp("withdraw the private link of %s", l.spec.Key())
-		h.excuse(l.spec.Key())
+		h.excuseService(l)
 		l.links = false
 		return h.patch(ctx, l, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":null}}}}`)
 	}
@@ -374,10 +386,10 @@ func (h *history) connections(ctx context.Context, l *live, action string) error
 				continue
 			}
 			a.Status, a.Description = azuresim.ConnectionRejected, "the tenant rejects it"
-			h.excuse(l.spec.Key())
+			h.excuseService(l)
 		default:
 			a.Remove = true
-			h.excuse(l.spec.Key())
+			h.excuseService(l)
 		}
 		h.logOp("%s the connection of %s on %s's service", action, e.Name, l.spec.Key())
 		if err := h.w.sb.Sim.ActOnConnection(a); err != nil {
