@@ -129,19 +129,26 @@ func Explain(ctx context.Context, c client.Reader, key types.NamespacedName, o O
 		return ch.r, nil
 	}
 	mcU, mc, err := read(ctx, c, o.ManagementCluster)
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err):
+		// A tenant may read its own clusters only: what the MC holds is
+		// left out, the operator's verdicts on the cluster are not.
+		ch.add("management cluster", StateSkipped, "your kubeconfig may not read AzureCluster "+o.ManagementCluster.String()+": its endpoint entries are left out")
+	case err != nil:
 		return ch.r, err
-	}
-	if mcU == nil {
+	case mcU == nil:
 		ch.stop("management cluster", StateStop, clusterlink.ReasonManagementClusterNotFound, "no AzureCluster "+o.ManagementCluster.String()+" (--management-cluster-namespace/-name)")
 		return ch.r, nil
+	default:
+		ch.add("management cluster", StateOK, "AzureCluster "+o.ManagementCluster.String()+" in subscription "+mc.SubscriptionID)
 	}
-	ch.add("management cluster", StateOK, "AzureCluster "+o.ManagementCluster.String()+" in subscription "+mc.SubscriptionID)
 	services, err := links(ctx, c, ch, view)
 	if err != nil {
 		return ch.r, err
 	}
-	entries(ch, view, mc, services)
+	if mc != nil {
+		entries(ch, view, mc, services)
+	}
 	annotations(ch, u, o)
 	conditions(ch, u)
 	ch.r.Wired = !ch.stopped
@@ -336,6 +343,9 @@ func FindManagementCluster(ctx context.Context, c client.Reader, key types.Names
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 	if err := c.List(ctx, list); err != nil {
+		if apierrors.IsForbidden(err) {
+			return types.NamespacedName{}, false, nil // the caller is asked to name it
+		}
 		return types.NamespacedName{}, false, err
 	}
 	for i := range list.Items {

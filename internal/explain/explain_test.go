@@ -3,10 +3,13 @@ package explain_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,6 +123,15 @@ func checkOptions(ctx context.Context, t *testing.T, c client.Reader, o explain.
 	if r, err := explain.Explain(ctx, c, types.NamespacedName{Namespace: wcNS, Name: "wired"}, explain.Options{ManagementCluster: types.NamespacedName{Namespace: mcNS, Name: "other"}}); err != nil || r.Reason != clusterlink.ReasonManagementClusterNotFound {
 		t.Errorf("a management cluster that does not exist: %+v, %v", r, err)
 	}
+	// A tenant whose kubeconfig may not read the MC still gets the
+	// operator's verdict on its own cluster.
+	tenant := forbidden{Reader: c, namespace: mcNS}
+	if r, err := explain.Explain(ctx, tenant, types.NamespacedName{Namespace: wcNS, Name: "manual"}, o); err != nil || r.Reason != clusterlink.ReasonEndpointPending {
+		t.Errorf("a tenant without read access to the MC: %+v, %v", r, err)
+	}
+	if _, found, err := explain.FindManagementCluster(ctx, tenant, types.NamespacedName{Namespace: wcNS, Name: "wired"}); found || err != nil {
+		t.Errorf("FindManagementCluster for a tenant who may not list every namespace: %v, %v", found, err)
+	}
 	mc, found, err := explain.FindManagementCluster(ctx, c, types.NamespacedName{Namespace: wcNS, Name: "wired"})
 	if err != nil || !found || mc != mcKey {
 		t.Errorf("FindManagementCluster = %v, %v, %v; want %v", mc, found, err, mcKey)
@@ -144,6 +156,29 @@ func checkPlugin(t *testing.T, c client.Reader) {
 		t.Errorf("a key without namespace: exit %d, want 2", code)
 	}
 	t.Logf("kubectl apeo explain %s/manual:\n%s", wcNS, mustRun(t, c, "explain", wcNS+"/manual", "--management-cluster", mcKey.String()))
+}
+
+// forbidden answers as the API server does a tenant whose RBAC covers its
+// own namespaces: Forbidden in namespace, and for lists across all.
+type forbidden struct {
+	client.Reader
+	namespace string
+}
+
+func (f forbidden) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key.Namespace == f.namespace {
+		return apierrors.NewForbidden(schema.GroupResource{Group: "infrastructure.cluster.x-k8s.io", Resource: "azureclusters"}, key.Name, errors.New("tenant"))
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (f forbidden) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.Namespace == "" || o.Namespace == f.namespace {
+		return apierrors.NewForbidden(schema.GroupResource{Group: "infrastructure.cluster.x-k8s.io", Resource: "azureclusters"}, "", errors.New("tenant"))
+	}
+	return f.Reader.List(ctx, list, opts...)
 }
 
 // runPlugin runs the plugin with the world's client; it returns what it
