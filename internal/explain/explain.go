@@ -187,8 +187,8 @@ func links(ctx context.Context, c client.Reader, ch *chain, view *capz.AzureClus
 	var names []string
 	for _, l := range view.PrivateLinks {
 		names = append(names, l.Name)
-		services[strings.ToLower(clusterlink.PrivateLinkServiceID(view.SubscriptionID, view.ResourceGroup, l.Name))] = true
 	}
+	services = declaredServices(view)
 	if len(names) == 0 {
 		managed := &v1alpha1.AzurePrivateLinkServiceList{}
 		err := c.List(ctx, managed, client.InNamespace(view.Namespace), client.MatchingLabels{clusterlink.ManagedForLabel: view.Name})
@@ -336,10 +336,7 @@ func FindManagementCluster(ctx context.Context, c client.Reader, key types.Names
 	if err != nil || view == nil {
 		return types.NamespacedName{}, false, err
 	}
-	own := map[string]bool{}
-	for _, l := range view.PrivateLinks {
-		own[strings.ToLower(clusterlink.PrivateLinkServiceID(view.SubscriptionID, view.ResourceGroup, l.Name))] = true
-	}
+	own := declaredServices(view)
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 	if err := c.List(ctx, list); err != nil {
@@ -358,4 +355,14 @@ func FindManagementCluster(ctx context.Context, c client.Reader, key types.Names
 		}
 	}
 	return types.NamespacedName{}, false, nil
+}
+
+// declaredServices are the IDs, lower case, of the private link services
+// a cluster's spec declares.
+func declaredServices(view *capz.AzureCluster) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range view.PrivateLinks {
+		out[strings.ToLower(clusterlink.PrivateLinkServiceID(view.SubscriptionID, view.ResourceGroup, l.Name))] = true
+	}
+	return out
 }

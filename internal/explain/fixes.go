@@ -16,7 +16,7 @@ var fixes = map[string]string{
 	ReasonNotFound:     "Check the namespace and name (kubectl get azureclusters -A).",
 	ReasonIsManagement: "Run explain for a workload cluster of this management cluster.",
 	ReasonPaused:       "Unpause the Cluster (spec.paused, annotation cluster.x-k8s.io/paused) when what paused it (clusterctl move, a person) is done.",
-	ReasonNotSelected:  "Put the watch-filter label back on the AzureCluster, or run explain with the operator's --watch-filter.",
+	ReasonNotSelected:  "Put the watch-filter label back on the AzureCluster; until then the operator leaves what it wrote as it was.",
 	ReasonNoPrivateLinks: "Declare spec.networkSpec.apiServerLB.privateLinks (CAPZ's fork, or upstream v1.27+), " +
 		"or run the operator with --manage-private-link-services so that it makes one.",
 	ReasonPrivateLinksWait: "Wait for CAPZ; if it does not come, read CAPZ's conditions and logs for the cluster.",
