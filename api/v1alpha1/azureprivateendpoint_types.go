@@ -624,6 +624,8 @@ type AzurePrivateEndpointStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ape,categories=privatelink
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move-hierarchy="
 // +kubebuilder:validation:XValidation:rule="has(self.spec.name) || (size(self.metadata.name) >= 2 && size(self.metadata.name) <= 64)",message="the private endpoint's name in Azure (spec.name, default metadata.name) must have 2 to 64 characters: set spec.name"
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`,priority=1
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.ipAddresses[0]`

@@ -463,6 +463,8 @@ type PrivateEndpointConnection struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=apls,categories=privatelink
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move-hierarchy="
 // +kubebuilder:printcolumn:name="Alias",type=string,JSONPath=`.status.alias`
 // +kubebuilder:printcolumn:name="Approved",type=integer,JSONPath=`.status.approvedConnections`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingConnections`

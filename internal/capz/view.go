@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -22,6 +23,21 @@ const (
 
 // PausedAnnotation pauses reconciliation of a Cluster API object.
 const PausedAnnotation = "cluster.x-k8s.io/paused"
+
+// DeleteForMoveAnnotation is set by clusterctl move on each object it
+// deletes from the source management cluster after creating it in the
+// target (Cluster API v1.14, cmd/clusterctl/api/v1alpha3 annotations.go;
+// mover.go deleteSourceObject adds it, deletes the object, then removes
+// its finalizers). What such an object stands for lives on elsewhere.
+const DeleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
+
+// DeletedForMove reports whether clusterctl move is deleting o from the
+// source management cluster: its finalizers must release it without
+// touching what it stands for.
+func DeletedForMove(o metav1.Object) bool {
+	_, ok := o.GetAnnotations()[DeleteForMoveAnnotation]
+	return ok && o.GetDeletionTimestamp() != nil
+}
 
 // ConditionPrivateLinksReady is the condition the CAPZ fork sets on an
 // AzureCluster once its private link services exist.

@@ -39,10 +39,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -135,18 +138,55 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
-	return ctrl.NewControllerManagedBy(mgr).Named("capzsim").For(u).
+	// CAPZ watches Clusters and reconciles the infrastructure cluster of
+	// one that is unpaused (ClusterToInfrastructureMapFunc with
+	// predicates.ClusterUnpaused): that is how it resumes after
+	// clusterctl move. capzsim maps every Cluster event.
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(capz.ClusterGVK)
+	toInfra := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		c, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		kind, _, _ := unstructured.NestedString(c.Object, "spec", "infrastructureRef", "kind")
+		name, _, _ := unstructured.NestedString(c.Object, "spec", "infrastructureRef", "name")
+		if kind != capz.AzureClusterGVK.Kind || name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.GetNamespace(), Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("capzsim").For(u).Watches(cl, toInfra).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.Concurrency}).Complete(r)
 }
 
 // isPaused: CAPZ's AzureCluster controller returns on pause before it
-// looks at deletion (controllers/azurecluster_controller.go: the
-// annotations.IsPaused check comes before reconcileDelete; newer releases
-// run reconcilePause there instead). clusterctl move pauses, then deletes
-// the source objects without their finalizers.
-func isPaused(u *unstructured.Unstructured) bool {
-	_, paused := u.GetAnnotations()[capz.PausedAnnotation]
-	return paused
+// looks at deletion (v1.27 controllers/azurecluster_controller.go: the
+// annotations.IsPaused(cluster, azureCluster) check comes before
+// reconcileDelete and runs reconcilePause there). Paused means the
+// cluster.x-k8s.io/paused annotation on the AzureCluster or spec.paused on
+// its owner Cluster (Cluster API util/annotations IsPaused) — the latter is
+// what clusterctl move sets, before it deletes the source objects without
+// their finalizers. Unlike CAPZ, which waits for the owner reference
+// ("Cluster Controller has not yet set OwnerRef"), capzsim reconciles an
+// AzureCluster without an owner Cluster: most test worlds make none.
+func (r *Reconciler) isPaused(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	if _, paused := u.GetAnnotations()[capz.PausedAnnotation]; paused {
+		return true, nil
+	}
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind != capz.ClusterGVK.Kind || !strings.HasPrefix(o.APIVersion, capz.ClusterGVK.Group+"/") {
+			continue
+		}
+		cl := &unstructured.Unstructured{}
+		cl.SetGroupVersionKind(capz.ClusterGVK)
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: o.Name}, cl); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		paused, _, _ := unstructured.NestedBool(cl.Object, "spec", "paused")
+		return paused, nil
+	}
+	return false, nil
 }
 
 // errWait says Azure is still working; look again after Resync.
@@ -159,7 +199,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if isPaused(u) {
+	if paused, err := r.isPaused(ctx, u); err != nil {
+		return ctrl.Result{}, err
+	} else if paused {
 		if r.Opts.Mode.usesASO() {
 			return ctrl.Result{}, r.pauseASO(ctx, u)
 		}

@@ -123,6 +123,9 @@ type Sandbox struct {
 	stopCAPZ func() error
 	capzOpts Options
 	proxy    *apiProxy
+	// sharedSim is true for a sandbox made by SecondAPIServer: the
+	// emulator belongs to the first, and Stop leaves it running.
+	sharedSim bool
 }
 
 // Start starts the API server, the emulator and capzsim. On error, whatever
@@ -287,6 +290,39 @@ func (sb *Sandbox) startCAPZ(opts Options) error {
 	return nil
 }
 
+// SecondAPIServer starts another API server (with its own capzsim, as a
+// second management cluster runs its own CAPZ) on the same Azure: the
+// target of a `clusterctl move`. Its files go to dir. Stopping it leaves
+// the emulator to sb.
+func (sb *Sandbox) SecondAPIServer(ctx context.Context, dir string) (_ *Sandbox, err error) {
+	if sb.Env == nil || sb.Sim == nil {
+		return nil, errors.New("sandbox: SecondAPIServer on a stopped sandbox")
+	}
+	opts := sb.capzOpts
+	second := &Sandbox{
+		Sim: sb.Sim, CAFile: sb.CAFile, CloudFile: sb.CloudFile, Cloud: sb.Cloud, HTTP: sb.HTTP,
+		CAPZCredential: sb.CAPZCredential, sharedSim: true,
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, second.Stop())
+		}
+	}()
+	env, err := testenv.Start(ctx, testenv.Options{Schema: opts.Schema})
+	if err != nil {
+		return nil, err
+	}
+	second.Env, second.Client = env, env.Client
+	second.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(second.Kubeconfig); err != nil {
+		return nil, err
+	}
+	if err := second.startCAPZ(opts); err != nil {
+		return nil, err
+	}
+	return second, nil
+}
+
 // ModeOf is the CAPZ capzsim mimics by default for a schema.
 func ModeOf(s testenv.Schema) capzsim.Mode {
 	switch s {
@@ -315,10 +351,10 @@ func (sb *Sandbox) Stop() error {
 		errs = append(errs, sb.Env.Stop())
 		sb.Env = nil
 	}
-	if sb.Sim != nil {
+	if sb.Sim != nil && !sb.sharedSim {
 		errs = append(errs, sb.Sim.Close())
-		sb.Sim = nil
 	}
+	sb.Sim = nil
 	return errors.Join(errs...)
 }
 

@@ -194,3 +194,22 @@ func (w *World) EndpointIP(t testing.TB, sub, rg, name string) string {
 	}
 	return *pe.Properties.NetworkInterfaces[0].Properties.IPConfigurations[0].Properties.PrivateIPAddress
 }
+
+// SecondAPIServer starts another API server with its own capzsim and the
+// world's AzureClusterIdentity, on the same Azure: the target of a
+// `clusterctl move` (sandbox.Move). It stops with the test, before w.
+func (w *World) SecondAPIServer(t testing.TB) *World {
+	t.Helper()
+	sb, err := w.Sandbox.SecondAPIServer(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatalf("second API server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Stop(); err != nil {
+			t.Errorf("stopping the second API server: %v", err)
+		}
+	})
+	second := &World{Sandbox: sb}
+	second.createIdentity(t)
+	return second
+}

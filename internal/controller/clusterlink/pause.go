@@ -17,7 +17,10 @@ import (
 // is an error, not "not paused": acting on a cluster clusterctl is moving
 // would undo the move.
 func Paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, view *capz.AzureCluster) (bool, error) {
-	if _, ok := u.GetAnnotations()[capz.PausedAnnotation]; ok {
+	if _, ok := u.GetAnnotations()[capz.PausedAnnotation]; ok || capz.DeletedForMove(u) {
+		// clusterctl move pauses the Cluster before it deletes the
+		// AzureCluster, and deletes the Cluster last; an AzureCluster it
+		// deletes counts as paused whatever its Cluster says.
 		return true, nil
 	}
 	if view.ClusterName == "" {

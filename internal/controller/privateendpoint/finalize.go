@@ -14,6 +14,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pe "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
 // finalize deletes in order — the records, the links no other object
@@ -28,6 +29,16 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return ctrl.Result{}, nil
 	}
 	r.heal.Ready(owner(obj))
+	if capz.DeletedForMove(obj) {
+		// clusterctl move made the object in another management cluster
+		// and deletes this one: the endpoint, its DNS and what it
+		// published (moved with it, and deleted here by clusterctl) are
+		// the target's now.
+		forgetObject(&r.dnsSeen, owner(obj))
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventMovedAway, "Release",
+			"deleted by clusterctl move: the private endpoint and its DNS stay in Azure for the management cluster the object moved to")
+		return ctrl.Result{}, r.removeFinalizer(ctx, obj)
+	}
 	if obj.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventOrphaned, "Orphan", "deletionPolicy Orphan: the private endpoint and its DNS stay in Azure")
 		return ctrl.Result{}, r.release(ctx, obj)
@@ -94,6 +105,10 @@ func (r *Reconciler) release(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 	if err := r.unpublish(ctx, obj, v1alpha1.PublishedStatus{}); err != nil {
 		return err
 	}
+	return r.removeFinalizer(ctx, obj)
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) error {
 	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))

@@ -54,6 +54,7 @@ const (
 	EventUpdated       = "PrivateEndpointUpdated"
 	EventDeleted       = "PrivateEndpointDeleted"
 	EventOrphaned      = "PrivateEndpointOrphaned"
+	EventMovedAway     = "PrivateEndpointMovedAway"
 	EventHealed        = "PrivateEndpointHealed"
 	EventAskedAgain    = "ConnectionRequestedAgain"
 	EventRetargeted    = "PrivateEndpointRetargeted"

@@ -38,6 +38,7 @@ const (
 	EventRecreated          = "PrivateLinkServiceRecreated"
 	EventDeleted            = "PrivateLinkServiceDeleted"
 	EventOrphaned           = "PrivateLinkServiceOrphaned"
+	EventMovedAway          = "PrivateLinkServiceMovedAway"
 	EventConnectionApproved = "ConnectionApproved"
 	EventConnectionRejected = "ConnectionRejected"
 	// EventCannotApprove: a rule approves a connection Azure already

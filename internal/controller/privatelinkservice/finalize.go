@@ -17,6 +17,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
 // finalize deletes in order: the connections (Azure refuses to delete a
@@ -26,6 +27,14 @@ import (
 func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
+	}
+	if capz.DeletedForMove(obj) {
+		// clusterctl move made the object in another management cluster
+		// and deletes this one: the service and its connections are the
+		// target's now.
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventMovedAway, "Release",
+			"deleted by clusterctl move: the private link service and its connections stay in Azure for the management cluster the object moved to")
+		return ctrl.Result{}, r.release(ctx, obj)
 	}
 	if obj.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventOrphaned, "Orphan", "deletionPolicy Orphan: the private link service stays in Azure")
