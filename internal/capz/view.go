@@ -225,11 +225,30 @@ func (r *reader) subnet(p *field.Path, m map[string]any) Subnet {
 	return s
 }
 
+// conditionLists are where a condition of an AzureCluster may be, in the
+// order read: status.conditions (Cluster API's v1beta1 form in CAPZ
+// v1.23/v1.27, metav1.Condition once CAPZ serves a v1beta2 contract API),
+// status.v1beta2.conditions (the v1beta2 form a v1beta1 API carries during
+// the transition, as Cluster API v1.9–v1.12's own v1beta1 types do:
+// api/core/v1beta1 ClusterV1Beta2Status), and
+// status.deprecated.v1beta1.conditions (where a v1beta2 API keeps the
+// v1beta1 form: api/core/v1beta2 ClusterDeprecatedStatus). Both forms
+// have type and status (True, False, Unknown).
+var conditionLists = []*field.Path{
+	field.NewPath("status", "conditions"),
+	field.NewPath("status", "v1beta2", "conditions"),
+	field.NewPath("status", "deprecated", "v1beta1", "conditions"),
+}
+
+// conditionTrue says whether the condition typ is True in the first list
+// that has it (conditionLists).
 func conditionTrue(r reader, typ string) bool {
-	for _, m := range r.list(field.NewPath("status", "conditions")) {
-		c := reader{obj: m}
-		if c.str(field.NewPath("type")) == typ {
-			return strings.EqualFold(c.str(field.NewPath("status")), "True")
+	for _, list := range conditionLists {
+		for _, m := range r.list(list) {
+			c := reader{obj: m}
+			if c.str(field.NewPath("type")) == typ {
+				return strings.EqualFold(c.str(field.NewPath("status")), "True")
+			}
 		}
 	}
 	return false

@@ -111,6 +111,29 @@ func TestFromUnstructured(t *testing.T) {
 			want: func() *capz.AzureCluster { w := wantBase(); w.PrivateLinksReady = false; return w },
 		},
 		{
+			reason: "PrivateLinksReady True in the v1beta2 form a v1beta1 API carries (status.v1beta2.conditions)",
+			mutate: func(o map[string]any) {
+				o["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}},
+					"v1beta2": map[string]any{"conditions": []any{map[string]any{"type": "PrivateLinksReady", "status": "True", "reason": "Ready", "observedGeneration": int64(3)}}}}
+			},
+			want: wantBase,
+		},
+		{
+			reason: "PrivateLinksReady True where a v1beta2 API keeps the v1beta1 form (status.deprecated.v1beta1.conditions)",
+			mutate: func(o map[string]any) {
+				o["status"] = map[string]any{"deprecated": map[string]any{"v1beta1": map[string]any{"conditions": []any{map[string]any{"type": "PrivateLinksReady", "status": "True"}}}}}
+			},
+			want: wantBase,
+		},
+		{
+			reason: "status.conditions decides when it has the type (a v1beta2 API's own list): False there wins over True in the deprecated form",
+			mutate: func(o map[string]any) {
+				o["status"] = map[string]any{"conditions": []any{map[string]any{"type": "PrivateLinksReady", "status": "False", "reason": "Provisioning", "observedGeneration": int64(3)}},
+					"deprecated": map[string]any{"v1beta1": map[string]any{"conditions": []any{map[string]any{"type": "PrivateLinksReady", "status": "True"}}}}}
+			},
+			want: func() *capz.AzureCluster { w := wantBase(); w.PrivateLinksReady = false; return w },
+		},
+		{
 			reason: "malformed fields are all reported with their paths; the rest is read",
 			mutate: func(o map[string]any) {
 				bad := link("natIpConfigurations")
