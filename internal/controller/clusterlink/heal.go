@@ -54,7 +54,7 @@ func (r *WCReconciler) healEndpoint(ctx context.Context, u *unstructured.Unstruc
 		}
 		return
 	}
-	if err := r.Endpoints.Delete(ctx, owner, ep.Name); err != nil {
+	if err := r.Endpoints.Delete(azure.WithDeletionReason(ctx, "healing: the endpoint is "+state+"; CAPZ makes it again from the entry"), owner, ep.Name); err != nil {
 		c := azure.Classify(err)
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, c.Reason, "Heal",
 			"cannot delete %s private endpoint %s to heal it: %s", state, ep.Name, c.Message)

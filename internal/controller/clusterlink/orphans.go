@@ -202,6 +202,7 @@ func keepSet(ac *capz.AzureCluster, wanted []string) map[string]bool {
 }
 
 func (o *OrphanCleaner) delete(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, ac *capz.AzureCluster, name, scope string) {
+	ctx = azure.WithDeletionReason(ctx, "orphan: the operator removed the entry from "+ac.Namespace+"/"+ac.Name+" and CAPZ left the endpoint in Azure")
 	if _, err := pes.BeginDelete(ctx, ac.ResourceGroup, name, nil); err != nil && !azure.IsNotFound(err) {
 		c := azure.Classify(err)
 		ctrl.LoggerFrom(ctx).Info("Cannot delete an orphaned private endpoint", "endpoint", name, "reason", c.Reason, "message", c.Message)

@@ -87,6 +87,7 @@ func (r *Reconciler) retarget(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonTargetMoved, "waiting for Azure to delete the endpoint that connects to "+was)
 		return r.requeueSoon(), nil
 	}
+	ctx = azure.WithDeletionReason(ctx, "the target service moved from "+was+": the endpoint is made again against the new one")
 	if res, err := r.removeRecords(ctx, obj, api); err != nil {
 		return res, err
 	}

@@ -278,6 +278,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	}
 	name := obj.AzurePrivateEndpointName()
 	forgetObject(&r.dnsSeen, key)
+	ctx = azure.WithDeletionReason(ctx, "healing: the connection is "+st+" past --heal-disconnected-after; the endpoint is made again")
 	if err := api.endpoints.Delete(ctx, obj.Spec.ResourceGroup, name); err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
 		return res, false, err

@@ -72,6 +72,7 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 		res, err := r.fail(ctx, obj, cond, err)
 		return false, res, err
 	}
+	ctx = azure.WithDeletionReason(ctx, "the AzurePrivateEndpoint is deleted")
 	if done, res, err := r.releaseDNS(ctx, obj, api); !done || err != nil {
 		return false, res, err
 	}

@@ -41,6 +41,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.AzurePrivateLin
 		return ctrl.Result{}, r.release(ctx, obj)
 	}
 	before := obj.DeepCopy()
+	ctx = azure.WithDeletionReason(ctx, "the AzurePrivateLinkService is deleted")
 	done, res, err := r.deleteAzure(ctx, obj)
 	if !done {
 		if werr := r.writeStatus(ctx, before, obj); werr != nil {

@@ -175,6 +175,7 @@ func linkOwner(set DNSSet) string {
 // gone, say) is reported and lets the cluster go, so that DNS never blocks
 // a deletion.
 func (r *DNSReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster) (bool, error) {
+	ctx = azure.WithDeletionReason(ctx, "the workload cluster's records are released (deleted, or no longer served)")
 	if mc == nil {
 		mc = &capz.AzureCluster{} // the MC is gone: only the WC side
 	}
