@@ -14,6 +14,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusters,verbs=get;list;watch;patch
@@ -27,7 +28,7 @@ import (
 // Setup registers the AzureCluster controllers with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
 	opts.SetDefaults()
-	rec := mgr.GetEventRecorder("azure-private-endpoint-operator")
+	rec := eventrec.For(mgr)
 	detector := &Detector{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes,verbs=get;list;watch;patch
@@ -108,7 +109,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 		return fmt.Errorf("the KubeadmControlPlane %s CRD of Cluster API is not installed (install it, or turn the gates off): %w", KubeadmControlPlaneGVK.Version, err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"), Opts: opts}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventrec.For(mgr), Opts: opts}
 	conditionsChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			a, _ := e.ObjectOld.(*unstructured.Unstructured)

@@ -41,6 +41,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/cacheconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusteridentities,verbs=get;list;watch;patch
@@ -87,7 +88,7 @@ type guard struct {
 
 // Setup registers the indexes and both controllers.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	g := &guard{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"), opts: opts}
+	g := &guard{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: eventrec.For(mgr), opts: opts}
 	// allowedNamespaces selectors read namespaces' labels from the cache.
 	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
 )
 
@@ -153,7 +154,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 	}
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
-		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
+		Recorder: eventrec.For(mgr),
 		Azure:    sdkFor(clients, opts.DNSEngine),
 	}
 	r.heal.Clock, r.heal.Grace = r.clock(), opts.Heal.DisconnectedAfter

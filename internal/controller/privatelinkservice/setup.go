@@ -16,6 +16,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	pls "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatelinkservices"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivatelinkservices,verbs=get;list;watch;create;patch;delete
@@ -107,7 +108,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients) error {
 	opts.setDefaults()
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
-		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
+		Recorder: eventrec.For(mgr),
 		Azure:    sdkFor(clients),
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("azureprivatelinkservice").

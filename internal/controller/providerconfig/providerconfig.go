@@ -52,6 +52,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/cacheconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // +kubebuilder:rbac:groups=azure.upbound.io,resources=providerconfigs,verbs=get;create;patch;delete
@@ -150,7 +151,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Recheck <= 0 {
 		opts.Recheck = 10 * time.Minute
 	}
-	r := &Reconciler{Opts: opts, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator")}
+	r := &Reconciler{Opts: opts, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: eventrec.For(mgr)}
 	// An ASO ProviderConfig's identity and its namespace's labels come
 	// from the cache.
 	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=azureclusters,verbs=get;list;watch;patch
@@ -39,7 +40,7 @@ func Setup(mgr ctrl.Manager, opts clusterlink.Options, clients *azure.Clients) e
 		return err
 	}
 	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
-		Recorder: mgr.GetEventRecorder("azure-private-endpoint-operator"),
+		Recorder: eventrec.For(mgr),
 		DNS:      AzureDNS{Clients: clients, Engine: opts.DNSEngine},
 		Wiring:   &clusterlink.Wiring{Client: mgr.GetClient(), Opts: opts}}
 	neighbours, released := neighboursOnRelease(mgr.GetClient(), opts.Annotation)

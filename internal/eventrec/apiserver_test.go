@@ -1,0 +1,105 @@
+package eventrec_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestBurstAgainstAPIServer checks the package's model of client-go's
+// series against a real API server and client-go's own broadcaster: a
+// burst of 20 Events of one reason on one object leaves one Event in the
+// API server, with the first note; the rare Event of another reason keeps
+// its own; and the 19 other notes are in the log, each once.
+func TestBurstAgainstAPIServer(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{})
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	bctx, stop := context.WithCancel(ctx)
+	defer stop()
+	b.StartRecordingToSink(bctx.Done())
+	var mu sync.Mutex
+	var logged []string
+	log := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{})
+	r := eventrec.New(b.NewRecorder(scheme.Scheme, eventrec.Name), log, clock.RealClock{})
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zone"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		r.Eventf(cm, nil, corev1.EventTypeNormal, "DNSRecordDeleted", "Delete", "record r%02d removed", i)
+	}
+	r.Eventf(cm, nil, corev1.EventTypeWarning, "IdentityUnavailable", "Delete", "the identity is gone")
+
+	var got []eventsv1.Event
+	testworld.Eventually(t, testworld.Timeout, "the API server's Events", func(ctx context.Context) (bool, string) {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(ctx, list, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		got = list.Items
+		var burst *eventsv1.Event
+		for i := range got {
+			if got[i].Reason == "DNSRecordDeleted" {
+				burst = &got[i]
+			}
+		}
+		return len(got) == 2 && burst != nil && burst.Series != nil, fmt.Sprintf("%d events", len(got))
+	})
+	for _, e := range got {
+		switch e.Reason {
+		case "DNSRecordDeleted":
+			if e.Note != "record r00 removed" {
+				t.Errorf("the burst's Event says %q, want the first note", e.Note)
+			}
+		case "IdentityUnavailable":
+			if e.Note != "the identity is gone" {
+				t.Errorf("the rare Event says %q", e.Note)
+			}
+		default:
+			t.Errorf("unexpected Event %s: %s", e.Reason, e.Note)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var notes []string
+	for _, l := range logged {
+		if i := strings.Index(l, `"note"="`); i >= 0 {
+			notes = append(notes, l[i+8:i+8+strings.Index(l[i+8:], `"`)])
+		}
+	}
+	var want []string
+	for i := 1; i < 20; i++ {
+		want = append(want, fmt.Sprintf("record r%02d removed", i))
+	}
+	slices.Sort(notes)
+	if !slices.Equal(notes, want) {
+		t.Errorf("logged notes %q, want r01..r19 once each", notes)
+	}
+}
