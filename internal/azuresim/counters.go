@@ -1,7 +1,9 @@
 package azuresim
 
 import (
+	"maps"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -23,6 +25,11 @@ type Counters struct {
 	Total int `json:"total"`
 	// Faults counts injected faults by kind and principal.
 	Faults []FaultCount `json:"faults"`
+	// Hosts counts ARM and token requests by the host they were sent to
+	// (the Host header): which cloud's endpoints a client derived.
+	Hosts map[string]int `json:"hosts"`
+	// TokenScopes counts token requests by the scope they ask for.
+	TokenScopes map[string]int `json:"tokenScopes"`
 }
 
 // FaultCount is how often faults of one kind hit one principal. Kind is
@@ -81,10 +88,25 @@ type counters struct {
 	byPrincipal map[string]int
 	tokens      map[string]int
 	faults      map[FaultCount]int // Count unset in the key
+	hosts       map[string]int
+	scopes      map[string]int
 }
 
 func newCounters() *counters {
-	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}, faults: map[FaultCount]int{}}
+	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}, faults: map[FaultCount]int{},
+		hosts: map[string]int{}, scopes: map[string]int{}}
+}
+
+func (c *counters) host(h string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hosts[strings.ToLower(h)]++
+}
+
+func (c *counters) scope(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scopes[s]++
 }
 
 func (c *counters) fault(kind, principal string) {
@@ -113,12 +135,15 @@ func (c *counters) reset() {
 	c.byPrincipal = map[string]int{}
 	c.tokens = map[string]int{}
 	c.faults = map[FaultCount]int{}
+	c.hosts = map[string]int{}
+	c.scopes = map[string]int{}
 }
 
 func (c *counters) snapshot() Counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := Counters{ByPrincipal: map[string]int{}, TokensByClient: map[string]int{}, Requests: []RequestCount{}}
+	out := Counters{ByPrincipal: map[string]int{}, TokensByClient: map[string]int{}, Requests: []RequestCount{},
+		Hosts: maps.Clone(c.hosts), TokenScopes: maps.Clone(c.scopes)}
 	for client, n := range c.tokens {
 		out.Tokens += n
 		out.TokensByClient[client] = n

@@ -32,6 +32,11 @@ type Options struct {
 	Throttling Throttling
 	// TLS serves HTTPS with a self-signed certificate the server generates.
 	TLS bool
+	// Hosts are further names the certificate is valid for, so that
+	// clients that know only Azure's well-known clouds reach the emulator
+	// as management.chinacloudapi.cn, login.microsoftonline.us, … (through
+	// a proxy: sandbox.StartCloudProxy).
+	Hosts []string
 	// Principals are the service principals the token endpoint knows. With
 	// none, any client ID and secret get a token.
 	Principals []Principal
@@ -153,7 +158,7 @@ func (s *Server) Start(addr string) error {
 			_ = ln.Close()
 			return fmt.Errorf("azuresim: %s is not a TCP address", ln.Addr())
 		}
-		cert, caPEM, pool, err := selfSigned(addr.IP)
+		cert, caPEM, pool, err := selfSigned(addr.IP, s.opts.Hosts...)
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -214,12 +219,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAdmin(w, r)
 	case isAuthorityPath(r.URL.Path):
 		client := r.FormValue("client_id")
+		s.counters.host(r.Host)
 		s.counters.token(client)
+		if strings.HasSuffix(r.URL.Path, "/token") {
+			s.counters.scope(r.FormValue("scope"))
+		}
 		if f := s.faults.matchAuthority(r.Method, r.URL.Path, client); f != nil && f.apply(w, r) {
 			return // the token endpoint is down, slow or unreachable
 		}
 		s.auth.serve(w, r, s.baseURL(r))
 	default:
+		s.counters.host(r.Host)
 		s.serveARMRequest(w, r)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// selfSigned makes a CA and a server certificate for ip and localhost, so
-// that HTTPS clients can trust the emulator through the CA alone.
-func selfSigned(ip net.IP) (tls.Certificate, []byte, *x509.CertPool, error) {
+// selfSigned makes a CA and a server certificate for ip, localhost and
+// hosts, so that HTTPS clients can trust the emulator through the CA alone.
+func selfSigned(ip net.IP, hosts ...string) (tls.Certificate, []byte, *x509.CertPool, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
@@ -53,7 +53,7 @@ func selfSigned(ip net.IP) (tls.Certificate, []byte, *x509.CertPool, error) {
 		NotAfter:     now.Add(365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
+		DNSNames:     append([]string{"localhost"}, hosts...),
 		IPAddresses:  ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)

@@ -97,6 +97,13 @@ func (sb *Sandbox) OperatorFlags() []string {
 // StartOperator starts binary with sb.OperatorFlags() and extra, logging to
 // logFile. Stop it with Stop.
 func (sb *Sandbox) StartOperator(binary, logFile string, extra ...string) (*Operator, error) {
+	return sb.StartOperatorWithEnv(binary, logFile, nil, extra...)
+}
+
+// StartOperatorWithEnv is StartOperator with environment variables added
+// to this process's (HTTPS_PROXY and SSL_CERT_FILE for a well-known cloud
+// through a CloudProxy).
+func (sb *Sandbox) StartOperatorWithEnv(binary, logFile string, env []string, extra ...string) (*Operator, error) {
 	metrics, err := freeAddress()
 	if err != nil {
 		return nil, err
@@ -116,6 +123,9 @@ func (sb *Sandbox) StartOperator(binary, logFile string, extra ...string) (*Oper
 	// Not CommandContext: the caller decides when to stop, and stopping is
 	// a SIGTERM with a grace period, not a kill.
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a Ctrl-C in the terminal reaches the caller,
 	// which then stops the operator in order.

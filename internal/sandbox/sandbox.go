@@ -89,6 +89,9 @@ type Options struct {
 	Throttling azuresim.Throttling
 	// Principals are added to CAPZ's in the emulator's token endpoint.
 	Principals []azuresim.Principal
+	// CloudHosts are well-known clouds' hosts the emulator's certificate
+	// names too (ChinaCloudHosts, …), for StartCloudProxy.
+	CloudHosts []string
 	// Audit makes kube-apiserver log every write to an AzureCluster, for
 	// Sandbox.AuditEvents.
 	Audit bool
@@ -179,7 +182,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 func (sb *Sandbox) startAzure(opts Options) error {
 	principals := append([]azuresim.Principal{{TenantID: CAPZTenantID, ClientID: CAPZClientID, ClientSecret: CAPZSecret}}, opts.Principals...)
 	sim := azuresim.New(azuresim.Options{
-		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals,
+		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals, Hosts: opts.CloudHosts,
 	})
 	if err := sim.Start("127.0.0.1:0"); err != nil {
 		return err

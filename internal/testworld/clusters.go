@@ -24,6 +24,8 @@ type Cluster struct {
 	PrivateLinks []PrivateLink
 	// CIDR16 is the second octet of the cluster's 10.x.0.0/16 VNet.
 	CIDR16 int
+	// AzureEnvironment is spec.azureEnvironment ("" leaves it out).
+	AzureEnvironment string
 }
 
 // PrivateLink is one of the fork's private links.
@@ -79,6 +81,9 @@ func (c Cluster) Object(schema testenv.Schema) *unstructured.Unstructured {
 		},
 	}
 	spec["identityRef"] = map[string]any{"kind": "AzureClusterIdentity", "name": IdentityName, "namespace": IdentityNS}
+	if c.AzureEnvironment != "" {
+		spec["azureEnvironment"] = c.AzureEnvironment
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
 	u.SetNamespace(c.Namespace)

@@ -55,6 +55,9 @@ type Options struct {
 	KeepRemovedEndpoints bool
 	// CAPZSyncPeriod is capzsim's --sync-period. Default: CAPZ's, 10m.
 	CAPZSyncPeriod time.Duration
+	// CloudHosts are well-known clouds' hosts the emulator answers as
+	// (sandbox.Options.CloudHosts).
+	CloudHosts []string
 }
 
 // World is a running test world: a sandbox, plus the AzureClusterIdentity
@@ -78,7 +81,7 @@ func Start(t testing.TB, opts Options) *World {
 	})
 	sb, err := sandbox.Start(context.Background(), sandbox.Options{
 		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond, CAPZSyncPeriod: opts.CAPZSyncPeriod,
-		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency,
+		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency, CloudHosts: opts.CloudHosts,
 		Principals: []azuresim.Principal{{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret}},
 	})
 	if err != nil {

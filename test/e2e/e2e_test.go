@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,11 +46,39 @@ var (
 	ingAnn = prefix + clusterlink.AnnotationMCIngressIP
 )
 
-func TestCAPZFlavours(t *testing.T) {
-	bin, err := sandbox.BuildOperator(context.Background(), t.TempDir())
+// binDir holds the operator binary the package's tests share.
+var binDir string
+
+// TestMain removes the shared binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds the operator once for the package's tests.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "apeo-e2e-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	return sandbox.BuildOperator(context.Background(), dir)
+})
+
+func operatorBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := binary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+func TestCAPZFlavours(t *testing.T) {
+	bin := operatorBinary(t)
 	for _, tc := range []struct {
 		schema testenv.Schema
 		flavor capz.Flavor
