@@ -42,6 +42,7 @@ func TestWellKnownClouds(t *testing.T) {
 		{azure.USGovernmentCloud, sandbox.USGovernmentCloudHosts, "https://management.core.usgovcloudapi.net"},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
+			t.Parallel() // mostly waiting on the operator's intervals
 			w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CloudHosts: tc.hosts,
 				Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
 			w.Namespace(t, wcNS)
