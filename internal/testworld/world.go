@@ -6,6 +6,7 @@ package testworld
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,4 +217,83 @@ func (w *World) SecondAPIServer(t testing.TB) *World {
 	second := &World{Sandbox: sb}
 	second.createIdentity(t)
 	return second
+}
+
+// EntryNames lists the names of an AzureCluster's private endpoint
+// entries, subnet by subnet.
+func (w *World) EntryNames(t testing.TB, key types.NamespacedName) []string {
+	t.Helper()
+	u, err := w.Get(context.Background(), key.Namespace, key.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, _ := capz.FromUnstructured(u)
+	var out []string
+	for _, s := range view.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			out = append(out, pe.Name)
+		}
+	}
+	return out
+}
+
+// ServiceNetworks are a provider's network with an internal load balancer
+// (frontend "fe" at <prefix>.0.4 in subnet "nodes") and a NAT subnet
+// ("nat", private link service network policies off), and a consumer's
+// network; each has a subnet "pe" for endpoints. VNet IDs are
+// .../virtualNetworks/p-vnet and c-vnet.
+type ServiceNetworks struct {
+	ProviderSub, ProviderRG, ProviderPrefix string
+	ConsumerSub, ConsumerRG, ConsumerPrefix string
+	LoadBalancer, Location                  string
+}
+
+// VNet is the ID of the provider's (p-vnet) or the consumer's (c-vnet)
+// network.
+func (n ServiceNetworks) VNet(consumer bool) string {
+	if consumer {
+		return "/subscriptions/" + n.ConsumerSub + "/resourceGroups/" + n.ConsumerRG + "/providers/Microsoft.Network/virtualNetworks/c-vnet"
+	}
+	return "/subscriptions/" + n.ProviderSub + "/resourceGroups/" + n.ProviderRG + "/providers/Microsoft.Network/virtualNetworks/p-vnet"
+}
+
+// Seed puts the networks and the load balancer into azuresim.
+func (n ServiceNetworks) Seed(t testing.TB, sim *azuresim.Server) {
+	t.Helper()
+	vnet := func(prefix string) json.RawMessage {
+		return seedBody(t, armnetwork.VirtualNetwork{Location: new(n.Location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(prefix + ".0.0/16")}},
+			Subnets: []*armnetwork.Subnet{
+				{Name: new("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".0.0/24")}},
+				{Name: new("nat"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".1.0/24"),
+					PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled)}},
+				{Name: new("pe"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".2.0/24")}},
+			},
+		}})
+	}
+	lb := "/subscriptions/" + n.ProviderSub + "/resourceGroups/" + n.ProviderRG + "/providers/Microsoft.Network/loadBalancers/" + n.LoadBalancer
+	if err := sim.Seed(azuresim.Seed{
+		ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: n.ProviderSub, Name: n.ProviderRG, Location: n.Location}, {SubscriptionID: n.ConsumerSub, Name: n.ConsumerRG, Location: n.Location}},
+		Resources: []azuresim.SeedResource{
+			{ID: n.VNet(false), Body: vnet(n.ProviderPrefix)},
+			{ID: n.VNet(true), Body: vnet(n.ConsumerPrefix)},
+			{ID: lb, Body: seedBody(t, armnetwork.LoadBalancer{Location: new(n.Location), SKU: &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameStandard)},
+				Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
+					Name: new("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+						Subnet: &armnetwork.Subnet{ID: new(n.VNet(false) + "/subnets/nodes")}, PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodStatic), PrivateIPAddress: new(n.ProviderPrefix + ".0.4"),
+					},
+				}}}})},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seedBody(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -61,19 +58,7 @@ func TestWellKnownClouds(t *testing.T) {
 				}
 			}
 			w.Sim.ResetCounters()
-			op, err := w.Sandbox.StartOperatorWithEnv(bin, filepath.Join(t.TempDir(), "operator.log"),
-				[]string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + w.CAFile},
-				"--management-cluster-name=mc", "--management-cluster-namespace="+mcNS, "--pending-recheck-interval=1s", "--mc-write-delay=200ms")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = op.Stop(30 * time.Second)
-				if t.Failed() {
-					log, _ := os.ReadFile(op.LogFile)
-					t.Logf("operator log:\n%s", tail(string(log), 60))
-				}
-			})
+			startOperator(t, w, bin, []string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + w.CAFile})
 			key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 			annotated(t, w, key, apiAnn, true)
 			annotated(t, w, key, ingAnn, true)

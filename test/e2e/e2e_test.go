@@ -68,6 +68,27 @@ var binary = sync.OnceValues(func() (string, error) {
 	return sandbox.BuildOperator(context.Background(), dir)
 })
 
+// startOperator starts the binary on the world's MC (org-giantswarm/mc)
+// with short intervals, env added to the environment and extra flags; it
+// stops with the test and shows the log's end when the test failed.
+func startOperator(t *testing.T, w *testworld.World, bin string, env []string, extra ...string) *sandbox.Operator {
+	t.Helper()
+	args := append([]string{"--management-cluster-name=mc", "--management-cluster-namespace=" + mcNS,
+		"--pending-recheck-interval=1s", "--mc-write-delay=200ms"}, extra...)
+	op, err := w.Sandbox.StartOperatorWithEnv(bin, filepath.Join(t.TempDir(), "operator.log"), env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = op.Stop(30 * time.Second)
+		if t.Failed() {
+			log, _ := os.ReadFile(op.LogFile)
+			t.Logf("operator log:\n%s", tail(string(log), 60))
+		}
+	})
+	return op
+}
+
 func operatorBinary(t *testing.T) string {
 	t.Helper()
 	bin, err := binary()
@@ -109,22 +130,11 @@ func lifecycle(t *testing.T, bin string, schema testenv.Schema, flavor capz.Flav
 			t.Fatal(err)
 		}
 	}
-	args := []string{"--management-cluster-name=mc", "--management-cluster-namespace=" + mcNS,
-		"--pending-recheck-interval=1s", "--mc-write-delay=200ms"}
+	var args []string
 	if managed {
 		args = append(args, "--manage-private-link-services")
 	}
-	op, err := w.Sandbox.StartOperator(bin, filepath.Join(t.TempDir(), "operator.log"), args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = op.Stop(30 * time.Second)
-		if t.Failed() {
-			log, _ := os.ReadFile(op.LogFile)
-			t.Logf("operator log:\n%s", tail(string(log), 60))
-		}
-	})
+	op := startOperator(t, w, bin, nil, args...)
 	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 
 	// Detected from the CRDs, logged and exported.

@@ -8,14 +8,12 @@ package move_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,8 +47,6 @@ const (
 	location = testworld.DefaultLocation
 	provRG   = "provider-rg"
 	consRG   = "consumer-rg"
-	provVNet = "/subscriptions/" + mcSub + "/resourceGroups/" + provRG + "/providers/Microsoft.Network/virtualNetworks/p-vnet"
-	consVNet = "/subscriptions/" + appSub + "/resourceGroups/" + consRG + "/providers/Microsoft.Network/virtualNetworks/c-vnet"
 	apiAnn   = clusterlink.DefaultAnnotationPrefix + "/" + clusterlink.AnnotationAPIServerIP
 	ingAnn   = clusterlink.DefaultAnnotationPrefix + "/" + clusterlink.AnnotationMCIngressIP
 )
@@ -58,6 +54,8 @@ const (
 var (
 	mcKey = types.NamespacedName{Namespace: mcNS, Name: "mc"}
 	wcs   = []string{"wc1", "wc2"}
+	apps  = testworld.ServiceNetworks{ProviderSub: mcSub, ProviderRG: provRG, ProviderPrefix: "172.20",
+		ConsumerSub: appSub, ConsumerRG: consRG, ConsumerPrefix: "10.9", LoadBalancer: "app-lb", Location: location}
 )
 
 // TestClusterctlMove: an MC with two wired WCs, a private link service and
@@ -77,7 +75,7 @@ func TestClusterctlMove(t *testing.T) {
 	// clusterctl init labels every CRD of the providers it installs; ours
 	// carry the labels in the chart, which is what this test relies on.
 	labelProviderCRDs(t, src.Client)
-	seedApps(t, src.Sim)
+	apps.Seed(t, src.Sim)
 
 	cluster(t, src, testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10})
 	for i, name := range wcs {
@@ -233,48 +231,6 @@ func cluster(t *testing.T, w *testworld.World, c testworld.Cluster) {
 	}
 }
 
-// seedApps puts a provider network with an internal load balancer (and a
-// NAT subnet) and a consumer network into Azure.
-func seedApps(t *testing.T, sim *azuresim.Server) {
-	t.Helper()
-	vnet := func(prefix string) json.RawMessage {
-		return body(t, armnetwork.VirtualNetwork{Location: new(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(prefix + ".0.0/16")}},
-			Subnets: []*armnetwork.Subnet{
-				{Name: new("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".0.0/24")}},
-				{Name: new("nat"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".1.0/24"),
-					PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled)}},
-				{Name: new("pe"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".2.0/24")}},
-			},
-		}})
-	}
-	lb := "/subscriptions/" + mcSub + "/resourceGroups/" + provRG + "/providers/Microsoft.Network/loadBalancers/app-lb"
-	if err := sim.Seed(azuresim.Seed{
-		ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: mcSub, Name: provRG, Location: location}, {SubscriptionID: appSub, Name: consRG, Location: location}},
-		Resources: []azuresim.SeedResource{
-			{ID: provVNet, Body: vnet("172.20")},
-			{ID: consVNet, Body: vnet("10.9")},
-			{ID: lb, Body: body(t, armnetwork.LoadBalancer{Location: new(location), SKU: &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameStandard)},
-				Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
-					Name: new("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
-						Subnet: &armnetwork.Subnet{ID: new(provVNet + "/subnets/nodes")}, PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodStatic), PrivateIPAddress: new("172.20.0.4"),
-					},
-				}}}})},
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func body(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
 // createApps creates the service "svc" on app-lb (auto-approving the
 // consumer) and the endpoint "app" to it, with its own zone and a
 // published ConfigMap.
@@ -297,7 +253,7 @@ func createApps(t *testing.T, w *testworld.World) {
 	ape := &v1alpha1.AzurePrivateEndpoint{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "app"},
 		Spec: v1alpha1.AzurePrivateEndpointSpec{
-			SubscriptionID: appSub, ResourceGroup: consRG, Location: location, SubnetID: consVNet + "/subnets/pe", IdentityRef: id,
+			SubscriptionID: appSub, ResourceGroup: consRG, Location: location, SubnetID: apps.VNet(true) + "/subnets/pe", IdentityRef: id,
 			PrivateLinkServiceRef: &v1alpha1.LocalObjectReference{Name: "svc"},
 			DNS:                   &v1alpha1.PrivateEndpointDNS{ZoneName: "app.apps.internal"},
 			Publish:               &v1alpha1.PrivateEndpointPublish{ConfigMapName: "app-endpoint"},
@@ -359,22 +315,12 @@ func annotationsOf(u *unstructured.Unstructured) map[string]string {
 	return map[string]string{apiAnn: u.GetAnnotations()[apiAnn], ingAnn: u.GetAnnotations()[ingAnn]}
 }
 
-// entries are the names of an AzureCluster's private endpoint entries.
+// entries are the sorted names of an AzureCluster's endpoint entries.
 func entries(t *testing.T, w *testworld.World, key types.NamespacedName) []string {
 	t.Helper()
-	u, err := w.Get(context.Background(), key.Namespace, key.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view, _ := capz.FromUnstructured(u)
-	var out []string
-	for _, s := range view.Subnets {
-		for _, pe := range s.PrivateEndpoints {
-			out = append(out, pe.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
+	names := w.EntryNames(t, key)
+	slices.Sort(names)
+	return names
 }
 
 // azureState is every resource's ID and state, and every endpoint's

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
@@ -101,18 +100,7 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 // endpointNames lists the private endpoint entries of an AzureCluster.
 func endpointNames(t *testing.T, w *testworld.World, key types.NamespacedName) []string {
 	t.Helper()
-	u, err := w.Get(context.Background(), key.Namespace, key.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view, _ := capz.FromUnstructured(u)
-	var out []string
-	for _, s := range view.Subnets {
-		for _, pe := range s.PrivateEndpoints {
-			out = append(out, pe.Name)
-		}
-	}
-	return out
+	return w.EntryNames(t, key)
 }
 
 // azureIP is the IP Azure gives an endpoint, on its network interface (an

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,32 +43,8 @@ func world(t *testing.T, opts privateendpoint.Options) (*testworld.World, *v1alp
 	t.Helper()
 	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream})
 	w.Namespace(t, ns)
-	vnet := func(prefix string) json.RawMessage {
-		return body(t, armnetwork.VirtualNetwork{Location: new(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(prefix + ".0.0/16")}},
-			Subnets: []*armnetwork.Subnet{
-				{Name: new("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".0.0/24")}},
-				{Name: new("nat"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".1.0/24"),
-					PrivateLinkServiceNetworkPolicies: new(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesDisabled)}},
-				{Name: new("pe"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(prefix + ".2.0/24")}},
-			},
-		}})
-	}
-	if err := w.Sim.Seed(azuresim.Seed{
-		ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: provider, Name: prg, Location: location}, {SubscriptionID: consumer, Name: crg, Location: location}},
-		Resources: []azuresim.SeedResource{
-			{ID: pVNet, Body: vnet("172.20")},
-			{ID: cVNet, Body: vnet("10.9")},
-			{ID: lbID, Body: body(t, armnetwork.LoadBalancer{Location: new(location), SKU: &armnetwork.LoadBalancerSKU{Name: new(armnetwork.LoadBalancerSKUNameStandard)},
-				Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
-					Name: new("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
-						Subnet: &armnetwork.Subnet{ID: new(pVNet + "/subnets/nodes")}, PrivateIPAllocationMethod: new(armnetwork.IPAllocationMethodStatic), PrivateIPAddress: new("172.20.0.4"),
-					},
-				}}}})},
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testworld.ServiceNetworks{ProviderSub: provider, ProviderRG: prg, ProviderPrefix: "172.20",
+		ConsumerSub: consumer, ConsumerRG: crg, ConsumerPrefix: "10.9", LoadBalancer: "api-lb", Location: location}.Seed(t, w.Sim)
 	w.StartPrivateEndpoints(t, opts)
 	svc := service(t, w, "svc", []string{consumer})
 	manual := service(t, w, "manual-svc", nil)
