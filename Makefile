@@ -111,6 +111,13 @@ bench-dns: envtest-assets build ## The wiring at N = 1,000 in DNS mode (--wiring
 		--operator-binary $(BIN)/azure-private-endpoint-operator \
 		--markdown docs/benchmarks-dns.md --json docs/benchmarks-dns.json $(BENCH_FLAGS)
 
+# The revision test-upgrade upgrades from ("" for the test's default).
+UPGRADE_FROM ?=
+
+.PHONY: test-upgrade
+test-upgrade: envtest-assets ## Upgrade test: the operator of an earlier revision (UPGRADE_FROM, default in test/upgrade) wires a world, the work tree's binary replaces it; nothing but status may change (~5 min; needs git history).
+	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" APEO_UPGRADE_FROM=$(UPGRADE_FROM) $(GO) test -tags upgrade -count=1 -v -timeout 30m ./test/upgrade/
+
 # Flags for the chaos run, e.g. CHAOS_FLAGS='--n=300 --window=10m'.
 CHAOS_FLAGS ?=
 
