@@ -12,10 +12,11 @@
 // Event is never merged into the burst; but its note, too, is lost if it
 // repeats with another note.
 //
-// Recorder forwards every Event and, for each one whose note the series
-// would lose, logs the note at the default level and counts it
-// (azure_private_endpoint_operator_event_notes_merged_total), so that
-// nothing an Event said is lost: it is in the Event or in the log.
+// Recorder forwards every Event; once Events of one object, type, reason
+// and action form a series, it logs every note of the series at the
+// default level and counts each Event beyond the first
+// (azure_private_endpoint_operator_event_notes_merged_total: the notes the
+// series loses), so that nothing an Event said is lost.
 package eventrec
 
 import (
@@ -92,12 +93,16 @@ type key struct {
 }
 
 type entry struct {
-	note string
-	at   time.Time
+	note   string
+	at     time.Time
+	logged bool // the note is in the log
 }
 
-// Eventf records the Event, and logs and counts its note when a series
-// would swallow it.
+// Eventf records the Event, and logs and counts its note when it joins a
+// series. client-go records each Event from a goroutine of its own, so
+// which note of a burst the series keeps is not the first one called: the
+// first note is logged too when the second Event makes the series, and
+// then every note of the series is in the log.
 func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	msg := fmt.Sprintf(note, args...)
 	Recorded.WithLabelValues(eventtype, reason).Inc()
@@ -107,19 +112,25 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 	r.sweep(now)
 	e, seen := r.first[k]
 	alive := seen && now.Sub(e.at) < seriesWindow
-	merged := alive && e.note != msg
+	var notes []string
 	if alive {
+		if !e.logged {
+			notes = append(notes, e.note)
+		}
+		notes = append(notes, msg)
 		// A series lives on while it is observed (client-go finishes it
 		// 6 minutes after its last observation).
-		r.first[k] = entry{note: e.note, at: now}
+		r.first[k] = entry{note: e.note, at: now, logged: true}
 	} else {
 		r.first[k] = entry{note: msg, at: now}
 	}
 	r.mu.Unlock()
-	if merged {
+	if alive {
 		NotesMerged.WithLabelValues(eventtype, reason).Inc()
-		r.log.Info("event merged into an earlier one's series; its note is kept here",
-			"object", k.regarding, "type", eventtype, "reason", reason, "action", action, "note", msg, "seriesNote", e.note)
+		for _, n := range notes {
+			r.log.Info("event merged into a series; its note is kept here",
+				"object", k.regarding, "type", eventtype, "reason", reason, "action", action, "note", n)
+		}
 	}
 	r.inner.Eventf(regarding, related, eventtype, reason, action, "%s", msg)
 }
