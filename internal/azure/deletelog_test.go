@@ -47,9 +47,11 @@ func TestDeleteLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pl.Do(req); err != nil {
+		resp, err := pl.Do(req)
+		if err != nil {
 			t.Fatal(err)
 		}
+		_ = resp.Body.Close()
 		if len(tc.want) == 0 {
 			if len(lines) > 0 {
 				t.Errorf("%s: logged %q", tc.method, lines)

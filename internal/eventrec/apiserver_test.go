@@ -13,7 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +47,7 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 		defer mu.Unlock()
 		logged = append(logged, args)
 	}, funcr.Options{})
-	r := eventrec.New(b.NewRecorder(scheme.Scheme, eventrec.Name), log, clock.RealClock{})
+	r := eventrec.New(b.NewRecorder(clientgoscheme.Scheme, eventrec.Name), log, clock.RealClock{})
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zone"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
@@ -58,35 +58,7 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	}
 	r.Eventf(cm, nil, corev1.EventTypeWarning, "IdentityUnavailable", "Delete", "the identity is gone")
 
-	var got []eventsv1.Event
-	testworld.Eventually(t, testworld.Timeout, "the API server's Events", func(ctx context.Context) (bool, string) {
-		list := &eventsv1.EventList{}
-		if err := env.Client.List(ctx, list, client.InNamespace("default")); err != nil {
-			return false, err.Error()
-		}
-		got = list.Items
-		var burst *eventsv1.Event
-		for i := range got {
-			if got[i].Reason == "DNSRecordDeleted" {
-				burst = &got[i]
-			}
-		}
-		return len(got) == 2 && burst != nil && burst.Series != nil, fmt.Sprintf("%d events", len(got))
-	})
-	for _, e := range got {
-		switch e.Reason {
-		case "DNSRecordDeleted":
-			if !strings.HasPrefix(e.Note, "record r") {
-				t.Errorf("the burst's Event says %q, not one of the burst's notes", e.Note)
-			}
-		case "IdentityUnavailable":
-			if e.Note != "the identity is gone" {
-				t.Errorf("the rare Event says %q", e.Note)
-			}
-		default:
-			t.Errorf("unexpected Event %s: %s", e.Reason, e.Note)
-		}
-	}
+	checkEvents(t, env.Client)
 	mu.Lock()
 	defer mu.Unlock()
 	var notes []string
@@ -102,5 +74,31 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	slices.Sort(notes)
 	if !slices.Equal(notes, want) {
 		t.Errorf("logged notes %q, want r00..r19 once each", notes)
+	}
+}
+
+// checkEvents waits for the burst's series and the rare Event in the API
+// server and checks their notes.
+func checkEvents(t *testing.T, c client.Client) {
+	t.Helper()
+	var got []eventsv1.Event
+	testworld.Eventually(t, testworld.Timeout, "the API server's Events", func(ctx context.Context) (bool, string) {
+		list := &eventsv1.EventList{}
+		if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		got = list.Items
+		series := slices.ContainsFunc(got, func(e eventsv1.Event) bool { return e.Reason == "DNSRecordDeleted" && e.Series != nil })
+		return len(got) == 2 && series, fmt.Sprintf("%d events", len(got))
+	})
+	for _, e := range got {
+		switch {
+		case e.Reason == "DNSRecordDeleted" && !strings.HasPrefix(e.Note, "record r"):
+			t.Errorf("the burst's Event says %q, not one of the burst's notes", e.Note)
+		case e.Reason == "IdentityUnavailable" && e.Note != "the identity is gone":
+			t.Errorf("the rare Event says %q", e.Note)
+		case e.Reason != "DNSRecordDeleted" && e.Reason != "IdentityUnavailable":
+			t.Errorf("unexpected Event %s: %s", e.Reason, e.Note)
+		}
 	}
 }

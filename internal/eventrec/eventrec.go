@@ -27,7 +27,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,7 +103,7 @@ type entry struct {
 // which note of a burst the series keeps is not the first one called: the
 // first note is logged too when the second Event makes the series, and
 // then every note of the series is in the log.
-func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+func (r *Recorder) Eventf(regarding, related k8sruntime.Object, eventtype, reason, action, note string, args ...any) {
 	msg := fmt.Sprintf(note, args...)
 	Recorded.WithLabelValues(eventtype, reason).Inc()
 	k := key{typ: eventtype, reason: reason, action: action, regarding: identity(regarding), related: identity(related)}
@@ -152,7 +152,7 @@ func (r *Recorder) sweep(now time.Time) {
 // identity names an object for the key: namespace, name and UID (what
 // client-go's object reference adds, the kind and API version, follows
 // from them).
-func identity(o runtime.Object) string {
+func identity(o k8sruntime.Object) string {
 	if o == nil {
 		return ""
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -18,7 +18,7 @@ type recorded struct{ reason, note string }
 
 type fakeRecorder struct{ got []recorded }
 
-func (f *fakeRecorder) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
+func (f *fakeRecorder) Eventf(_, _ k8sruntime.Object, _, reason, _, note string, args ...any) {
 	f.got = append(f.got, recorded{reason, fmt.Sprintf(note, args...)})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -114,35 +115,46 @@ func (n *moveNode) isCluster() bool {
 	return gvk.Group == "cluster.x-k8s.io" && gvk.Kind == "Cluster"
 }
 
-// moveGraph lists the objects of the discovered kinds and marks those that
-// move.
-func moveGraph(ctx context.Context, c client.Client, namespace string) (map[types.UID]*moveNode, error) {
+// moveKind is a discovered kind and what its CRD's labels say.
+type moveKind struct {
+	gvk         schema.GroupVersionKind
+	force, tree bool
+	namespaced  bool
+}
+
+// moveKinds are Secrets and ConfigMaps (moved only as descendants) and
+// the storage version of every CRD labelled ClusterctlLabel.
+func moveKinds(ctx context.Context, c client.Client) ([]moveKind, error) {
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := c.List(ctx, crds, client.HasLabels{ClusterctlLabel}); err != nil {
 		return nil, err
 	}
-	type kind struct {
-		gvk         schema.GroupVersionKind
-		force, tree bool
-		namespaced  bool
-	}
-	kinds := []kind{
+	kinds := []moveKind{
 		{gvk: corev1.SchemeGroupVersion.WithKind("Secret"), namespaced: true},
 		{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), namespaced: true},
 	}
 	for _, crd := range crds.Items {
+		_, tree := crd.Labels[ClusterctlMoveHierarchyLabel]
+		tree = tree || crd.Spec.Group == "cluster.x-k8s.io" && crd.Spec.Names.Kind == "Cluster"
+		_, force := crd.Labels[ClusterctlMoveLabel]
 		for _, v := range crd.Spec.Versions {
-			if !v.Storage {
-				continue
+			if v.Storage {
+				kinds = append(kinds, moveKind{
+					gvk:   schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind},
+					force: force || tree, tree: tree, namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+				})
 			}
-			_, tree := crd.Labels[ClusterctlMoveHierarchyLabel]
-			tree = tree || crd.Spec.Group == "cluster.x-k8s.io" && crd.Spec.Names.Kind == "Cluster"
-			_, force := crd.Labels[ClusterctlMoveLabel]
-			kinds = append(kinds, kind{
-				gvk:   schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind},
-				force: force || tree, tree: tree, namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-			})
 		}
+	}
+	return kinds, nil
+}
+
+// moveGraph lists the objects of the discovered kinds and keeps those
+// that move, with their moving owners.
+func moveGraph(ctx context.Context, c client.Client, namespace string) (map[types.UID]*moveNode, error) {
+	kinds, err := moveKinds(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	graph := map[types.UID]*moveNode{}
 	for _, k := range kinds {
@@ -167,21 +179,20 @@ func moveGraph(ctx context.Context, c client.Client, namespace string) (map[type
 			graph[o.GetUID()] = n
 		}
 	}
-	// An object moves when its kind says so or when it descends from an
-	// object of a hierarchy kind.
+	keepMoved(graph)
+	return graph, nil
+}
+
+// keepMoved drops what does not move: an object moves when its kind says
+// so or when it descends from an object of a hierarchy kind.
+func keepMoved(graph map[types.UID]*moveNode) {
 	for _, n := range graph {
-		for _, o := range n.owners {
-			if owner, ok := graph[o]; ok && descendsFromTree(graph, owner, map[types.UID]bool{}) {
-				n.moved = true
-			}
-		}
-		n.moved = n.moved || n.force
+		n.moved = n.force || slices.ContainsFunc(n.owners, func(o types.UID) bool {
+			owner, ok := graph[o]
+			return ok && descendsFromTree(graph, owner, map[types.UID]bool{})
+		})
 	}
-	for uid, n := range graph {
-		if !n.moved {
-			delete(graph, uid)
-		}
-	}
+	maps.DeleteFunc(graph, func(_ types.UID, n *moveNode) bool { return !n.moved })
 	for _, n := range graph {
 		n.ownerNodes = map[types.UID]*moveNode{}
 		for _, o := range n.owners {
@@ -190,7 +201,6 @@ func moveGraph(ctx context.Context, c client.Client, namespace string) (map[type
 			}
 		}
 	}
-	return graph, nil
 }
 
 // descendsFromTree reports whether n is, or descends from, an object of a

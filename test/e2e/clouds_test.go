@@ -40,55 +40,67 @@ func TestWellKnownClouds(t *testing.T) {
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
 			t.Parallel() // mostly waiting on the operator's intervals
-			w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CloudHosts: tc.hosts,
-				Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
-			w.Namespace(t, wcNS)
-			proxy, err := sandbox.StartCloudProxy(strings.TrimPrefix(w.Sim.URL(), "https://"), tc.hosts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = proxy.Close() })
-			ctx := context.Background()
-			mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10, AzureEnvironment: tc.cloud}
-			wc := testworld.Cluster{Namespace: wcNS, Name: "wc1", Subscription: wcSub, Private: true, CIDR16: 20, AzureEnvironment: tc.cloud,
-				PrivateLinks: []testworld.PrivateLink{{Name: "wc1-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub}}}}
-			for _, c := range []testworld.Cluster{mc, wc} {
-				if err := w.Client.Create(ctx, c.Object(testenv.SchemaFork)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			w.Sim.ResetCounters()
-			startOperator(t, w, bin, []string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + w.CAFile})
-			key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
-			annotated(t, w, key, apiAnn, true)
-			annotated(t, w, key, ingAnn, true)
-
-			c := w.Sim.Counters()
-			for _, h := range tc.hosts {
-				if c.Hosts[h] == 0 {
-					t.Errorf("no request to %s; requests by host: %v", h, c.Hosts)
-				}
-			}
-			// capzsim (CAPZ's stand-in) reaches the emulator by its own
-			// address, as a custom cloud: its tokens and requests are not
-			// the operator's.
-			var scopes []string
-			for s := range c.TokenScopes {
-				if strings.HasPrefix(s, w.Sim.URL()) {
-					continue
-				}
-				scopes = append(scopes, s)
-				if !strings.HasPrefix(s, tc.audience) {
-					t.Errorf("a token was asked for %q, not for %s", s, tc.audience)
-				}
-			}
-			if len(scopes) == 0 {
-				t.Errorf("no token was asked for; requests by host: %v", c.Hosts)
-			}
-			if refused := proxy.Refused(); len(refused) > 0 {
-				t.Errorf("the operator tried hosts of no cloud it was given: %v", refused)
-			}
-			t.Logf("requests by host: %v; token scopes: %v", c.Hosts, scopes)
+			wellKnownCloud(t, bin, tc.cloud, tc.hosts, tc.audience)
 		})
 	}
+}
+
+// wellKnownCloud wires a WC of the cloud with the operator binary behind
+// the cloud proxy and checks what it asked.
+func wellKnownCloud(t *testing.T, bin, cloud string, hosts []string, audience string) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CloudHosts: hosts,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
+	w.Namespace(t, wcNS)
+	proxy, err := sandbox.StartCloudProxy(strings.TrimPrefix(w.Sim.URL(), "https://"), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	ctx := context.Background()
+	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10, AzureEnvironment: cloud}
+	wc := testworld.Cluster{Namespace: wcNS, Name: "wc1", Subscription: wcSub, Private: true, CIDR16: 20, AzureEnvironment: cloud,
+		PrivateLinks: []testworld.PrivateLink{{Name: "wc1-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub}}}}
+	for _, c := range []testworld.Cluster{mc, wc} {
+		if err := w.Client.Create(ctx, c.Object(testenv.SchemaFork)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Sim.ResetCounters()
+	startOperator(t, w, bin, []string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + w.CAFile})
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	annotated(t, w, key, apiAnn, true)
+	annotated(t, w, key, ingAnn, true)
+
+	checkCloudRequests(t, w, proxy, hosts, audience)
+}
+
+// checkCloudRequests checks that the operator asked the cloud's hosts, for
+// tokens of the cloud's audience, and nothing the proxy refused. capzsim
+// (CAPZ's stand-in) reaches the emulator by its own address, as a custom
+// cloud: its tokens and requests are not the operator's.
+func checkCloudRequests(t *testing.T, w *testworld.World, proxy *sandbox.CloudProxy, hosts []string, audience string) {
+	t.Helper()
+	c := w.Sim.Counters()
+	for _, h := range hosts {
+		if c.Hosts[h] == 0 {
+			t.Errorf("no request to %s; requests by host: %v", h, c.Hosts)
+		}
+	}
+	var scopes []string
+	for s := range c.TokenScopes {
+		if strings.HasPrefix(s, w.Sim.URL()) {
+			continue
+		}
+		scopes = append(scopes, s)
+		if !strings.HasPrefix(s, audience) {
+			t.Errorf("a token was asked for %q, not for %s", s, audience)
+		}
+	}
+	if len(scopes) == 0 {
+		t.Errorf("no token was asked for; requests by host: %v", c.Hosts)
+	}
+	if refused := proxy.Refused(); len(refused) > 0 {
+		t.Errorf("the operator tried hosts of no cloud it was given: %v", refused)
+	}
+	t.Logf("requests by host: %v; token scopes: %v", c.Hosts, scopes)
 }

@@ -75,7 +75,7 @@ func startOperator(t *testing.T, w *testworld.World, bin string, env []string, e
 	t.Helper()
 	args := append([]string{"--management-cluster-name=mc", "--management-cluster-namespace=" + mcNS,
 		"--pending-recheck-interval=1s", "--mc-write-delay=200ms"}, extra...)
-	op, err := w.Sandbox.StartOperatorWithEnv(bin, filepath.Join(t.TempDir(), "operator.log"), env, args...)
+	op, err := w.StartOperatorWithEnv(bin, filepath.Join(t.TempDir(), "operator.log"), env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,20 +100,7 @@ func TestClusterctlMove(t *testing.T) {
 	dst.StartPrivateEndpoints(t, privateendpoint.Options{})
 	// From the moment a WC exists on the target, its annotations are
 	// never missing or different.
-	stopWatch := testworld.Watch(t, func() string {
-		for _, name := range wcs {
-			u, err := dst.Get(ctx, wcNS, name)
-			if err != nil {
-				continue
-			}
-			for _, a := range []string{apiAnn, ingAnn} {
-				if got := u.GetAnnotations()[a]; got != before[name][a] {
-					return fmt.Sprintf("%s on the target: %s=%q, want %q", name, a, got, before[name][a])
-				}
-			}
-		}
-		return ""
-	})
+	stopWatch := watchAnnotations(t, dst, before)
 	src.Sim.ResetCounters()
 
 	if err := sandbox.Move(ctx, src.Client, dst.Client, ""); err != nil {
@@ -132,6 +119,37 @@ func TestClusterctlMove(t *testing.T) {
 	if seen := stopWatch(); len(seen) > 0 {
 		t.Errorf("annotations changed on the target during the move: %v", seen)
 	}
+	checkNothingTornDown(t, src, azureBefore)
+
+	deleteOnTarget(t, dst, before["wc1"])
+}
+
+// watchAnnotations records every moment a WC on the target has
+// annotations other than before's.
+func watchAnnotations(t *testing.T, dst *testworld.World, before map[string]map[string]string) func() []string {
+	t.Helper()
+	ctx := context.Background()
+	return testworld.Watch(t, func() string {
+		for _, name := range wcs {
+			u, err := dst.Get(ctx, wcNS, name)
+			if err != nil {
+				continue
+			}
+			for _, a := range []string{apiAnn, ingAnn} {
+				if got := u.GetAnnotations()[a]; got != before[name][a] {
+					return fmt.Sprintf("%s on the target: %s=%q, want %q", name, a, got, before[name][a])
+				}
+			}
+		}
+		return ""
+	})
+}
+
+// checkNothingTornDown: no DELETE reached Azure since the counters were
+// reset, Azure holds what it held, and nothing moved is left on the
+// source.
+func checkNothingTornDown(t *testing.T, src *testworld.World, azureBefore map[string]string) {
+	t.Helper()
 	counters := src.Sim.Counters()
 	if n := counters.Sum("DELETE", "", 0, 999); n > 0 {
 		t.Errorf("%d DELETE requests to Azure during the move: %+v", n, deletes(counters))
@@ -151,9 +169,14 @@ func TestClusterctlMove(t *testing.T) {
 		}
 	}
 	t.Logf("during the move: %d ARM requests, %d DELETE; PUTs (updates in place): %v", counters.Total, counters.Sum("DELETE", "", 0, 999), puts)
+}
 
-	// Deletion works on the target: the endpoint (its ConfigMap with it),
-	// the service, then a WC (its MC entry and endpoint go through CAPZ).
+// deleteOnTarget: deletion works on the target — the endpoint (its
+// ConfigMap with it), the service, then a WC (its MC entry and endpoint go
+// through CAPZ); wc1 keeps wc1Before.
+func deleteOnTarget(t *testing.T, dst *testworld.World, wc1Before map[string]string) {
+	t.Helper()
+	ctx := context.Background()
 	del(t, dst, &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "app"}})
 	del(t, dst, &v1alpha1.AzurePrivateLinkService{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "svc"}})
 	testworld.Eventually(t, testworld.Timeout, "the endpoint and the service gone from Azure", func(context.Context) (bool, string) {
@@ -181,7 +204,7 @@ func TestClusterctlMove(t *testing.T) {
 		gone := err != nil && strings.Contains(err.Error(), "ResourceNotFound")
 		return !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "wc2-") }) && gone, fmt.Sprintf("entries %v, endpoint: %v", names, err)
 	})
-	if got := wired(t, dst, "wc1"); !maps.Equal(got, before["wc1"]) {
+	if got := wired(t, dst, "wc1"); !maps.Equal(got, wc1Before) {
 		t.Errorf("wc1 changed when wc2 was deleted: %v", got)
 	}
 }
