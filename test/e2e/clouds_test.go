@@ -39,7 +39,6 @@ func TestWellKnownClouds(t *testing.T) {
 		{azure.USGovernmentCloud, sandbox.USGovernmentCloudHosts, "https://management.core.usgovcloudapi.net"},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
-			t.Parallel() // mostly waiting on the operator's intervals
 			wellKnownCloud(t, bin, tc.cloud, tc.hosts, tc.audience)
 		})
 	}
