@@ -88,8 +88,9 @@ func checkEvents(t *testing.T, c client.Client) {
 			return false, err.Error()
 		}
 		got = list.Items
-		series := slices.ContainsFunc(got, func(e eventsv1.Event) bool { return e.Reason == "DNSRecordDeleted" && e.Series != nil })
-		return len(got) == 2 && series, fmt.Sprintf("%d events", len(got))
+		// The series' count is written later (client-go patches it, and
+		// then only every 30 minutes): what matters is one Event each.
+		return len(got) == 2, fmt.Sprintf("%d events", len(got))
 	})
 	for _, e := range got {
 		switch {
