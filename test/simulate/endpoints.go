@@ -457,7 +457,10 @@ func (l *look) appRecord(key string, r azuresim.Resolution, byKey, byEndpoint ma
 		}
 		l.objectAddress(subject, ip, o)
 		if was, ok := l.k.appRecordOwner[key]; ok && was != o.Key {
-			if _, exists := byKey[was]; exists {
+			// A holder being deleted releases its records before its
+			// endpoint (so that a freed address is never published):
+			// the next claimant may take the name then.
+			if prev, exists := byKey[was]; exists && !prev.Deleting {
 				l.flag(InvRecordRetargeted, name+" in "+ns, "from "+was+" to "+o.Key, false, "")
 				continue
 			}
