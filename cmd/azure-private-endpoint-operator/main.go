@@ -42,6 +42,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/providerconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
 )
 
 // Exit codes.
@@ -99,6 +100,9 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	// client-go's default (5 per second, 10 burst) takes a minute for the
 	// three writes of 100 workload clusters.
 	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	// Event writes the API server refuses are counted: client-go drops
+	// them without a metric.
+	eventrec.CountWrites(cfg)
 
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

@@ -7,13 +7,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,5 +105,47 @@ func checkEvents(t *testing.T, c client.Client) {
 		case e.Reason != "DNSRecordDeleted" && e.Reason != "IdentityUnavailable":
 			t.Errorf("unexpected Event %s: %s", e.Reason, e.Note)
 		}
+	}
+}
+
+// TestWritesFailedAgainstAPIServer: an Event the API server refuses (its
+// namespace does not exist: 404) is dropped by client-go without a word
+// but counted, as rejected; an Event it takes is not counted.
+func TestWritesFailedAgainstAPIServer(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{})
+	ctx := t.Context()
+	cfg := rest.CopyConfig(env.Config)
+	eventrec.CountWrites(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	bctx, stop := context.WithCancel(ctx)
+	defer stop()
+	b.StartRecordingToSink(bctx.Done())
+	r := b.NewRecorder(clientgoscheme.Scheme, eventrec.Name)
+	rejected := testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("rejected"))
+
+	ghost := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "no-such-namespace", Name: "zone", UID: "u1"}}
+	r.Eventf(ghost, nil, corev1.EventTypeWarning, "DNSRecordConflict", "Write", "refused")
+	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zone"}}
+	if err := env.Client.Create(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	r.Eventf(kept, nil, corev1.EventTypeNormal, "DNSRecordWritten", "Write", "taken")
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(ctx, list, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 1 && testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("rejected")) == rejected+1, nil
+	})
+	if err != nil {
+		t.Fatalf("want the refused Event counted once and the other written: %v (rejected: %v)", err,
+			testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("rejected"))-rejected)
+	}
+	if got := testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("retried")); got != 0 {
+		t.Errorf("retried = %v, want 0 (the API server answered every write)", got)
 	}
 }
