@@ -92,7 +92,7 @@ func TestClusterctlMove(t *testing.T) {
 		before[name] = wired(t, src, name)
 	}
 	published, nic := readyApp(t, src)
-	azureBefore := azureState(src.Sim)
+	azureBefore := testworld.AzureState(src.Sim)
 	mcEntries := entries(t, src, mcKey)
 
 	dst := src.SecondAPIServer(t)
@@ -154,7 +154,7 @@ func checkNothingTornDown(t *testing.T, src *testworld.World, azureBefore map[st
 	if n := counters.Sum("DELETE", "", 0, 999); n > 0 {
 		t.Errorf("%d DELETE requests to Azure during the move: %+v", n, deletes(counters))
 	}
-	if diff := diffAzure(azureBefore, azureState(src.Sim)); diff != "" {
+	if diff := testworld.DiffMaps(azureBefore, testworld.AzureState(src.Sim)); diff != "" {
 		t.Errorf("Azure changed during the move:\n%s", diff)
 	}
 	for _, gvk := range []string{"AzureCluster", "Cluster", "AzurePrivateEndpoint", "AzurePrivateLinkService"} {
@@ -344,36 +344,6 @@ func entries(t *testing.T, w *testworld.World, key types.NamespacedName) []strin
 	names := w.EntryNames(t, key)
 	slices.Sort(names)
 	return names
-}
-
-// azureState is every resource's ID and state, and every endpoint's
-// network interface (a recreated endpoint gets a new one).
-func azureState(sim *azuresim.Server) map[string]string {
-	out := map[string]string{}
-	for _, r := range sim.Resources("") {
-		out[strings.ToLower(r.ID)] = r.ProvisioningState
-	}
-	for _, e := range sim.Endpoints() {
-		out[strings.ToLower(e.ID)+"#nic"] = e.NIC + " " + e.IP + " " + e.ConnectionState
-	}
-	return out
-}
-
-func diffAzure(before, after map[string]string) string {
-	var lines []string
-	for _, k := range slices.Sorted(maps.Keys(before)) {
-		if a, ok := after[k]; !ok {
-			lines = append(lines, "- "+k+" "+before[k])
-		} else if a != before[k] {
-			lines = append(lines, "~ "+k+" "+before[k]+" -> "+a)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		if _, ok := before[k]; !ok {
-			lines = append(lines, "+ "+k+" "+after[k])
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 func deletes(c azuresim.Counters) []azuresim.RequestCount {

@@ -16,12 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +100,7 @@ func TestUpgrade(t *testing.T) {
 	readyApp(t, w)
 	reconciled(t, old, map[string]int{"workload-cluster": 2, "azureprivateendpoint": 1, "azureprivatelinkservice": 1})
 	objectsBefore := objects(t, w)
-	azureBefore := azureState(w.Sim)
+	azureBefore := testworld.AzureState(w.Sim)
 	if err := old.Stop(30 * time.Second); err != nil {
 		t.Fatalf("stopping the earlier operator: %v", err)
 	}
@@ -122,10 +120,10 @@ func TestUpgrade(t *testing.T) {
 	if n := counters.Sum("DELETE", "", 0, 999); n > 0 {
 		t.Errorf("%d DELETE requests to Azure after the upgrade", n)
 	}
-	if diff := diffMaps(azureBefore, azureState(w.Sim)); diff != "" {
+	if diff := testworld.DiffMaps(azureBefore, testworld.AzureState(w.Sim)); diff != "" {
 		t.Errorf("Azure changed with the upgrade:\n%s", diff)
 	}
-	if diff := diffMaps(objectsBefore, objects(t, w)); diff != "" {
+	if diff := testworld.DiffMaps(objectsBefore, objects(t, w)); diff != "" {
 		t.Errorf("objects changed beyond status with the upgrade:\n%s", diff)
 	}
 	var writes []string
@@ -388,34 +386,4 @@ func asJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(raw)
-}
-
-// azureState is every resource's ID and state, and every endpoint's
-// network interface, address and connection state.
-func azureState(sim *azuresim.Server) map[string]string {
-	out := map[string]string{}
-	for _, r := range sim.Resources("") {
-		out[strings.ToLower(r.ID)] = r.ProvisioningState
-	}
-	for _, e := range sim.Endpoints() {
-		out[strings.ToLower(e.ID)+"#nic"] = e.NIC + " " + e.IP + " " + e.ConnectionState
-	}
-	return out
-}
-
-func diffMaps(before, after map[string]string) string {
-	var lines []string
-	for _, k := range slices.Sorted(maps.Keys(before)) {
-		if a, ok := after[k]; !ok {
-			lines = append(lines, "- "+k+" "+before[k])
-		} else if a != before[k] {
-			lines = append(lines, "~ "+k+": "+before[k]+"\n  -> "+a)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		if _, ok := before[k]; !ok {
-			lines = append(lines, "+ "+k+" "+after[k])
-		}
-	}
-	return strings.Join(lines, "\n")
 }
