@@ -256,9 +256,10 @@ on %s). In Azure, the owner runs:
 func (d *demo) explainCluster(ctx context.Context, cluster string) {
 	mc := d.samples.mc.GetNamespace() + "/" + d.samples.mc.GetName()
 	d.say("Why it waits, as the kubectl plugin (bin/kubectl-apeo) tells it:")
-	_, _ = fmt.Fprintf(d.out, "\n$ kubectl apeo explain %s --management-cluster %s\n", cluster, mc)
+	// The clusters' identities read azuresim, the operator's custom cloud.
+	_, _ = fmt.Fprintf(d.out, "\n$ kubectl apeo explain %s --management-cluster %s --azure-custom-cloud %s\n", cluster, mc, d.sb.CloudFile)
 	connect := func(string, string) (client.Reader, error) { return d.sb.Client, nil }
-	explain.Main(ctx, []string{"explain", cluster, "--management-cluster", mc}, d.out, d.out, connect)
+	explain.Main(ctx, []string{"explain", cluster, "--management-cluster", mc, "--azure-custom-cloud", d.sb.CloudFile}, d.out, d.out, connect)
 	_, _ = fmt.Fprintln(d.out)
 }
 

@@ -123,7 +123,8 @@ func TestDemoNonInteractive(t *testing.T) {
 		"az network private-endpoint-connection approve --id /subscriptions/33333333-3333-3333-3333-333333333333/",
 		// What the kubectl plugin says of the cluster that waits.
 		"$ kubectl apeo explain org-team-a/wc2 --management-cluster org-giantswarm/mc",
-		"org-team-a/wc2 stops at \"private links ready\".",
+		// It read Azure with the cluster's identity: the connection waits.
+		"org-team-a/wc2 stops at \"in Azure: wc2-api-privatelink-privateendpoint\".",
 		"reason:  PrivateEndpointPendingApproval",
 		"AzurePrivateEndpoint org-hosted/hc1-apiserver is Ready",
 		"from the provider's network hcp-vnet:   no private zone linked here covers the name",

@@ -7,12 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 )
 
 // Exit codes.
@@ -27,8 +31,9 @@ const usage = `Usage: kubectl apeo explain <namespace>/<cluster> [flags]
 
 Walks the wiring of one workload cluster — the cluster, the management
 cluster, its private links, CAPZ's report, the endpoint entries on both
-sides, the IP annotations, the operator's conditions and DNS — and prints
-where it stops and what to change. Exit code 0: wired; 3: not wired (yet);
+sides and their endpoints in Azure, the IP annotations, the records in
+Azure, the operator's conditions and DNS — and prints where it stops and
+what to change. Exit code 0: wired; 3: not wired (yet);
 1: an error; 2: wrong usage.
 
 Flags:
@@ -46,6 +51,11 @@ type invocation struct {
 	opts                    Options
 	output                  string
 	timeout                 time.Duration
+	// azure is --azure: identity, own or off; the clouds its clusters'
+	// azureEnvironment resolve in.
+	azure       string
+	customCloud string
+	defaultEnv  string
 }
 
 // Main is the plugin (kubectl-apeo): args without the program's name; it
@@ -64,6 +74,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, connect 
 	}
 	if code := managementCluster(ctx, c, &inv, stderr); code >= 0 {
 		return code
+	}
+	if inv.opts.Azure, err = azureReader(ctx, c, inv); err != nil {
+		_, _ = fmt.Fprintln(stderr, err)
+		return exitUsage
 	}
 	r, err := Explain(ctx, c, inv.key, inv.opts)
 	if err != nil {
@@ -104,6 +118,12 @@ func parseArgs(args []string, stderr io.Writer) (invocation, int) {
 	fs.StringVar(&inv.opts.AnnotationPrefix, "annotation-prefix", "", "The operator's --annotation-prefix, if not the default.")
 	fs.StringVar(&inv.output, "o", "text", "Output: text or json.")
 	fs.DurationVar(&inv.timeout, "timeout", 30*time.Second, "How long the reads may take.")
+	fs.StringVar(&inv.azure, "azure", azureIdentity, "Read Azure too (each endpoint's connection state and address, the records DNS mode wrote): "+
+		"identity (each cluster's AzureClusterIdentity; your kubeconfig must read it and its Secret), "+
+		"own (your own credential: environment, workload or managed identity, Azure CLI), or off (Kubernetes only). "+
+		"What cannot be read is left out and said so.")
+	fs.StringVar(&inv.customCloud, "azure-custom-cloud", "", "The operator's --azure-custom-cloud file, for clusters of a custom cloud.")
+	fs.StringVar(&inv.defaultEnv, "default-azure-environment", azure.PublicCloud, "The operator's --default-azure-environment: the cloud of clusters whose spec.azureEnvironment is empty.")
 	// Flags may follow the cluster, as with kubectl.
 	var positional []string
 	for rest := args[1:]; ; rest = fs.Args()[1:] {
@@ -118,7 +138,7 @@ func parseArgs(args []string, stderr io.Writer) (invocation, int) {
 		}
 		positional = append(positional, fs.Arg(0))
 	}
-	if len(positional) != 1 || inv.output != "text" && inv.output != "json" {
+	if len(positional) != 1 || inv.output != "text" && inv.output != "json" || !slices.Contains([]string{azureIdentity, azureOwn, azureOff}, inv.azure) {
 		fs.Usage()
 		return inv, exitUsage
 	}
@@ -134,6 +154,42 @@ func parseArgs(args []string, stderr io.Writer) (invocation, int) {
 		}
 	}
 	return inv, -1
+}
+
+// --azure's values.
+const (
+	azureIdentity = "identity"
+	azureOwn      = "own"
+	azureOff      = "off"
+)
+
+// azureReader is what --azure asks for: nil for off, else the operator's
+// clients with the clusters' identities (read with the caller's
+// kubeconfig) or the caller's own credential.
+func azureReader(ctx context.Context, c client.Reader, inv invocation) (Azure, error) {
+	if inv.azure == azureOff {
+		return nil, nil
+	}
+	clouds := azure.Clouds{Default: inv.defaultEnv}
+	if inv.customCloud != "" {
+		cc, err := azure.LoadCustomCloud(inv.customCloud)
+		if err != nil {
+			return nil, fmt.Errorf("--azure-custom-cloud=%s: %w", inv.customCloud, err)
+		}
+		clouds.Custom = []azure.CustomCloud{cc}
+	}
+	return NewAzure(ctx, c, clouds, inv.azure == azureOwn), nil
+}
+
+// NewAzure reads Azure with the operator's clients: with each cluster's
+// AzureClusterIdentity and its Secret, read through c, or (own) with the
+// caller's own credential as azidentity's default chain finds it.
+func NewAzure(ctx context.Context, c client.Reader, clouds azure.Clouds, own bool) *AzureClients {
+	creds := &azure.Credentials{Reader: c, SecretReader: c, Clouds: clouds, Done: ctx.Done(), Log: logr.Discard()}
+	if own {
+		creds.Own, creds.OwnNamespaces = azure.OwnDefault, []string{"*"}
+	}
+	return &AzureClients{Clients: &azure.Clients{Credentials: creds}, Own: own}
 }
 
 // managementCluster finds the management cluster when the command line

@@ -2,15 +2,19 @@
 // publishes it — the cluster, the management cluster, the private links it
 // declares, CAPZ's report, the endpoint entries on both sides, the IP
 // annotations, the operator's conditions and DNS — and says where it stops
-// and what to change. It reads Kubernetes only, with whatever the caller's
-// kubeconfig may read: what Azure holds the operator has already judged,
-// and its verdict is on the cluster (GSPrivateLinksReady, GSDNSZoneReady,
-// each with a constant reason). kubectl-apeo explain prints it.
+// and what to change. It reads Kubernetes with whatever the caller's
+// kubeconfig may read, and, with Options.Azure, what Azure holds: each
+// entry's endpoint (connection state, address) and the records DNS mode
+// wrote, with the clusters' identities or the caller's own credential.
+// What it cannot read it leaves out and says so; the operator's verdicts
+// stay on the cluster (GSPrivateLinksReady, GSDNSZoneReady, each with a
+// constant reason). kubectl-apeo explain prints it.
 package explain
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +37,10 @@ type Options struct {
 	// WatchFilter is --watch-filter ("" when the operator handles every
 	// cluster).
 	WatchFilter string
+	// Azure, when set, is read too: each entry's endpoint with its
+	// connection state and address, and the records DNS mode wrote. Nil:
+	// Kubernetes only.
+	Azure Azure
 }
 
 // Step states.
@@ -81,6 +89,11 @@ const (
 	ReasonPrivateLinksWait  = "WaitingForCAPZPrivateLinks"
 	ReasonNotYetWired       = "NotYetWired"
 	ReasonConditionsMissing = "NoConditionYet"
+	// What explain finds in Azure (--azure).
+	ReasonEndpointNotInAzure = "PrivateEndpointNotInAzure"
+	ReasonAnnotationOutdated = "AnnotationOutdated"
+	ReasonDNSRecordMissing   = "DNSRecordMissing"
+	ReasonDNSRecordDiffers   = "DNSRecordDiffers"
 )
 
 // chain is one walk in progress.
@@ -146,10 +159,18 @@ func Explain(ctx context.Context, c client.Reader, key types.NamespacedName, o O
 	if err != nil {
 		return ch.r, err
 	}
+	var inAzure map[string]string
 	if mc != nil {
-		entries(ch, view, mc, services)
+		toWC, toMC := entries(ch, view, mc, services)
+		if o.Azure != nil {
+			inAzure = endpointsInAzure(ctx, ch, o.Azure, mc, toWC)
+			maps.Copy(inAzure, endpointsInAzure(ctx, ch, o.Azure, view, toMC))
+		}
 	}
-	annotations(ch, u, o)
+	annotations(ch, u, o, inAzure)
+	if o.Azure != nil {
+		recordsInAzure(ctx, ch, o.Azure, u, view, mc)
+	}
 	conditions(ch, u)
 	ch.r.Wired = !ch.stopped
 	return ch.r, nil
@@ -217,11 +238,12 @@ func links(ctx context.Context, c client.Reader, ch *chain, view *capz.AzureClus
 }
 
 // entries: the management cluster's endpoint entries that connect to the
-// cluster's services, and the cluster's own entries to the MC.
-func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool) {
-	toWC := entriesTo(mc, func(pls string) bool { return own[pls] })
+// cluster's services, and the cluster's own entries to the MC. It returns
+// them.
+func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool) (toWC, toMC []entry) {
+	toWC = entriesTo(mc, func(pls string) bool { return own[pls] })
 	mcScope := strings.ToLower("/subscriptions/" + mc.SubscriptionID + "/resourceGroups/" + mc.ResourceGroup + "/")
-	toMC := entriesTo(view, func(pls string) bool { return strings.HasPrefix(pls, mcScope) })
+	toMC = entriesTo(view, func(pls string) bool { return strings.HasPrefix(pls, mcScope) })
 	switch {
 	case view.APIServerLBType != capz.LBTypeInternal:
 		ch.add("MC endpoints to the cluster", StateSkipped, "")
@@ -230,23 +252,35 @@ func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool) {
 	case len(toWC) == 0:
 		ch.add("MC endpoints to the cluster", StateWaiting, "the management cluster has no endpoint entry to the cluster's private link services yet")
 	default:
-		ch.add("MC endpoints to the cluster", StateOK, strings.Join(toWC, ", "))
+		ch.add("MC endpoints to the cluster", StateOK, describe(toWC))
 	}
 	if len(toMC) == 0 {
 		ch.add("cluster endpoints to the MC", StateWaiting, "the cluster has no endpoint entry to the management cluster's services yet")
 	} else {
-		ch.add("cluster endpoints to the MC", StateOK, strings.Join(toMC, ", "))
+		ch.add("cluster endpoints to the MC", StateOK, describe(toMC))
 	}
+	return toWC, toMC
+}
+
+// entry is one endpoint entry of an AzureCluster.
+type entry struct{ name, subnet, service string }
+
+func describe(es []entry) string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.name+" (subnet "+e.subnet+")")
+	}
+	return strings.Join(out, ", ")
 }
 
 // entriesTo are a cluster's endpoint entries whose connection want accepts.
-func entriesTo(ac *capz.AzureCluster, want func(pls string) bool) []string {
-	var out []string
+func entriesTo(ac *capz.AzureCluster, want func(pls string) bool) []entry {
+	var out []entry
 	for _, sn := range ac.Subnets {
 		for _, pe := range sn.PrivateEndpoints {
 			for _, conn := range pe.Connections {
 				if want(strings.ToLower(conn.PrivateLinkServiceID)) {
-					out = append(out, pe.Name+" (subnet "+sn.Name+")")
+					out = append(out, entry{name: pe.Name, subnet: sn.Name, service: conn.PrivateLinkServiceID})
 					break
 				}
 			}
@@ -255,8 +289,10 @@ func entriesTo(ac *capz.AzureCluster, want func(pls string) bool) []string {
 	return out
 }
 
-// annotations: the addresses the operator published on the cluster.
-func annotations(ch *chain, u *unstructured.Unstructured, o Options) {
+// annotations: the addresses the operator published on the cluster, and
+// whether Azure gives the endpoint they name that address (inAzure: by
+// entry name, when Azure was read).
+func annotations(ch *chain, u *unstructured.Unstructured, o Options, inAzure map[string]string) {
 	ann := u.GetAnnotations()
 	for _, a := range []struct{ ip, endpoint string }{
 		{clusterlink.AnnotationAPIServerIP, clusterlink.AnnotationAPIServerEndpoint},
@@ -269,8 +305,14 @@ func annotations(ch *chain, u *unstructured.Unstructured, o Options) {
 			continue
 		}
 		detail := ip
-		if e := ann[o.AnnotationPrefix+"/"+a.endpoint]; e != "" {
+		e := ann[o.AnnotationPrefix+"/"+a.endpoint]
+		if e != "" {
 			detail += " (endpoint " + e + ")"
+		}
+		if have, read := inAzure[e]; read && have != "" && have != ip {
+			ch.stop("annotation "+a.ip, StateWaiting, ReasonAnnotationOutdated,
+				fmt.Sprintf("%s holds %s, but Azure gives endpoint %s the address %s", name, ip, e, have))
+			continue
 		}
 		ch.add("annotation "+a.ip, StateOK, detail)
 	}

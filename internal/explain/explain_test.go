@@ -30,6 +30,10 @@ const (
 	wcSub = "22222222-2222-2222-2222-222222222222"
 	mcNS  = "org-giantswarm"
 	wcNS  = "org-a"
+	// baseDomain is DNS mode's: the wired cluster's API is
+	// api.wired.<baseDomain> in the MC's network, the MC's ingress
+	// *.mc.<baseDomain> in the cluster's.
+	baseDomain = "example.internal"
 )
 
 var mcKey = types.NamespacedName{Namespace: mcNS, Name: "mc"}
@@ -64,7 +68,10 @@ func TestExplain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop := w.StartOperator(t, clusterlink.Options{ManagementCluster: mcKey})
+	// DNS mode on, rereading its records only hourly: the Azure part of
+	// explain finds records changed behind the operator's back.
+	stop := w.StartOperator(t, clusterlink.Options{ManagementCluster: mcKey, DNS: clusterlink.DNSConfig{
+		Enabled: true, BaseDomain: baseDomain, Check: time.Hour, ReadsPer5m: -1, WritesPer5m: -1}})
 	defer stop()
 
 	o := explain.Options{ManagementCluster: mcKey}
@@ -79,6 +86,9 @@ func TestExplain(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("%s: %v; last report %+v", name, err, r)
+		}
+		if !r.Wired && !explain.StopsHere(r.Reason, r.StoppedAt) {
+			t.Errorf("%s: stopped at %q with %s: the troubleshooting table says otherwise", name, r.StoppedAt, r.Reason)
 		}
 		return r
 	}
@@ -107,6 +117,7 @@ func TestExplain(t *testing.T) {
 	}
 	checkOptions(ctx, t, w.Client, o)
 	checkPlugin(t, w.Client)
+	checkAzure(ctx, t, w)
 }
 
 // checkOptions: what the operator's settings change, and the MC found

@@ -23,6 +23,12 @@ var fixes = map[string]string{
 	ReasonNotYetWired: "Wait a recheck (--pending-recheck-interval); if nothing moves, read the cluster's Events " +
 		"(kubectl events --for azurecluster/<name>) and the operator's logs.",
 	ReasonConditionsMissing: "Check that the operator runs for this management cluster (--management-cluster-name/-namespace) and is the leader.",
+	ReasonEndpointNotInAzure: "Wait for CAPZ to make the endpoint from the entry; if it does not come, read CAPZ's conditions and logs " +
+		"(its identity must be allowed to write private endpoints in the resource group).",
+	ReasonAnnotationOutdated: "Wait a recheck: the operator publishes the endpoint's address as Azure gives it; if it lasts, read the cluster's Events.",
+	ReasonDNSRecordMissing:   "Wait for the operator's next DNS check (--wiring-dns-check-interval), which writes the record again; if it lasts, read the cluster's Events.",
+	ReasonDNSRecordDiffers: "Wait for the operator's next DNS check, which writes the record back; if something else keeps changing it, " +
+		"find what (the zone's activity log) and stop it.",
 
 	clusterlink.ReasonManagementClusterNotFound: "Create the management cluster's AzureCluster, or fix --management-cluster-name/-namespace.",
 	clusterlink.ReasonEndpointPending: "The owner of the private link service approves the connection " +
@@ -60,6 +66,79 @@ var fixes = map[string]string{
 	clusterlink.ReasonHealWaitsForPause: "Unpause the cluster when clusterctl move is done; the heal follows.",
 }
 
+// Steps of the chain a reason can stop at, for the troubleshooting
+// table; "<...>" stands for a name.
+const (
+	atAzureEndpoint = "in Azure: <endpoint>"
+	atLinksReady    = "private links ready"
+	atDNSReady      = "private DNS ready"
+	atFirstWait     = "the first step that waits (`..`)"
+)
+
+// stopsAt says where each reason stops the chain. Tests hold it to what
+// explain does (StopsHere) for every reason they reach.
+var stopsAt = map[string][]string{
+	ReasonNotFound:           {"cluster"},
+	ReasonIsManagement:       {"management cluster"},
+	ReasonPaused:             {"not paused"},
+	ReasonNotSelected:        {"selected"},
+	ReasonNoPrivateLinks:     {"private links"},
+	ReasonPrivateLinksWait:   {"CAPZ's private links"},
+	ReasonNotYetWired:        {atFirstWait},
+	ReasonConditionsMissing:  {atLinksReady},
+	ReasonEndpointNotInAzure: {atAzureEndpoint},
+	ReasonAnnotationOutdated: {"annotation <name>"},
+	ReasonDNSRecordMissing:   {"record <name>"},
+	ReasonDNSRecordDiffers:   {"record <name>"},
+
+	clusterlink.ReasonManagementClusterNotFound: {"management cluster", atLinksReady},
+	clusterlink.ReasonEndpointPending:           {atAzureEndpoint, atLinksReady},
+	clusterlink.ReasonEndpointRejected:          {atAzureEndpoint, atLinksReady},
+	clusterlink.ReasonEndpointDisconnected:      {atAzureEndpoint, atLinksReady},
+	clusterlink.ReasonEndpointProvisioning:      {atAzureEndpoint, atLinksReady},
+	clusterlink.ReasonEndpointTargetMismatch:    {atAzureEndpoint, atLinksReady},
+}
+
+// StopsHere says whether reason may stop the chain at step (as the
+// troubleshooting table says). A reason of the operator's own conditions
+// stops at the condition's step.
+func StopsHere(reason, step string) bool {
+	at, ok := stopsAt[reason]
+	if !ok {
+		at = []string{atLinksReady, atDNSReady}
+	}
+	for _, a := range at {
+		prefix, wild := strings.CutSuffix(a, "<endpoint>")
+		if !wild {
+			prefix, wild = strings.CutSuffix(a, "<name>")
+		}
+		if a == step || wild && strings.HasPrefix(step, prefix) || a == atFirstWait {
+			return true
+		}
+	}
+	return false
+}
+
+// where is the table's column: where a reason stops the chain.
+func where(reason string) string {
+	at, ok := stopsAt[reason]
+	if !ok {
+		at = []string{atLinksReady}
+		if strings.HasPrefix(reason, "DNS") || reason == wiringdns.ReasonInvalidDNS {
+			at = []string{atDNSReady}
+		}
+	}
+	out := make([]string, 0, len(at))
+	for _, a := range at {
+		if a == atFirstWait {
+			out = append(out, a)
+			continue
+		}
+		out = append(out, "`"+a+"`")
+	}
+	return strings.Join(out, " or ")
+}
+
 // Fix is what to change for a reason ("" when explain knows none: read the
 // message).
 func Fix(reason string) string {
@@ -75,7 +154,8 @@ func Fix(reason string) string {
 // waits: a reason that comes and goes by itself (no person needs to act).
 func waits(reason string) bool {
 	switch reason {
-	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, ReasonPrivateLinksWait, ReasonNotYetWired:
+	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, ReasonPrivateLinksWait, ReasonNotYetWired,
+		ReasonEndpointNotInAzure, ReasonAnnotationOutdated, ReasonDNSRecordMissing, ReasonDNSRecordDiffers:
 		return true
 	}
 	return false
@@ -90,13 +170,13 @@ func ReasonTable() string {
 	}
 	slices.Sort(reasons)
 	var b strings.Builder
-	b.WriteString("| Reason | Waits by itself | What to change |\n| --- | --- | --- |\n")
+	b.WriteString("| Reason | explain stops at | Waits by itself | What to change |\n| --- | --- | --- | --- |\n")
 	for _, r := range reasons {
 		by := "no"
 		if waits(r) {
 			by = "yes"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r, by, strings.ReplaceAll(fixes[r], "|", "\\|"))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r, where(r), by, strings.ReplaceAll(fixes[r], "|", "\\|"))
 	}
 	return b.String()
 }

@@ -165,10 +165,8 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 	ctx, cancel := context.WithCancel(context.Background())
 	creds := &azure.Credentials{
 		Reader: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Done: ctx.Done(),
-		Clouds: azure.Clouds{Default: CloudName, Custom: []azure.CustomCloud{{
-			Name: CloudName, ResourceManagerEndpoint: w.Sim.URL(), ActiveDirectoryAuthorityHost: w.Sim.URL(), CAFile: w.CAFile,
-		}}},
-		Log: ctrl.Log.WithName("credentials"),
+		Clouds: w.Clouds(),
+		Log:    ctrl.Log.WithName("credentials"),
 	}
 	if own {
 		creds.OwnNamespaces = []string{OwnCredentialNamespace}
@@ -196,6 +194,18 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// Clouds are the clouds the world's clusters name: azuresim as the
+// custom cloud CloudName, the default.
+func (w *World) Clouds() azure.Clouds {
+	return azure.Clouds{Default: CloudName, Custom: []azure.CustomCloud{w.CustomCloud()}}
+}
+
+// CustomCloud is azuresim as a custom cloud (the operator's
+// --azure-custom-cloud).
+func (w *World) CustomCloud() azure.CustomCloud {
+	return azure.CustomCloud{Name: CloudName, ResourceManagerEndpoint: w.Sim.URL(), ActiveDirectoryAuthorityHost: w.Sim.URL(), CAFile: w.CAFile}
 }
 
 // Events lists the events about an object, oldest first.

@@ -207,3 +207,26 @@ func TestParseDNSTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSummary: GSDNSZoneReady's True message reads back into what it
+// was written from (kubectl apeo explain relies on it), and any other
+// message is refused.
+func TestParseSummary(t *testing.T) {
+	sets := []DNSSet{
+		{Zone: dns.Zone{Name: "wc1.example.com"}, Records: []string{"api", "*.apps"}, IP: "10.0.1.4", VNet: "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/virtualNetworks/mc-vnet"},
+		{Zone: dns.Zone{Name: "mc.example.com"}, Records: []string{"*.apps"}, IP: "10.1.1.4", VNet: "/subscriptions/s/resourceGroups/wc1/providers/Microsoft.Network/virtualNetworks/wc1-vnet"},
+	}
+	got, ok := ParseSummary(dnsSummary(sets))
+	want := []SummaryEntry{
+		{FQDNs: []string{"api.wc1.example.com", "*.apps.wc1.example.com"}, IP: "10.0.1.4", VNet: "mc-vnet"},
+		{FQDNs: []string{"*.apps.mc.example.com"}, IP: "10.1.1.4", VNet: "wc1-vnet"},
+	}
+	if !ok || !cmp.Equal(got, want) {
+		t.Errorf("ParseSummary(dnsSummary) = %v, %v; diff (-want +got):\n%s", got, ok, cmp.Diff(want, got))
+	}
+	for _, msg := range []string{"", "waiting for the endpoint", reasonDNSZoneReadyMessage + ": api.x -> ", reasonDNSZoneReadyMessage + ": api.x 10.0.0.1"} {
+		if got, ok := ParseSummary(msg); ok {
+			t.Errorf("ParseSummary(%q) = %v, true; want refused", msg, got)
+		}
+	}
+}

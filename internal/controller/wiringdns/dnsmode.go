@@ -272,6 +272,33 @@ func dnsSummary(sets []DNSSet) string {
 	return reasonDNSZoneReadyMessage + ": " + strings.Join(parts, "; ")
 }
 
+// SummaryEntry is one part of GSDNSZoneReady's True message: names, the
+// address their records hold, and the network they resolve from.
+type SummaryEntry struct {
+	FQDNs []string
+	IP    string
+	VNet  string
+}
+
+// ParseSummary reads GSDNSZoneReady's True message (dnsSummary); ok is
+// false for any other message. kubectl apeo explain reads it to find the
+// records in Azure.
+func ParseSummary(msg string) (entries []SummaryEntry, ok bool) {
+	rest, ok := strings.CutPrefix(msg, reasonDNSZoneReadyMessage+": ")
+	if !ok {
+		return nil, false
+	}
+	for part := range strings.SplitSeq(rest, "; ") {
+		names, target, ok1 := strings.Cut(part, " -> ")
+		ip, vnet, ok2 := strings.Cut(target, " from ")
+		if !ok1 || !ok2 || names == "" || ip == "" {
+			return nil, false
+		}
+		entries = append(entries, SummaryEntry{FQDNs: strings.Split(names, ", "), IP: ip, VNet: vnet})
+	}
+	return entries, true
+}
+
 // seedDNSMemo: a process that starts finds every cluster's DNS unread. A
 // cluster whose GSDNSZoneReady says its DNS is what it should be gets its
 // first check at a random point of the check interval instead of at once,
