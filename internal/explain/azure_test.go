@@ -193,7 +193,9 @@ func checkAzurePlugin(t *testing.T, w *testworld.World) {
 	if _, code := runPlugin(t, w.Client, "explain", wcNS+"/manual", "--azure=everything"); code != 2 {
 		t.Errorf("--azure=everything: exit %d, want 2", code)
 	}
-	t.Logf("kubectl apeo explain %s/wired --azure-custom-cloud ...:\n%s", wcNS, mustRun(t, w.Client, "explain", wcNS+"/wired", "--azure-custom-cloud", cloudFile))
+	for _, name := range []string{"manual", "wired"} {
+		t.Logf("kubectl apeo explain %s/%s --azure-custom-cloud ...:\n%s", wcNS, name, mustRun(t, w.Client, "explain", wcNS+"/"+name, "--azure-custom-cloud", cloudFile))
+	}
 }
 
 func step(r explain.Report, name string) explain.Step {

@@ -142,10 +142,20 @@ func judgeRecord(ch *chain, step, want string, l lookup) {
 	}
 }
 
-// unread is why Azure could not be read, in one line.
+// unread is why Azure could not be read, in one line: Azure's own answer
+// as the operator classifies it (a missing permission names the action),
+// else the whole error (a credential's error says on its later lines why
+// it failed: the host it could not reach, the file it could not read).
 func unread(err error) string {
-	if c := azure.Classify(err); c.Message != "" {
+	if c := azure.Classify(err); c.Code != "" {
 		return c.Message
 	}
-	return strings.SplitN(err.Error(), "\n", 2)[0]
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if r := []rune(msg); len(r) > maxUnread {
+		msg = string(r[:maxUnread]) + "…"
+	}
+	return msg
 }
+
+// maxUnread bounds what a step says of an error.
+const maxUnread = 400
