@@ -36,14 +36,7 @@ import (
 func TestBurstAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	bctx, stop := context.WithCancel(ctx)
-	defer stop()
-	b.StartRecordingToSink(bctx.Done())
+	b := broadcaster(t, env.Config)
 	var mu sync.Mutex
 	var logged []string
 	log := funcr.New(func(_, args string) {
@@ -116,14 +109,7 @@ func TestWritesFailedAgainstAPIServer(t *testing.T) {
 	ctx := t.Context()
 	cfg := rest.CopyConfig(env.Config)
 	eventrec.CountWrites(cfg)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	bctx, stop := context.WithCancel(ctx)
-	defer stop()
-	b.StartRecordingToSink(bctx.Done())
+	b := broadcaster(t, cfg)
 	r := b.NewRecorder(clientgoscheme.Scheme, eventrec.Name)
 	rejected := testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("rejected"))
 
@@ -134,7 +120,7 @@ func TestWritesFailedAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Eventf(kept, nil, corev1.EventTypeNormal, "DNSRecordWritten", "Write", "taken")
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		list := &eventsv1.EventList{}
 		if err := env.Client.List(ctx, list, client.InNamespace("default")); err != nil {
 			return false, err
@@ -148,4 +134,19 @@ func TestWritesFailedAgainstAPIServer(t *testing.T) {
 	if got := testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("retried")); got != 0 {
 		t.Errorf("retried = %v, want 0 (the API server answered every write)", got)
 	}
+}
+
+// broadcaster is client-go's events broadcaster writing to the API server
+// of cfg until the test ends.
+func broadcaster(t *testing.T, cfg *rest.Config) events.EventBroadcaster {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	b.StartRecordingToSink(ctx.Done())
+	return b
 }

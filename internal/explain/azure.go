@@ -112,14 +112,7 @@ func (a *AzureClients) Record(ctx context.Context, as *capz.AzureCluster, fqdn s
 			return r, err
 		}
 		if rs != nil {
-			r.Zone, r.Found = zone.ID(), true
-			if rs.Properties != nil {
-				for _, rec := range rs.Properties.ARecords {
-					if rec != nil && rec.IPv4Address != nil {
-						r.IPs = append(r.IPs, *rec.IPv4Address)
-					}
-				}
-			}
+			r.Zone, r.Found, r.IPs = zone.ID(), true, addresses(rs)
 			return r, nil
 		}
 	}
@@ -172,4 +165,18 @@ func zonesOf(zones []*armprivatedns.PrivateZone, fqdn, rg string) []*armprivated
 		return inRG(x) - inRG(y)
 	})
 	return out
+}
+
+// addresses are an A record set's addresses.
+func addresses(rs *armprivatedns.RecordSet) []string {
+	var ips []string
+	if rs.Properties == nil {
+		return nil
+	}
+	for _, rec := range rs.Properties.ARecords {
+		if rec != nil && rec.IPv4Address != nil {
+			ips = append(ips, *rec.IPv4Address)
+		}
+	}
+	return ips
 }

@@ -87,9 +87,7 @@ func TestExplain(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v; last report %+v", name, err, r)
 		}
-		if !r.Wired && !explain.StopsHere(r.Reason, r.StoppedAt) {
-			t.Errorf("%s: stopped at %q with %s: the troubleshooting table says otherwise", name, r.StoppedAt, r.Reason)
-		}
+		checkTable(t, name, r)
 		return r
 	}
 	stoppedWith := func(reason string) func(explain.Report) bool {
@@ -118,6 +116,15 @@ func TestExplain(t *testing.T) {
 	checkOptions(ctx, t, w.Client, o)
 	checkPlugin(t, w.Client)
 	checkAzure(ctx, t, w)
+}
+
+// checkTable: where a report stops is where the troubleshooting table
+// says its reason stops.
+func checkTable(t *testing.T, name string, r explain.Report) {
+	t.Helper()
+	if !r.Wired && !explain.StopsHere(r.Reason, r.StoppedAt) {
+		t.Errorf("%s: stopped at %q with %s: the troubleshooting table says otherwise", name, r.StoppedAt, r.Reason)
+	}
 }
 
 // checkOptions: what the operator's settings change, and the MC found
