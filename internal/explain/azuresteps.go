@@ -36,6 +36,12 @@ func endpointsInAzure(ctx context.Context, ch *chain, az Azure, owner *capz.Azur
 				e.name, owner.ResourceGroup, owner.SubscriptionID, owner.Namespace+"/"+owner.Name))
 			continue
 		}
+		if err != nil && ob.IP == "" {
+			// The endpoint was read, its network interface not: saying
+			// "provisioning" would send the reader the wrong way.
+			ch.add(step, StateSkipped, ob.ConnectionState+", address not read: "+unread(err))
+			continue
+		}
 		ips[e.name] = ob.IP
 		judgeEndpoint(ch, step, e, *ob)
 	}
