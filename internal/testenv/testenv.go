@@ -64,8 +64,13 @@ type Env struct {
 	webhooks *capzWebhooks
 	// webhookDir holds the webhook server's kubeconfig.
 	webhookDir string
-	// pooled environments stop in the background (pool.go).
+	// pooled environments are emptied for the next test, or stop in the
+	// background (pool.go).
 	pooled bool
+	// startSchema is the schema the environment started with, and base
+	// what it held when first handed out (reset.go).
+	startSchema Schema
+	base        baseline
 }
 
 // Start starts an API server and installs the CRDs. Call Stop when done. In
@@ -132,7 +137,7 @@ func start(ctx context.Context, opts Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	e := &Env{Config: cfg, Client: c, Scheme: scheme, Schema: opts.Schema, env: env}
+	e := &Env{Config: cfg, Client: c, Scheme: scheme, Schema: opts.Schema, startSchema: opts.Schema, env: env}
 	if err := e.startWebhooks(ctx, opts.Schema); err != nil {
 		_ = e.Stop()
 		return nil, err
@@ -188,11 +193,11 @@ func StartT(t testing.TB, opts Options) *Env {
 
 // Stop stops CAPZ's webhooks, the API server and etcd and removes their
 // data. It reports a webhook server that died during the test. A pooled
-// environment finishes stopping in the background, and Main reports its
-// errors.
+// environment is instead emptied for the next test, or stops in the
+// background, and Main reports its errors (pool.go).
 func (e *Env) Stop() error {
 	if e.pooled {
-		stopLater(e)
+		giveBack(e)
 		return nil
 	}
 	return e.stop()
