@@ -32,35 +32,8 @@ func TestResetEmptiesToBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	leave := func() {
-		t.Helper()
-		for _, o := range []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "left-behind", Name: "held", Finalizers: []string{"example.com/hold"}}},
-			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "left-behind"}},
-		} {
-			if err := e.Client.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ac := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "AzureCluster",
-			"metadata": map[string]any{"namespace": "left-behind", "name": "wc", "finalizers": []any{"azurecluster.infrastructure.cluster.x-k8s.io"}},
-			"spec": map[string]any{"location": "westeurope", "resourceGroup": "wc", "subscriptionID": "22222222-2222-2222-2222-222222222222",
-				"identityRef": map[string]any{"kind": "AzureClusterIdentity", "name": "id", "namespace": "left-behind"}},
-		}}
-		if err := e.Client.Create(ctx, ac); err != nil {
-			t.Fatal(err)
-		}
-		// A namespace being deleted waits for the namespace controller,
-		// which envtest does not run.
-		if err := e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for round := range 2 {
-		leave()
+		leaveBehind(t, e)
 		if err := e.reset(ctx); err != nil {
 			t.Fatalf("round %d: reset: %v", round, err)
 		}
@@ -95,5 +68,37 @@ func TestResetEmptiesToBaseline(t *testing.T) {
 	}
 	if err := e.reset(ctx); err == nil || !strings.Contains(err.Error(), "schema moved") {
 		t.Errorf("reset after a schema upgrade: %v, want it refused", err)
+	}
+}
+
+// leaveBehind makes what a test may leave: a namespace being deleted with a
+// ConfigMap held by a finalizer and a CAPZ object (through CAPZ's
+// webhooks), a cluster-scoped role, a ConfigMap in kube-system.
+func leaveBehind(t *testing.T, e *Env) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "left-behind", Name: "held", Finalizers: []string{"example.com/hold"}}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "left-behind"}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ac := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "AzureCluster",
+		"metadata": map[string]any{"namespace": "left-behind", "name": "wc", "finalizers": []any{"azurecluster.infrastructure.cluster.x-k8s.io"}},
+		"spec": map[string]any{"location": "westeurope", "resourceGroup": "wc", "subscriptionID": "22222222-2222-2222-2222-222222222222",
+			"identityRef": map[string]any{"kind": "AzureClusterIdentity", "name": "id", "namespace": "left-behind"}},
+	}}
+	if err := e.Client.Create(ctx, ac); err != nil {
+		t.Fatal(err)
+	}
+	// A namespace being deleted waits for the namespace controller,
+	// which envtest does not run.
+	if err := e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}}); err != nil {
+		t.Fatal(err)
 	}
 }

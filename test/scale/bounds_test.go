@@ -57,8 +57,14 @@ func wiringBounds(res Result) []bound {
 		// One identity: one token for each operator process.
 		{"converge: token requests (one identity)", float64(res.Converge.TokenRequests), 1},
 		{"converge: writes to the MC object", float64(res.Converge.MCWrites), wiringMCWritesMax},
-		{"converge: writes to one WC, at most", float64(res.Converge.WCWritesMax), 6},
-		{"converge: writes per WC", perObject(n, res.Converge.WCWrites), 5},
+		// The WC writes follow the wait states a WC passes through, and a
+		// loaded machine shows it more of them: with clusterlink's tests
+		// beside it (make test), TestDNSSmoke converged in 96 s with 4 MC
+		// writes instead of 1 and 5.88 writes per WC, 7 to one WC (quiet:
+		// 3.62 and 4). The bounds sit above the loaded figures and still
+		// catch a doubling of the quiet ones.
+		{"converge: writes to one WC, at most", float64(res.Converge.WCWritesMax), 10},
+		{"converge: writes per WC", perObject(n, res.Converge.WCWrites), 8},
 		{"converge: ARM reads per WC (Private DNS aside)", perObject(n, res.Converge.ARMReads-dnsReads(res.Converge)), 6},
 		{"converge: API conflicts", float64(res.Converge.Conflicts), 0},
 		{"converge: 429s", float64(res.Converge.Throttled), 0},
