@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -105,11 +106,7 @@ func (e *Env) quiet() *rest.Config {
 
 func hasVerbs(have []string, want ...string) bool {
 	for _, w := range want {
-		found := false
-		for _, h := range have {
-			found = found || h == w
-		}
-		if !found {
+		if !slices.Contains(have, w) {
 			return false
 		}
 	}
