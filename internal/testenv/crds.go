@@ -232,7 +232,36 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	if err != nil {
 		return nil, fmt.Errorf("reading CRD file: %w", err)
 	}
-	return decodeCRDs(path, raw)
+	decodedMu.Lock()
+	defer decodedMu.Unlock()
+	d, ok := decoded[path]
+	if !ok || !bytes.Equal(d.raw, raw) {
+		crds, err := decodeCRDs(path, raw)
+		if err != nil {
+			return nil, err
+		}
+		d = decodedFile{raw: raw, crds: crds}
+		decoded[path] = d
+	}
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(d.crds))
+	for i, c := range d.crds {
+		out[i] = c.DeepCopy()
+	}
+	return out, nil
+}
+
+// decoded keeps each CRD file's decoded CRDs for the next API server the
+// test process starts: CAPZ's and ASO's CRDs are megabytes of YAML, and
+// decoding them again cost about 2 CPU-seconds per start under -race.
+// Callers get copies (envtest edits the CRDs it installs).
+var (
+	decodedMu sync.Mutex
+	decoded   = map[string]decodedFile{}
+)
+
+type decodedFile struct {
+	raw  []byte
+	crds []*apiextensionsv1.CustomResourceDefinition
 }
 
 // decodeCRDs decodes every CustomResourceDefinition in YAML read from path.

@@ -11,12 +11,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
@@ -58,8 +58,10 @@ var volatile = map[string]bool{
 }
 
 // inventory lists every object of every kind the API server can list and
-// delete.
-func (e *Env) inventory(ctx context.Context) (map[objKey]*unstructured.Unstructured, error) {
+// delete, metadata only: a baseline and a reset need no more, and the CRDs
+// in full are megabytes the API server would encode and the test decode at
+// every round.
+func (e *Env) inventory(ctx context.Context) (map[objKey]*metav1.PartialObjectMetadata, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(e.quiet())
 	if err != nil {
 		return nil, err
@@ -68,11 +70,11 @@ func (e *Env) inventory(ctx context.Context) (map[objKey]*unstructured.Unstructu
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(e.quiet())
+	mc, err := metadata.NewForConfig(e.quiet())
 	if err != nil {
 		return nil, err
 	}
-	all := map[objKey]*unstructured.Unstructured{}
+	all := map[objKey]*metav1.PartialObjectMetadata{}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -83,7 +85,7 @@ func (e *Env) inventory(ctx context.Context) (map[objKey]*unstructured.Unstructu
 				continue
 			}
 			gvr := gv.WithResource(r.Name)
-			got, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+			got, err := mc.Resource(gvr).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("listing %s: %w", gvr, err)
 			}
@@ -115,7 +117,7 @@ func hasVerbs(have []string, want ...string) bool {
 
 // version is what a baseline records of an object: its generation, which
 // only a spec change moves, or else its resourceVersion.
-func version(o *unstructured.Unstructured) string {
+func version(o *metav1.PartialObjectMetadata) string {
 	if g := o.GetGeneration(); g != 0 {
 		return fmt.Sprintf("g%d", g)
 	}
@@ -182,7 +184,7 @@ func (e *Env) reset(ctx context.Context) error {
 }
 
 // unchanged fails when a baseline object is gone or changed.
-func (b baseline) unchanged(all map[objKey]*unstructured.Unstructured) error {
+func (b baseline) unchanged(all map[objKey]*metav1.PartialObjectMetadata) error {
 	for k, v := range b {
 		if volatile[k.gvr.Resource] {
 			continue
@@ -200,7 +202,7 @@ func (b baseline) unchanged(all map[objKey]*unstructured.Unstructured) error {
 
 // extra lists the objects not in the baseline, namespaced ones first and
 // namespaces last, so a namespace is emptied before it is finalized.
-func (b baseline) extra(all map[objKey]*unstructured.Unstructured) []objKey {
+func (b baseline) extra(all map[objKey]*metav1.PartialObjectMetadata) []objKey {
 	var out []objKey
 	for k := range all {
 		if _, ok := b[k]; !ok {
@@ -228,7 +230,7 @@ func (b baseline) extra(all map[objKey]*unstructured.Unstructured) []objKey {
 
 // deleteAll deletes the objects, dropping their finalizers first, and
 // finalizes the namespaces among them.
-func deleteAll(ctx context.Context, dyn dynamic.Interface, cs kubernetes.Interface, keys []objKey, all map[objKey]*unstructured.Unstructured) error {
+func deleteAll(ctx context.Context, dyn dynamic.Interface, cs kubernetes.Interface, keys []objKey, all map[objKey]*metav1.PartialObjectMetadata) error {
 	for _, k := range keys {
 		ri := dyn.Resource(k.gvr).Namespace(k.namespace)
 		if len(all[k].GetFinalizers()) > 0 {

@@ -118,8 +118,9 @@ func start(ctx context.Context, opts Options) (*Env, error) {
 		CRDs:                  crds,
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: false,
-		// A loaded 2-core machine can be slow to start a cold API server.
-		ControlPlaneStartTimeout: 2 * time.Minute,
+		// A loaded 2-core machine can be slow to start a cold API server:
+		// 113 s was seen with three test packages sharing the cores.
+		ControlPlaneStartTimeout: 5 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 		// Certificates and an address for CAPZ's webhooks (startWebhooks);
 		// envtest installs no webhook itself.
