@@ -47,27 +47,16 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// binDir holds the operator binary the tests here build once.
-var binDir string
-
+// TestMain removes the operator binary the tests share after them.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "apeo-demo-test-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	sandbox.RemoveSharedOperator()
 	os.Exit(code)
 }
 
-var operatorBinary = sync.OnceValues(func() (string, error) {
-	return sandbox.BuildOperator(context.Background(), binDir)
-})
-
 func buildOperator(t *testing.T) string {
 	t.Helper()
-	bin, err := operatorBinary()
+	bin, err := sandbox.SharedOperator(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -33,6 +34,43 @@ func BuildOperator(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("building the operator: %w\n%s", err, msg)
 	}
 	return out, nil
+}
+
+// shared is the operator binary SharedOperator built for this process.
+var shared struct {
+	sync.Mutex
+	dir, bin string
+	err      error
+}
+
+// SharedOperator builds the operator binary once per test process, into a
+// directory of its own, for every test of a package that runs it (linking
+// it again per test cost 10-40 s on a loaded 2-core machine). A package
+// that uses it calls RemoveSharedOperator from its TestMain after the
+// tests.
+func SharedOperator(ctx context.Context) (string, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.bin != "" || shared.err != nil {
+		return shared.bin, shared.err
+	}
+	dir, err := os.MkdirTemp("", "apeo-operator-")
+	if err != nil {
+		return "", err
+	}
+	shared.dir = dir
+	shared.bin, shared.err = BuildOperator(ctx, dir)
+	return shared.bin, shared.err
+}
+
+// RemoveSharedOperator removes SharedOperator's binary, if it built one.
+func RemoveSharedOperator() {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	shared.dir, shared.bin, shared.err = "", "", nil
 }
 
 // Revision names the commit the work tree is at, for the reports a

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,27 +45,12 @@ var (
 	ingAnn = prefix + clusterlink.AnnotationMCIngressIP
 )
 
-// binDir holds the operator binary the package's tests share.
-var binDir string
-
-// TestMain removes the shared binary after the tests.
+// TestMain removes the operator binary the tests share after them.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	sandbox.RemoveSharedOperator()
 	os.Exit(code)
 }
-
-// binary builds the operator once for the package's tests.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "apeo-e2e-")
-	if err != nil {
-		return "", err
-	}
-	binDir = dir
-	return sandbox.BuildOperator(context.Background(), dir)
-})
 
 // startOperator starts the binary on the world's MC (org-giantswarm/mc)
 // with short intervals, env added to the environment and extra flags; it
@@ -91,7 +75,7 @@ func startOperator(t *testing.T, w *testworld.World, bin string, env []string, e
 
 func operatorBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := binary()
+	bin, err := sandbox.SharedOperator(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ const wiringMCWritesMax = 8
 // TestDNSSmoke runs the wiring in DNS mode at a small N with the real
 // operator binary, until every WC has GSDNSZoneReady, and holds its counts.
 func TestDNSSmoke(t *testing.T) {
-	bin, err := sandbox.BuildOperator(context.Background(), t.TempDir())
+	bin, err := sandbox.SharedOperator(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

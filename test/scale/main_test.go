@@ -14,6 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// TestMain removes the operator binary the smoke runs share after them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sandbox.RemoveSharedOperator()
+	os.Exit(code)
+}
+
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
 	if err != nil || len(o.ns) != 3 || o.ns[2] != 1000 || o.subscriptions != 10 {
@@ -46,7 +53,7 @@ func TestReadFloor(t *testing.T) {
 // hold at any N hold here.
 func TestSmoke(t *testing.T) {
 	dir := t.TempDir()
-	bin, err := sandbox.BuildOperator(context.Background(), dir)
+	bin, err := sandbox.SharedOperator(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +110,7 @@ func TestSmoke(t *testing.T) {
 // ARM writes, none after a restart or in the steady state, no 429, and
 // everything gone from Azure after deletion.
 func TestConsumerSmoke(t *testing.T) {
-	bin, err := sandbox.BuildOperator(context.Background(), t.TempDir())
+	bin, err := sandbox.SharedOperator(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
