@@ -119,9 +119,12 @@ func start(ctx context.Context, opts Options) (*Env, error) {
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: false,
 		// A loaded 2-core machine can be slow to start a cold API server:
-		// 113 s was seen with three test packages sharing the cores.
+		// 113 s was seen with two test packages and a linter sharing them.
 		ControlPlaneStartTimeout: 5 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+		// envtest waits 10 s by default for the CRDs to be served; the demo
+		// failed so with three test packages sharing two cores.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 		// Certificates and an address for CAPZ's webhooks (startWebhooks);
 		// envtest installs no webhook itself.
 		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"},
@@ -131,7 +134,14 @@ func start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting envtest (assets %s): %w", assets, err)
+		// envtest leaves etcd and kube-apiserver running when it fails
+		// after starting them (the CRDs not served in time, say): stop
+		// them, or they outlive the process.
+		err = fmt.Errorf("starting envtest (assets %s): %w", assets, err)
+		if stopErr := env.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping what started: %w", stopErr))
+		}
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
