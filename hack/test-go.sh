@@ -2,41 +2,52 @@
 # Runs the Go tests of the given packages (go list patterns) for
 # `make test-go`, in two go test runs side by side:
 #
-# - with the race detector ($RACE, default -race): every package whose tests
-#   run the controllers, the emulators or the tools in the test process;
-# - without it, one package at a time: the packages whose tests drive the
-#   operator *binary* (built without -race, as users run it) in a sandbox
-#   (plain_re below). There the race detector would instrument only the
-#   test harness and the in-process azuresim and capzsim, whose own
-#   packages run with it, for about 45 % more CPU (test/chaos: 235 CPU-s
-#   with -race, 161 without, on a 2-core machine).
+# - without the race detector, two packages at a time: every package whose
+#   tests start API servers (their tests import internal/testenv,
+#   internal/testworld or internal/sandbox, or the package is one of them)
+#   — the controllers' envtests, the end-to-end runs of the operator binary,
+#   the demo, the chart. On a 2-core machine the suite is CPU-bound, and in
+#   those packages the race detector doubled the test process's CPU
+#   (test/chaos: 235 CPU-s with it, 161 without) and the build of every
+#   package a second time; with it the suite no longer fit CI's 90 minutes;
+# - with the race detector ($RACE, default -race), one package at a time:
+#   the rest, the unit tests of the Azure clients, the DNS engine, the
+#   emulator, the caches and the other helpers.
 #
-# The suite is CPU-bound on two cores, so the two runs share them: the race
-# run starts two packages at a time (go test's default), the other one.
-# Each line of output is written whole; a package's lines stay together as
-# go test prints them. The script fails when either run fails.
+# RACE_ALL=1 runs every package with the race detector (make test-race: the
+# whole suite as it ran before, ~90 min on 2 cores; run it after a change
+# to a reconciler's concurrency, a cache or a shared client). RACE= runs
+# everything without it. Each line of output is written whole; a package's
+# lines stay together as go test prints them. The script fails when either
+# run fails.
 #
-# Environment: GO (go), GO_TEST_FLAGS (flags for both runs), RACE (the race
-# run's extra flags; empty runs everything without the race detector).
+# Environment: GO (go), GO_TEST_FLAGS (flags for both runs), RACE, RACE_ALL.
 set -uo pipefail
 
 GO=${GO:-go}
 read -r -a flags <<<"${GO_TEST_FLAGS:--count=1 -timeout=45m}"
 read -r -a race <<<"${RACE--race}"
-# Keep in step with CONTRIBUTING.md ("Race detector").
-plain_re='/(test/(scale|chaos|simulate|e2e)|cmd/demo|charts)$'
+module=github.com/giantswarm/azure-private-endpoint-operator
+servers_re="^$module/internal/(testenv|testworld|sandbox)\$"
 
 if [[ $# -eq 0 ]]; then
 	set -- ./...
 fi
-if ! list=$("$GO" list "$@"); then
+if ! list=$("$GO" list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' "$@"); then
 	exit 1
 fi
 race_pkgs=()
 plain_pkgs=()
-while read -r p; do
+while read -r p imports; do
 	[[ -z $p ]] && continue
-	if [[ $p =~ $plain_re ]]; then
+	servers=false
+	for i in $p $imports; do
+		if [[ $i =~ $servers_re ]]; then
+			servers=true
+			break
+		fi
+	done
+	if [[ $servers == true && ${RACE_ALL:-} != 1 ]]; then
 		plain_pkgs+=("$p")
 	else
 		race_pkgs+=("$p")
@@ -54,11 +65,15 @@ run() { # name, go test arguments...
 	} | sed -u ''
 }
 
-if ((${#race_pkgs[@]})); then
-	run race "${race[@]}" "${flags[@]}" "${race_pkgs[@]}" &
-fi
 if ((${#plain_pkgs[@]})); then
-	run plain -p 1 "${flags[@]}" "${plain_pkgs[@]}" &
+	run plain "${flags[@]}" "${plain_pkgs[@]}" &
+fi
+if ((${#race_pkgs[@]})); then
+	p=(-p 1)
+	if ((${#plain_pkgs[@]} == 0)); then
+		p=()
+	fi
+	run race "${p[@]}" "${race[@]}" "${flags[@]}" "${race_pkgs[@]}" &
 fi
 wait
 
