@@ -89,7 +89,7 @@ test-go: envtest-assets $(HELM) ## Run unit and envtest tests only (no lint).
 		hack/test-go.sh $(PKGS)
 
 .PHONY: test-race
-test-race: envtest-assets $(HELM) ## Run every Go test with the race detector (~90 min on 2 cores; make test runs it only where no API server starts).
+test-race: envtest-assets $(HELM) ## Run every Go test with the race detector (over 90 min on a slow 2-core machine; make test runs it only where no API server starts).
 	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" HELM=$(HELM) GO=$(GO) GO_TEST_FLAGS="$(GO_TEST_FLAGS)" RACE="$(RACE)" RACE_ALL=1 \
 		hack/test-go.sh $(PKGS)
 

@@ -15,11 +15,11 @@
 #   emulator, the caches and the other helpers.
 #
 # RACE_ALL=1 runs every package with the race detector (make test-race: the
-# whole suite as it ran before, ~90 min on 2 cores; run it after a change
-# to a reconciler's concurrency, a cache or a shared client). RACE= runs
-# everything without it. Each line of output is written whole; a package's
-# lines stay together as go test prints them. The script fails when either
-# run fails.
+# whole suite as it ran before, over 90 min on a slow 2-core machine; run it
+# after a change to a reconciler's concurrency, a cache or a shared client).
+# RACE= runs everything without it. Each line of output is written whole; a
+# package's lines stay together as go test prints them. The script fails
+# when either run fails.
 #
 # Environment: GO (go), GO_TEST_FLAGS (flags for both runs), RACE, RACE_ALL.
 set -uo pipefail
