@@ -21,7 +21,9 @@
 # package's lines stay together as go test prints them. The script fails
 # when either run fails.
 #
-# Environment: GO (go), GO_TEST_FLAGS (flags for both runs), RACE, RACE_ALL.
+# Environment: GO (go), GO_TEST_FLAGS (flags for both runs), RACE, RACE_ALL;
+# CGO_ENABLED and GOFLAGS pass through to go (make sets them: Makefile,
+# GO_BUILD_ENV), except that the race run has cgo, which the detector needs.
 set -uo pipefail
 
 GO=${GO:-go}
@@ -56,24 +58,30 @@ done <<<"$list"
 
 rcs=$(mktemp -d)
 trap 'rm -rf "$rcs"' EXIT
-run() { # name, go test arguments...
+run() { # name, command...
 	local name=$1
 	shift
 	{
-		"$GO" test "$@" 2>&1
+		"$@" 2>&1
 		echo $? >"$rcs/$name"
 	} | sed -u ''
 }
 
 if ((${#plain_pkgs[@]})); then
-	run plain "${flags[@]}" "${plain_pkgs[@]}" &
+	run plain "$GO" test "${flags[@]}" "${plain_pkgs[@]}" &
 fi
 if ((${#race_pkgs[@]})); then
 	p=(-p 1)
 	if ((${#plain_pkgs[@]} == 0)); then
 		p=()
 	fi
-	run race "${p[@]}" "${race[@]}" "${flags[@]}" "${race_pkgs[@]}" &
+	# The race detector needs cgo on Linux; make test builds without it
+	# (Makefile, GO_BUILD_ENV).
+	cgo=()
+	if ((${#race[@]})); then
+		cgo=(CGO_ENABLED=1)
+	fi
+	run race env "${cgo[@]}" "$GO" test "${p[@]}" "${race[@]}" "${flags[@]}" "${race_pkgs[@]}" &
 fi
 wait
 
