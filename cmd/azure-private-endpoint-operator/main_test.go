@@ -87,6 +87,7 @@ func TestParseFlags(t *testing.T) {
 			apeConcurrency:          4,
 			operatorCredential:      "default",
 			wcToMCLayout:            "ingress",
+			mcEndpointLimit:         1000,
 			dns: dnsFlags{
 				mcZone: "{{.Cluster}}.{{.BaseDomain}}", wcZone: "{{.ManagementCluster}}.{{.BaseDomain}}",
 				mcRecords: "api", wcRecords: "*", ttl: 300, check: time.Hour, reads: 400, writes: 800, zoneLimit: 1000,
@@ -180,6 +181,16 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a zero private link service drift interval is refused",
 			args:    []string{"--private-link-service-drift-interval=0s"},
 			wantErr: "--private-link-service-drift-interval",
+		},
+		{
+			reason:  "an MC endpoint limit past the MC object's size is refused",
+			args:    []string{"--mc-private-endpoint-limit=5000"},
+			wantErr: "--mc-private-endpoint-limit=5000: must be between 1 and 3000",
+		},
+		{
+			reason:  "a zero MC endpoint limit is refused",
+			args:    []string{"--mc-private-endpoint-limit=0"},
+			wantErr: "--mc-private-endpoint-limit=0: must be between 1 and 3000",
 		},
 		{
 			reason:  "no AzurePrivateEndpoint workers is refused",

@@ -63,6 +63,7 @@ type options struct {
 	dns                       dnsFlags
 	annotationPrefix          string
 	mcSubnet, wcSubnet        string
+	mcEndpointLimit           int
 	watchFilter               string
 	defaultAzureEnvironment   string
 	customCloudFile           string
@@ -188,7 +189,7 @@ func (o *options) apeOptions() privateendpoint.Options {
 func (o *options) linkOptions() clusterlink.Options {
 	return clusterlink.Options{
 		Config: clusterlink.Config{
-			MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet,
+			MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet, MCEndpointLimit: o.mcEndpointLimit,
 			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
 		},
 		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
@@ -367,6 +368,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Prefix of the IP annotations written on workload clusters.")
 	fs.StringVar(&o.mcSubnet, "mc-private-endpoint-subnet", "",
 		"MC subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
+	fs.IntVar(&o.mcEndpointLimit, "mc-private-endpoint-limit", clusterlink.AzureEndpointsPerVNet,
+		"How many private endpoint entries the management cluster's AzureCluster may hold, everyone's (CAPZ makes a private endpoint in the MC's network for each): Azure allows 1,000 per virtual network, 5,000 with high-scale private endpoints. From 90% a Warning Event on the MC (PrivateEndpointLimitNear) says so; beyond it a new workload cluster gets no endpoint (its GSPrivateLinksReady says PrivateEndpointLimit) instead of Azure refusing it; entries that exist stay. At most 3000 (the object's size: etcd's 1.5 MiB request limit). Raise it only after the MC's network allows more.")
 	fs.StringVar(&o.wcSubnet, "wc-private-endpoint-subnet", "",
 		"Workload cluster subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
 	fs.StringVar(&o.watchFilter, "watch-filter", "",
@@ -583,6 +586,10 @@ func (o *options) validateDNS() []error {
 		if ns, name, ok := strings.Cut(id, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			errs = append(errs, fmt.Errorf("--wiring-dns-mc-zone-identity=%q: want namespace/name", id))
 		}
+	}
+	if o.mcEndpointLimit < 1 || o.mcEndpointLimit > clusterlink.MaxMCEndpointLimit {
+		errs = append(errs, fmt.Errorf("--mc-private-endpoint-limit=%d: must be between 1 and %d (beyond, the management cluster's AzureCluster nears etcd's 1.5 MiB request limit)",
+			o.mcEndpointLimit, clusterlink.MaxMCEndpointLimit))
 	}
 	if o.dns.zoneLimit < 1 {
 		errs = append(errs, fmt.Errorf("--wiring-dns-zone-limit=%d: must be at least 1", o.dns.zoneLimit))

@@ -46,8 +46,11 @@ var fixes = map[string]string{
 	clusterlink.ReasonPrivateEndpointNameTaken: "An entry of the operator's name belongs to another field manager: rename or remove it, " +
 		"or add its manager to --adopt-field-managers (an older operator) or --capz-field-managers (CAPZ under another user agent).",
 	clusterlink.ReasonSubscriptionNotAllowed: "Add the management cluster's subscription to the link's allowedSubscriptions.",
-	clusterlink.ReasonInvalidSpec:            "Fix the AzureCluster's spec as the message says.",
-	clusterlink.ReasonNothingToWire:          "Nothing to do unless the cluster should be wired: declare its private links again.",
+	clusterlink.ReasonEndpointLimit: "The management cluster's AzureCluster holds as many private endpoint entries as --mc-private-endpoint-limit allows " +
+		"(Azure: 1,000 per virtual network): enable high-scale private endpoints on the MC's network and raise the limit (at most 3000), " +
+		"or remove private links no cluster needs; the cluster is wired once there is room.",
+	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
+	clusterlink.ReasonNothingToWire: "Nothing to do unless the cluster should be wired: declare its private links again.",
 	clusterlink.ReasonAzureError: "Read the message: an authorization error names the action and scope to grant to the identity; " +
 		"the operator retries every --terminal-recheck-interval.",
 

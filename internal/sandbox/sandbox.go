@@ -87,6 +87,9 @@ type Options struct {
 	PageSize int
 	// Throttling of ARM requests. Default: none.
 	Throttling azuresim.Throttling
+	// Limits are the Azure limits the emulator enforces (zero fields:
+	// Azure's).
+	Limits azuresim.Limits
 	// Principals are added to CAPZ's in the emulator's token endpoint.
 	Principals []azuresim.Principal
 	// CloudHosts are well-known clouds' hosts the emulator's certificate
@@ -183,6 +186,7 @@ func (sb *Sandbox) startAzure(opts Options) error {
 	principals := append([]azuresim.Principal{{TenantID: CAPZTenantID, ClientID: CAPZClientID, ClientSecret: CAPZSecret}}, opts.Principals...)
 	sim := azuresim.New(azuresim.Options{
 		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals, Hosts: opts.CloudHosts,
+		Limits: opts.Limits,
 	})
 	if err := sim.Start("127.0.0.1:0"); err != nil {
 		return err

@@ -60,6 +60,9 @@ type Options struct {
 	// CloudHosts are well-known clouds' hosts the emulator answers as
 	// (sandbox.Options.CloudHosts).
 	CloudHosts []string
+	// Limits are the Azure limits the emulator enforces (zero fields:
+	// Azure's).
+	Limits azuresim.Limits
 }
 
 // World is a running test world: a sandbox, plus the AzureClusterIdentity
@@ -84,6 +87,7 @@ func Start(t testing.TB, opts Options) *World {
 	sb, err := sandbox.Start(context.Background(), sandbox.Options{
 		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond, CAPZSyncPeriod: opts.CAPZSyncPeriod,
 		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency, CloudHosts: opts.CloudHosts,
+		Limits:     opts.Limits,
 		Principals: []azuresim.Principal{{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret}},
 	})
 	if err != nil {

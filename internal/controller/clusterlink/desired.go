@@ -109,6 +109,10 @@ type Config struct {
 	// MCSubnet and WCSubnet name the subnet that receives private endpoints
 	// on each side. Default: the first subnet with role node, else the first.
 	MCSubnet, WCSubnet string
+	// MCEndpointLimit is how many private endpoint entries the MC's
+	// AzureCluster may hold, everyone's (limits.go); beyond it no new one
+	// is added. 0: no limit.
+	MCEndpointLimit int
 }
 
 // LinkNames returns the configured MC link names or the default.
@@ -376,6 +380,8 @@ func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, exis
 			problems = append(problems, nameConflict(ep, ""))
 		}
 	}
+	out, limited := WithinLimit(out, existing, EntryCount(mc), cfg.MCEndpointLimit)
+	problems = append(problems, limited...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, problems
 }

@@ -155,11 +155,20 @@ func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) {
 	for _, p := range plan.conflicts {
 		r.eventOn(ctx, p)
 	}
-	reported := make([]string, 0, len(plan.taken))
+	reported := make([]string, 0, len(plan.taken)+1)
 	for _, p := range plan.taken {
 		// The WC's own reconcile reports it on the WC; the MC gets it too.
 		reported = append(reported, p.Reason+":"+p.Message)
 		r.warnOnce(seen.u, p.Reason, p.Message)
+	}
+	// Near the limit: once while it lasts, not at every entry added (the
+	// message carries the count).
+	setLimitMetrics(seen.mc, r.Opts.MCEndpointLimit)
+	if msg := nearLimit(EntryCount(seen.mc), r.Opts.MCEndpointLimit); msg != "" {
+		reported = append(reported, ReasonEndpointLimitNear)
+		if r.memory.first(key(seen.mc), ReasonEndpointLimitNear) {
+			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonEndpointLimitNear, "Wire", "%s", msg)
+		}
 	}
 	r.memory.keepOnly(key(seen.mc), reported)
 }

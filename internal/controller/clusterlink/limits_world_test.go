@@ -1,0 +1,61 @@
+package clusterlink_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestMCEndpointLimit: the MC's network takes two private endpoints
+// (azuresim refuses a third, as Azure does beyond its 1,000) and the
+// operator's limit is two. wc1 and wc2 are wired and the MC gets
+// PrivateEndpointLimitNear; wc3 waits with PrivateEndpointLimit on its
+// GSPrivateLinksReady and an Event, and Azure is never sent the endpoint
+// it would refuse. When wc1 withdraws its link, wc3 is wired.
+func TestMCEndpointLimit(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 2}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) { o.MCEndpointLimit = 2 })
+	wired(t, w, "wc1", true, true)
+	wired(t, w, "wc2", true, true)
+	waitEvent(t, w, mcKey, clusterlink.ReasonEndpointLimitNear)
+
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
+	waitEvent(t, w, wc3, clusterlink.ReasonEndpointLimit)
+	testworld.Eventually(t, testworld.Timeout, "wc3's GSPrivateLinksReady says PrivateEndpointLimit", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc3")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
+		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonEndpointLimit, fmt.Sprint(c)
+	})
+	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc3-api-privatelink-privateendpoint") || len(names) != 2 {
+		t.Errorf("the MC's entries: %v, want wc1's and wc2's only", names)
+	}
+	if n := w.Sim.Counters().Sum(http.MethodPut, "Microsoft.Network/privateEndpoints", 400, 400); n != 0 {
+		t.Errorf("%d private endpoint requests refused by Azure: the limit let them through", n)
+	}
+
+	// wc1 withdraws its link: its entry goes, and wc3 gets the room (CAPZ
+	// may be refused once while Azure still holds wc1's endpoint).
+	mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, `{"spec":{"networkSpec":{"apiServerLB":{"privateLinks":[]}}}}`)
+	wired(t, w, "wc3", true, true)
+	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc1-api-privatelink-privateendpoint") {
+		t.Errorf("the MC's entries: %v, wc1's should be gone", names)
+	}
+}
