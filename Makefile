@@ -34,7 +34,8 @@ RACE ?= -race
 # (it was a third cold compile of the Kubernetes and Azure libraries, over
 # 10 minutes on CI's 2 cores), and a clone at a new path, as CI's is, reuses
 # the build cache of the module's own packages. The race detector needs cgo:
-# hack/test-go.sh turns it back on for its race run.
+# hack/test-go.sh's race run builds with go test's defaults (cgo, no
+# -trimpath).
 GO_BUILD_ENV = CGO_ENABLED=0 GOFLAGS="-trimpath $(GOFLAGS)"
 # Packages to test; override to narrow down, e.g. PKGS=./internal/capz/...
 # go test starts packages in the order given (two at a time on two cores),
@@ -68,7 +69,7 @@ build: ## Build the operator binary and the kubectl plugin (kubectl-apeo) into b
 	$(GO) build -o $(BIN)/kubectl-apeo ./cmd/kubectl-apeo
 
 .PHONY: test
-test: check-tree lint chart-lint test-go test-image ## Run the whole suite: tracked-file guard, lint, chart lint, unit/envtest/e2e tests with the race detector, the image.
+test: check-tree lint chart-lint test-go test-image ## Run the whole suite: tracked-file guard, lint, chart lint, unit/envtest/e2e tests (the race detector where no API server starts), the image.
 
 .PHONY: check-tree
 check-tree: ## Fail if a tracked file is over 1 MiB or an executable binary.

@@ -81,10 +81,10 @@ if ((${#race_pkgs[@]})); then
 	# default otherwise too (no -trimpath), so that a build cache that ran
 	# the suite before make test's settings changed still serves it: its
 	# settings share nothing with the other run's anyway.
-	cgo=()
+	race_env=()
 	if ((${#race[@]})); then
 		goflags=${GOFLAGS:-}
-		cgo=(CGO_ENABLED=1 "GOFLAGS=${goflags//-trimpath/}")
+		race_env=(CGO_ENABLED=1 "GOFLAGS=${goflags//-trimpath/}")
 	fi
 	race_run() {
 		# go test's -p 1 also builds one package at a time: with the build
@@ -95,13 +95,13 @@ if ((${#race_pkgs[@]})); then
 		# whatever does not build. (go build refuses a package of tests only.)
 		if ((${#race[@]})); then
 			local built
-			built=$(env "${cgo[@]}" "$GO" list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' "${race_pkgs[@]}" 2>/dev/null) || true
+			built=$(env "${race_env[@]}" "$GO" list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' "${race_pkgs[@]}" 2>/dev/null) || true
 			if [[ -n $built ]]; then
 				# shellcheck disable=SC2086 # import paths, one per line
-				env "${cgo[@]}" "$GO" build "${race[@]}" $built >/dev/null 2>&1 || true
+				env "${race_env[@]}" "$GO" build "${race[@]}" $built >/dev/null 2>&1 || true
 			fi
 		fi
-		env "${cgo[@]}" "$GO" test "${p[@]}" "${race[@]}" "${flags[@]}" "${race_pkgs[@]}"
+		env "${race_env[@]}" "$GO" test "${p[@]}" "${race[@]}" "${flags[@]}" "${race_pkgs[@]}"
 	}
 	run race race_run &
 fi
