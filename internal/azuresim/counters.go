@@ -30,6 +30,9 @@ type Counters struct {
 	Hosts map[string]int `json:"hosts"`
 	// TokenScopes counts token requests by the scope they ask for.
 	TokenScopes map[string]int `json:"tokenScopes"`
+	// Errors counts ARM error answers by their code (x-ms-error-code), so
+	// a test can tell a limit's refusal from any other 400.
+	Errors map[string]int `json:"errors"`
 }
 
 // FaultCount is how often faults of one kind hit one principal. Kind is
@@ -90,11 +93,18 @@ type counters struct {
 	faults      map[FaultCount]int // Count unset in the key
 	hosts       map[string]int
 	scopes      map[string]int
+	errors      map[string]int
 }
 
 func newCounters() *counters {
 	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}, faults: map[FaultCount]int{},
-		hosts: map[string]int{}, scopes: map[string]int{}}
+		hosts: map[string]int{}, scopes: map[string]int{}, errors: map[string]int{}}
+}
+
+func (c *counters) errorCode(code string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errors[code]++
 }
 
 func (c *counters) host(h string) {
@@ -137,13 +147,14 @@ func (c *counters) reset() {
 	c.faults = map[FaultCount]int{}
 	c.hosts = map[string]int{}
 	c.scopes = map[string]int{}
+	c.errors = map[string]int{}
 }
 
 func (c *counters) snapshot() Counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := Counters{ByPrincipal: map[string]int{}, TokensByClient: map[string]int{}, Requests: []RequestCount{},
-		Hosts: maps.Clone(c.hosts), TokenScopes: maps.Clone(c.scopes)}
+		Hosts: maps.Clone(c.hosts), TokenScopes: maps.Clone(c.scopes), Errors: maps.Clone(c.errors)}
 	for client, n := range c.tokens {
 		out.Tokens += n
 		out.TokensByClient[client] = n

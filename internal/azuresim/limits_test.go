@@ -2,6 +2,7 @@ package azuresim_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -110,10 +111,17 @@ func TestLimits(t *testing.T) {
 		{"a third endpoint to a service", endpoint(guestC, "pe-c"), "PrivateEndpointsPerPrivateLinkServiceLimitExceeded"},
 		{"a second service in the subscription", service(prov2, "svc2"), "PrivateLinkServicesPerSubscriptionLimitExceeded"},
 	}
+	want := map[string]int{}
 	for _, tc := range cases {
 		if code, status := errorCode(tc.err); code != tc.code || status != http.StatusBadRequest {
 			t.Errorf("%s: want 400 %s, got %d %s", tc.reason, tc.code, status, code)
 		}
+		want[tc.code]++
+	}
+	// Each refusal is counted under its code, so a test can tell a limit's
+	// refusal from any other 400.
+	if got := e.srv.Counters().Errors; !maps.Equal(got, want) {
+		t.Errorf("error counters: got %v, want %v", got, want)
 	}
 
 	// Zones linked to one network: guest-a has two; the limit is two. The

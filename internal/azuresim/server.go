@@ -266,6 +266,9 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if !dropped {
 			s.count(r.Method, p, ok, rec.status, principalID)
+			if code := rec.Header().Get("x-ms-error-code"); code != "" && rec.status >= http.StatusBadRequest {
+				s.counters.errorCode(code)
+			}
 		}
 	}()
 
