@@ -64,6 +64,7 @@ type options struct {
 	annotationPrefix          string
 	mcSubnet, wcSubnet        string
 	mcEndpointLimit           int
+	mcServiceConnectionLimit  int
 	watchFilter               string
 	defaultAzureEnvironment   string
 	customCloudFile           string
@@ -190,7 +191,8 @@ func (o *options) linkOptions() clusterlink.Options {
 	return clusterlink.Options{
 		Config: clusterlink.Config{
 			MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet, MCEndpointLimit: o.mcEndpointLimit,
-			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
+			MCServiceConnectionLimit: o.mcServiceConnectionLimit,
+			Layout:                   clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
 		},
 		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
 		AnnotationPrefix:        o.annotationPrefix,
@@ -370,6 +372,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"MC subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
 	fs.IntVar(&o.mcEndpointLimit, "mc-private-endpoint-limit", clusterlink.AzureEndpointsPerVNet,
 		"How many private endpoint entries the management cluster's AzureCluster may hold, everyone's (CAPZ makes a private endpoint in the MC's network for each): Azure allows 1,000 per virtual network, 5,000 with high-scale private endpoints. From 90% a Warning Event on the MC (PrivateEndpointLimitNear) says so; beyond it a new workload cluster gets no endpoint (its GSPrivateLinksReady says PrivateEndpointLimit) instead of Azure refusing it; entries that exist stay. At most 3000 (the object's size: etcd's 1.5 MiB request limit). Raise it only after the MC's network allows more.")
+	fs.IntVar(&o.mcServiceConnectionLimit, "mc-service-connection-limit", clusterlink.AzureEndpointsPerService,
+		"How many clusters may connect to each management cluster private link service a workload cluster connects to (<mc>-ingress-privatelink, the gateway's, --mc-private-link-names), counting every AzureCluster with an entry to it: Azure allows 1,000 private endpoints per private link service. From 90% a Warning Event on the MC (PrivateLinkServiceLimitNear) says so; at the limit a new workload cluster gets no endpoint to it (its GSPrivateLinksReady says PrivateLinkServiceLimit) instead of Azure refusing it; connections that exist stay. 1 to 1000; lower it by the endpoints other tools connect to the service.")
 	fs.StringVar(&o.wcSubnet, "wc-private-endpoint-subnet", "",
 		"Workload cluster subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
 	fs.StringVar(&o.watchFilter, "watch-filter", "",
@@ -590,6 +594,10 @@ func (o *options) validateDNS() []error {
 	if o.mcEndpointLimit < 1 || o.mcEndpointLimit > clusterlink.MaxMCEndpointLimit {
 		errs = append(errs, fmt.Errorf("--mc-private-endpoint-limit=%d: must be between 1 and %d (beyond, the management cluster's AzureCluster nears etcd's 1.5 MiB request limit)",
 			o.mcEndpointLimit, clusterlink.MaxMCEndpointLimit))
+	}
+	if o.mcServiceConnectionLimit < 1 || o.mcServiceConnectionLimit > clusterlink.AzureEndpointsPerService {
+		errs = append(errs, fmt.Errorf("--mc-service-connection-limit=%d: must be between 1 and %d (Azure's private endpoints per private link service)",
+			o.mcServiceConnectionLimit, clusterlink.AzureEndpointsPerService))
 	}
 	if o.dns.zoneLimit < 1 {
 		errs = append(errs, fmt.Errorf("--wiring-dns-zone-limit=%d: must be at least 1", o.dns.zoneLimit))

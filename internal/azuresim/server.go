@@ -255,6 +255,15 @@ func (s *Server) count(method string, p armPath, ok bool, status int, principalI
 	}
 }
 
+// countAnswer counts an answered ARM request, and its error code if it is
+// an error.
+func (s *Server) countAnswer(method string, p armPath, ok bool, rec *statusRecorder, principalID string) {
+	s.count(method, p, ok, rec.status, principalID)
+	if code := rec.Header().Get("x-ms-error-code"); code != "" && rec.status >= http.StatusBadRequest {
+		s.counters.errorCode(code)
+	}
+}
+
 // serveARMRequest is the ARM pipeline: authentication, faults,
 // authorization, throttling, then the resource provider; every answer is
 // counted.
@@ -265,10 +274,7 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	dropped := false
 	defer func() {
 		if !dropped {
-			s.count(r.Method, p, ok, rec.status, principalID)
-			if code := rec.Header().Get("x-ms-error-code"); code != "" && rec.status >= http.StatusBadRequest {
-				s.counters.errorCode(code)
-			}
+			s.countAnswer(r.Method, p, ok, rec, principalID)
 		}
 	}()
 

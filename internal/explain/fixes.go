@@ -49,6 +49,9 @@ var fixes = map[string]string{
 	clusterlink.ReasonEndpointLimit: "The management cluster's AzureCluster holds as many private endpoint entries as --mc-private-endpoint-limit allows " +
 		"(Azure: 1,000 per virtual network): enable high-scale private endpoints on the MC's network and raise the limit (at most 3000), " +
 		"or remove private links no cluster needs; the cluster is wired once there is room.",
+	clusterlink.ReasonServiceLimit: "The management cluster's private link service has as many connections from clusters as " +
+		"--mc-service-connection-limit allows (Azure: 1,000 per private link service): remove endpoints no one needs " +
+		"from the service (clusters, other tools' endpoints) or serve the cluster from another management cluster; the cluster is wired once there is room.",
 	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
 	clusterlink.ReasonNothingToWire: "Nothing to do unless the cluster should be wired: declare its private links again.",
 	clusterlink.ReasonAzureError: "Read the message: an authorization error names the action and scope to grant to the identity; " +

@@ -113,6 +113,10 @@ type Config struct {
 	// AzureCluster may hold, everyone's (limits.go); beyond it no new one
 	// is added. 0: no limit.
 	MCEndpointLimit int
+	// MCServiceConnectionLimit is how many clusters may connect to each
+	// of the MC's private link services a WC connects to (servicelimit.go);
+	// beyond it a WC gets no new endpoint to that service. 0: no limit.
+	MCServiceConnectionLimit int
 }
 
 // LinkNames returns the configured MC link names or the default.
@@ -126,6 +130,17 @@ func (c Config) LinkNames(mcName string) []string {
 // GatewayLinkName is the MC's gateway private link service, as the older
 // operator names it.
 func GatewayLinkName(mcName string) string { return mcName + "-gateway-privatelink" }
+
+// mcServices are the MC's private link services a WC connects to in the
+// configured layout.
+func (c Config) mcServices(mcName string) []string {
+	slots := c.wcToMCSlots("", mcName)
+	out := make([]string, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, s.link)
+	}
+	return out
+}
 
 // wcToMCSlot is one endpoint a WC gets to the MC: the link it reaches and
 // the base of its endpoint and connection names.

@@ -46,7 +46,7 @@ const mcEndpointLimit = "mc_private_endpoints"
 var (
 	limitUsed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit_used",
-		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster) and scope (the management cluster).",
+		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>).",
 	}, []string{"limit", "scope"})
 	limitMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit",

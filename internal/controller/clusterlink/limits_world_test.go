@@ -66,3 +66,49 @@ func TestMCEndpointLimit(t *testing.T) {
 		t.Errorf("the MC's entries: %v, wc1's should be gone", names)
 	}
 }
+
+// endpointsPerServiceExceeded is the code azuresim answers beyond its limit
+// of endpoints per private link service (the emulator's own code, as above).
+const endpointsPerServiceExceeded = "PrivateEndpointsPerPrivateLinkServiceLimitExceeded"
+
+// TestMCServiceConnectionLimit: the MC's ingress private link service
+// takes two connections (azuresim refuses a third, as Azure does beyond
+// its 1,000) and the operator's limit is two. wc1 and wc2 are wired and
+// the MC gets PrivateLinkServiceLimitNear; wc3 waits with
+// PrivateLinkServiceLimit, gets no entry to the MC's ingress, and Azure is
+// never sent the endpoint it would refuse. When wc2 is deleted, wc3 is
+// wired.
+func TestMCServiceConnectionLimit(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 2}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) { o.MCServiceConnectionLimit = 2 })
+	wired(t, w, "wc1", true, true)
+	wired(t, w, "wc2", true, true)
+	waitEvent(t, w, mcKey, clusterlink.ReasonServiceLimitNear)
+
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
+	waitEvent(t, w, wc3, clusterlink.ReasonServiceLimit)
+	testworld.Eventually(t, testworld.Timeout, "wc3's GSPrivateLinksReady says PrivateLinkServiceLimit", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc3")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
+		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonServiceLimit, fmt.Sprint(c)
+	})
+	if names := endpointNames(t, w, wc3); slices.Contains(names, "wc3-to-mc-privatelink-privateendpoint") {
+		t.Errorf("wc3's entries: %v, want none to the MC's ingress", names)
+	}
+	if n := w.Sim.Counters().Errors[endpointsPerServiceExceeded]; n != 0 {
+		t.Errorf("%d private endpoint requests refused by Azure with %s: the limit let them through", n, endpointsPerServiceExceeded)
+	}
+
+	// wc2 goes: its connection with it, and wc3 gets the room (CAPZ may be
+	// refused once while Azure still holds wc2's endpoint).
+	deleteCluster(t, w, wcNS, "wc2")
+	wired(t, w, "wc3", true, true)
+}

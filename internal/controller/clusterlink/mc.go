@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -170,7 +171,34 @@ func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) {
 			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonEndpointLimitNear, "Wire", "%s", msg)
 		}
 	}
+	reported = append(reported, r.reportServices(seen)...)
 	r.memory.keepOnly(key(seen.mc), reported)
+}
+
+// reportServices publishes the connections of the MC's services a WC
+// connects to, and warns once per service from 90 % of the limit; it
+// returns the memory keys of the Warnings that last.
+func (r *MCReconciler) reportServices(seen *mcSeen) []string {
+	if seen.mc.APIServerLBType != capz.LBTypeInternal {
+		return nil // a public MC: no WC connects to its services
+	}
+	var reported []string
+	scope := key(seen.mc)
+	use := mcServiceUse(seen.mc, slices.Concat(seen.active, seen.held), r.Opts.mcServices(seen.mc.Name))
+	for _, link := range slices.Sorted(maps.Keys(use)) {
+		limitUsed.WithLabelValues(mcServiceConnections, scope+"/"+link).Set(float64(use[link]))
+		if r.Opts.MCServiceConnectionLimit > 0 {
+			limitMax.WithLabelValues(mcServiceConnections, scope+"/"+link).Set(float64(r.Opts.MCServiceConnectionLimit))
+		}
+		if msg := nearServiceLimit(link, use[link], r.Opts.MCServiceConnectionLimit); msg != "" {
+			memKey := ReasonServiceLimitNear + ":" + link
+			reported = append(reported, memKey)
+			if r.memory.first(scope, memKey) {
+				r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonServiceLimitNear, "Wire", "%s", msg)
+			}
+		}
+	}
+	return reported
 }
 
 func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {

@@ -87,7 +87,13 @@ func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation,
 	reason, msg := "", ""
 	switch {
 	case len(problems) > 0:
-		reason, msg = problems[0].Reason, problems[0].Message
+		// A limit that kept an endpoint back first: it is why the
+		// condition is not True (afterApply).
+		p := problems[0]
+		if i := slices.IndexFunc(problems, func(p Problem) bool { return withheldByLimit([]Problem{p}) }); i >= 0 {
+			p = problems[i]
+		}
+		reason, msg = p.Reason, p.Message
 	case o.waitReason != "":
 		reason, msg = o.waitReason, o.waitMessage
 	case wired > 0:

@@ -225,6 +225,9 @@ func TestWhyWaiting(t *testing.T) {
 		{"CAPZ's progress after the condition existed", had, nil, observation{waitReason: ReasonEndpointProvisioning}, 1, ReasonEndpointProvisioning},
 		{"nothing to wire any more", had, nil, observation{}, 0, ReasonNothingToWire},
 		{"nothing to wire, never had it", fresh, nil, observation{}, 0, ""},
+		{"a limit that kept an endpoint back comes before another problem", fresh,
+			[]Problem{{Reason: ReasonSubscriptionNotAllowed}, {Reason: ReasonServiceLimit}}, observation{}, 1, ReasonServiceLimit},
+		{"the MC's limit, the other endpoints ready", had, []Problem{{Reason: ReasonEndpointLimit}}, observation{ready: true}, 1, ReasonEndpointLimit},
 	} {
 		if got, _ := whyWaiting(c.u, c.problems, c.o, c.wired); got != c.want {
 			t.Errorf("%s: reason %q, want %q", c.reason, got, c.want)

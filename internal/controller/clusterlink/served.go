@@ -61,6 +61,15 @@ func (w *Wiring) Serves(ctx context.Context, u *unstructured.Unstructured, wc *c
 		return Served{}, false, err
 	}
 	p := planEndpoints(u, wired, mcs, w.Opts)
+	// The wiring's limit on the MC's services, as the wiring decides it
+	// (without its admissions the cache does not show yet).
+	if ids := newTargets(p.toMC, wired); len(ids) > 0 && w.Opts.MCServiceConnectionLimit > 0 {
+		use, _, err := countUse(ctx, w.Client, key(wired), ids)
+		if err != nil {
+			return Served{}, false, err
+		}
+		p.toMC, _ = WithinServiceLimit(p.toMC, wired, use, w.Opts.MCServiceConnectionLimit)
+	}
 	return Served{MC: mcs.view, Wired: wired, ToWC: p.toWC, ToMC: p.toMC}, true, nil
 }
 

@@ -53,6 +53,10 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 			return err
 		}
 	}
+	// The clusters connected to each MC service (servicelimit.go).
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), targetIndex, endpointTargets); err != nil {
+		return err
+	}
 	if installed.ASO {
 		// CAPZ makes endpoints through ASO: an ASO PrivateEndpoint turning
 		// Ready is the event Azure never sends.

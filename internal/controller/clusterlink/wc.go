@@ -40,9 +40,11 @@ type WCReconciler struct {
 
 	memory EventMemory
 	mc     mcSnapshot
-	heal   heal.Tracker
-	seen   firstSeen
-	once   sync.Once
+	// services admits new endpoints to the MC's services (servicelimit.go).
+	services serviceRoom
+	heal     heal.Tracker
+	seen     firstSeen
+	once     sync.Once
 	// asoHeals are the ASO objects (namespace/name → UID) deleted to heal
 	// an endpoint, until CAPZ has been asked again (healaso.go).
 	asoHeals sync.Map
@@ -179,6 +181,11 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		return wiring{}, err
 	}
 	w := wiring{u: u, declared: declared, wc: wc, mc: mcs.view, plan: planEndpoints(u, wc, mcs, r.Opts)}
+	toMC, limited, err := r.services.admit(ctx, r.Client, wc, w.toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
+	if err != nil {
+		return wiring{}, err
+	}
+	w.toMC, w.problems = toMC, append(w.problems, limited...)
 	r.reportProblems(u, w.problems)
 	w.current = capz.CurrentOwned(u, wc, capz.FieldManager)
 	// Entries of an earlier layout stay while the MC cannot be judged (an
@@ -219,13 +226,25 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 		return err
 	}
 	endpointStates.set(key(w.wc), w.o.states)
-	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 {
+	// Ready only with nothing withheld by a limit: a cluster whose
+	// requested endpoints are ready but one of which a limit kept back
+	// says why, not True (a test saw a cluster at the MC's limit True).
+	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 && !withheldByLimit(w.problems) {
 		return r.setCondition(ctx, w.u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated", false)
 	}
 	if reason, msg := whyWaiting(w.u, w.problems, w.o, len(w.toWC)+len(w.toMC)); reason != "" {
 		return SetWaitingCondition(ctx, r.Client, r.APIReader, w.u, ConditionGSPrivateLinksReady, reason, msg)
 	}
 	return nil
+}
+
+// withheldByLimit says a limit kept back one of the cluster's endpoints
+// (limits.go, servicelimit.go). Other problems, such as a link that does
+// not allow the MC's subscription, leave the condition True as before.
+func withheldByLimit(problems []Problem) bool {
+	return slices.ContainsFunc(problems, func(p Problem) bool {
+		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit
+	})
 }
 
 // sweepOrphans comes after the WC's write: it deletes the WC's endpoints

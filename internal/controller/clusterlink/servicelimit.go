@@ -1,0 +1,248 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// Every workload cluster's endpoint to the MC's ingress connects to one
+// private link service, <mc>-ingress-privatelink (and, in the gateway
+// layouts, to <mc>-gateway-privatelink), and Azure accepts at most 1,000
+// private endpoints on one private link service ("Azure subscription and
+// service limits", Private Link limits; internal/azuresim/limits.go
+// enforces the same figure). The operator counts the clusters whose spec
+// holds an entry to each MC-side service, anyone's entries: a WC whose new
+// endpoint would pass --mc-service-connection-limit gets none and says
+// PrivateLinkServiceLimit on GSPrivateLinksReady, instead of its CAPZ
+// sending Azure a request it refuses; the MC gets a Warning from 90 %.
+// Entries that exist are never taken away.
+const (
+	// AzureEndpointsPerService is Azure's limit of private endpoints
+	// connected to one private link service.
+	AzureEndpointsPerService = 1000
+
+	// ReasonServiceLimit: a workload cluster gets no new endpoint to a
+	// management cluster's private link service that has as many
+	// connections as the limit allows.
+	ReasonServiceLimit = "PrivateLinkServiceLimit"
+	// ReasonServiceLimitNear: a management cluster's private link service
+	// has 90 % of the limit's connections (a Warning on the MC).
+	ReasonServiceLimitNear = "PrivateLinkServiceLimitNear"
+)
+
+// mcServiceConnections is the limit metric's name for the connections of
+// the MC's private link services.
+const mcServiceConnections = "mc_private_link_service_connections"
+
+// targetIndex indexes AzureClusters by the lower-case IDs of the private
+// link services their private endpoint entries target, anyone's entries:
+// the clusters connected to a service, without reading every cluster.
+const targetIndex = "apeo.endpointTargets"
+
+func endpointTargets(o client.Object) []string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	ac, _ := capz.FromUnstructured(u)
+	return targetsOf(ac)
+}
+
+// targetsOf is the lower-case IDs of the services ac's entries target,
+// each once, sorted.
+func targetsOf(ac *capz.AzureCluster) []string {
+	seen := map[string]bool{}
+	for _, s := range ac.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			for _, c := range pe.Connections {
+				seen[strings.ToLower(c.PrivateLinkServiceID)] = true
+			}
+		}
+	}
+	delete(seen, "")
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ServiceUse is how many clusters hold an entry to each private link
+// service (lower-case ID).
+type ServiceUse map[string]int
+
+// WithinServiceLimit returns the endpoints of toMC that wc may have under
+// limit connections per service, and the Problem of a cluster that gets
+// none of its new ones. An endpoint is new when no entry of wc's spec
+// targets its service yet (an entry that exists is always kept); use
+// counts the other clusters connected to each service. A cluster's new
+// endpoints come all or none, as the MC's do (WithinLimit). limit <= 0:
+// no limit.
+func WithinServiceLimit(toMC []Endpoint, wc *capz.AzureCluster, use ServiceUse, limit int) ([]Endpoint, []Problem) {
+	if limit <= 0 {
+		return toMC, nil
+	}
+	holds := map[string]bool{}
+	for _, id := range targetsOf(wc) {
+		holds[id] = true
+	}
+	for _, ep := range toMC {
+		id := serviceOf(ep)
+		if holds[id] || use[id] < limit {
+			continue
+		}
+		kept := toMC[:0:0]
+		for _, ep := range toMC {
+			if holds[serviceOf(ep)] {
+				kept = append(kept, ep)
+			}
+		}
+		return kept, []Problem{{ep.Cluster, ReasonServiceLimit, fmt.Sprintf(
+			"no private endpoint %s is requested: the management cluster's private link service %s has %d connections from clusters, "+
+				"the limit is %d (--mc-service-connection-limit; Azure allows %d private endpoints per private link service); "+
+				"the connections that exist stay",
+			ep.Name, ep.Link, use[id], limit, AzureEndpointsPerService)}}
+	}
+	return toMC, nil
+}
+
+func serviceOf(ep Endpoint) string {
+	if len(ep.Connections) == 0 {
+		return ""
+	}
+	return strings.ToLower(ep.Connections[0].PrivateLinkServiceID)
+}
+
+// newTargets is the services of toMC that no entry of wc targets yet.
+func newTargets(toMC []Endpoint, wc *capz.AzureCluster) []string {
+	holds := map[string]bool{}
+	for _, id := range targetsOf(wc) {
+		holds[id] = true
+	}
+	var out []string
+	for _, ep := range toMC {
+		if id := serviceOf(ep); id != "" && !holds[id] {
+			holds[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// countUse counts, from the cache's index, the clusters other than self
+// that hold an entry to each of ids.
+func countUse(ctx context.Context, c client.Reader, self string, ids []string) (ServiceUse, map[string]map[string]bool, error) {
+	use := ServiceUse{}
+	holders := map[string]map[string]bool{}
+	for _, id := range ids {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
+		if err := c.List(ctx, list, client.MatchingFields{targetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, err
+		}
+		holders[id] = map[string]bool{}
+		for i := range list.Items {
+			if k := list.Items[i].GetNamespace() + "/" + list.Items[i].GetName(); k != self {
+				holders[id][k] = true
+			}
+		}
+		use[id] = len(holders[id])
+	}
+	return use, holders, nil
+}
+
+// serviceRoom admits the workload clusters' new endpoints to the MC's
+// services. The count is of the cluster objects, through the cache; what
+// it keeps in memory only covers the cache's lag behind this process's own
+// writes: a cluster admitted here is counted until the cache shows its
+// entry (or pendingFor passes, when the write did not happen), so that
+// two workers cannot both take the last connection. A restart loses
+// nothing: the cache starts from the objects.
+type serviceRoom struct {
+	mu      sync.Mutex
+	pending map[string]map[string]time.Time // service ID → cluster → admitted at
+}
+
+// pendingFor bounds how long an admission waits for the cache to show it.
+const pendingFor = 2 * time.Minute
+
+// admit applies WithinServiceLimit to wc's endpoints to the MC, counting
+// the admissions of this process the cache does not show yet.
+func (s *serviceRoom) admit(ctx context.Context, c client.Reader, wc *capz.AzureCluster, toMC []Endpoint, limit int, now time.Time) ([]Endpoint, []Problem, error) {
+	ids := newTargets(toMC, wc)
+	if limit <= 0 || len(ids) == 0 {
+		return toMC, nil, nil
+	}
+	self := key(wc)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	use, holders, err := countUse(ctx, c, self, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.pending == nil {
+		s.pending = map[string]map[string]time.Time{}
+	}
+	for _, id := range ids {
+		for k, at := range s.pending[id] {
+			if holders[id][k] || now.Sub(at) > pendingFor {
+				delete(s.pending[id], k) // the cache shows it, or it never came
+			} else if k != self {
+				use[id]++
+			}
+		}
+	}
+	kept, problems := WithinServiceLimit(toMC, wc, use, limit)
+	if len(problems) == 0 {
+		for _, id := range ids {
+			if s.pending[id] == nil {
+				s.pending[id] = map[string]time.Time{}
+			}
+			s.pending[id][self] = now
+		}
+	}
+	return kept, problems, nil
+}
+
+// mcServiceUse counts, for the MC's pass, the clusters of all connected to
+// each of the MC's services a WC connects to (links), by service name.
+func mcServiceUse(mc *capz.AzureCluster, all []*capz.AzureCluster, links []string) map[string]int {
+	byID := map[string]string{}
+	for _, l := range links {
+		byID[strings.ToLower(PrivateLinkServiceID(mc.SubscriptionID, mc.ResourceGroup, l))] = l
+	}
+	out := make(map[string]int, len(links))
+	for _, l := range links {
+		out[l] = 0
+	}
+	for _, ac := range all {
+		for _, id := range targetsOf(ac) {
+			if l, ok := byID[id]; ok {
+				out[l]++
+			}
+		}
+	}
+	return out
+}
+
+// nearServiceLimit is the Warning for an MC service with 90 % of the
+// limit's connections or more ("" below).
+func nearServiceLimit(link string, n, limit int) string {
+	if limit <= 0 || n*10 < limit*9 {
+		return ""
+	}
+	return fmt.Sprintf("the management cluster's private link service %s has %d connections from clusters, the limit is %d "+
+		"(--mc-service-connection-limit; Azure allows %d private endpoints per private link service): beyond it new workload clusters "+
+		"get no endpoint to it (PrivateLinkServiceLimit); remove endpoints no one needs from the service, or serve new workload clusters from another management cluster",
+		link, n, limit, AzureEndpointsPerService)
+}
