@@ -26,33 +26,19 @@ const endpointsPerVNetExceeded = "PrivateEndpointsPerVirtualNetworkLimitExceeded
 // GSPrivateLinksReady and an Event, and Azure is never sent the endpoint
 // it would refuse. When wc1 withdraws its link, wc3 is wired.
 func TestMCEndpointLimit(t *testing.T) {
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
-		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
-		Limits:  azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 2}})
-	w.Namespace(t, wcNS)
-	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
-	operator(t, w, func(o *clusterlink.Options) { o.MCEndpointLimit = 2 })
-	wired(t, w, "wc1", true, true)
-	wired(t, w, "wc2", true, true)
+	w := twoWired(t, azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 2}, func(o *clusterlink.Options) { o.MCEndpointLimit = 2 })
 	waitEvent(t, w, mcKey, clusterlink.ReasonEndpointLimitNear)
 
 	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
 	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
 	waitEvent(t, w, wc3, clusterlink.ReasonEndpointLimit)
-	testworld.Eventually(t, testworld.Timeout, "wc3's GSPrivateLinksReady says PrivateEndpointLimit", func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, "wc3")
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
-		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonEndpointLimit, fmt.Sprint(c)
-	})
+	limited(t, w, "wc3", clusterlink.ReasonEndpointLimit)
 	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc3-api-privatelink-privateendpoint") || len(names) != 2 {
 		t.Errorf("the MC's entries: %v, want wc1's and wc2's only", names)
 	}
 	// Counted by Azure's error code: a WC's endpoint to the MC's ingress can
 	// be refused, and retried, while the MC's ingress service is still being
-	// made (ThirdPartyPrivateLinkService...NotVisible, as a CI run saw), which
+	// made (ThirdPartyPrivateLinkService...NotVisible, as a run saw), which
 	// is no business of this limit.
 	if n := w.Sim.Counters().Errors[endpointsPerVNetExceeded]; n != 0 {
 		t.Errorf("%d private endpoint requests refused by Azure with %s: the limit let them through", n, endpointsPerVNetExceeded)
@@ -79,27 +65,13 @@ const endpointsPerServiceExceeded = "PrivateEndpointsPerPrivateLinkServiceLimitE
 // never sent the endpoint it would refuse. When wc2 is deleted, wc3 is
 // wired.
 func TestMCServiceConnectionLimit(t *testing.T) {
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
-		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
-		Limits:  azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 2}})
-	w.Namespace(t, wcNS)
-	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
-	operator(t, w, func(o *clusterlink.Options) { o.MCServiceConnectionLimit = 2 })
-	wired(t, w, "wc1", true, true)
-	wired(t, w, "wc2", true, true)
+	w := twoWired(t, azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 2}, func(o *clusterlink.Options) { o.MCServiceConnectionLimit = 2 })
 	waitEvent(t, w, mcKey, clusterlink.ReasonServiceLimitNear)
 
 	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
 	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
 	waitEvent(t, w, wc3, clusterlink.ReasonServiceLimit)
-	testworld.Eventually(t, testworld.Timeout, "wc3's GSPrivateLinksReady says PrivateLinkServiceLimit", func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, "wc3")
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
-		return c["status"] == "Unknown" && c["reason"] == clusterlink.ReasonServiceLimit, fmt.Sprint(c)
-	})
+	limited(t, w, "wc3", clusterlink.ReasonServiceLimit)
 	if names := endpointNames(t, w, wc3); slices.Contains(names, "wc3-to-mc-privatelink-privateendpoint") {
 		t.Errorf("wc3's entries: %v, want none to the MC's ingress", names)
 	}
@@ -111,4 +83,32 @@ func TestMCServiceConnectionLimit(t *testing.T) {
 	// refused once while Azure still holds wc2's endpoint).
 	deleteCluster(t, w, wcNS, "wc2")
 	wired(t, w, "wc3", true, true)
+}
+
+// twoWired is a fork world whose azuresim enforces limits, with the MC's
+// ingress, the operator set by mutate, and wc1 and wc2 wired.
+func twoWired(t *testing.T, limits azuresim.Limits, mutate func(*clusterlink.Options)) *testworld.World {
+	t.Helper()
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  limits})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, mutate)
+	wired(t, w, "wc1", true, true)
+	wired(t, w, "wc2", true, true)
+	return w
+}
+
+// limited waits until a WC's GSPrivateLinksReady is Unknown with reason.
+func limited(t *testing.T, w *testworld.World, name, reason string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, name+"'s GSPrivateLinksReady says "+reason, func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
+		return c["status"] == "Unknown" && c["reason"] == reason, fmt.Sprint(c)
+	})
 }
