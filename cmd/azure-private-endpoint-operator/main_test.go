@@ -78,6 +78,7 @@ func TestParseFlags(t *testing.T) {
 			plsDrift:                 10 * time.Minute,
 			plsRecheck:               10 * time.Second,
 			plsConcurrency:           4,
+			plsLimit:                 800,
 			plsConnectionCheck:       time.Minute,
 			apeController:            true,
 			apeDrift:                 10 * time.Minute,
@@ -197,6 +198,11 @@ func TestParseFlags(t *testing.T) {
 			reason:  "an MC service connection limit past Azure's is refused",
 			args:    []string{"--mc-service-connection-limit=1001"},
 			wantErr: "--mc-service-connection-limit=1001: must be between 1 and 1000",
+		},
+		{
+			reason:  "a private link service limit past Azure's is refused",
+			args:    []string{"--private-link-service-limit=801"},
+			wantErr: "--private-link-service-limit=801: must be between 1 and 800",
 		},
 		{
 			reason:  "a zero MC service connection limit is refused",

@@ -90,6 +90,7 @@ type options struct {
 	plsDrift           time.Duration
 	plsRecheck         time.Duration
 	plsConcurrency     int
+	plsLimit           int
 	plsConnectionCheck time.Duration
 
 	apeController      bool
@@ -173,7 +174,7 @@ var errUsage = errors.New("invalid command line")
 func (o *options) plsOptions() privatelinkservice.Options {
 	return privatelinkservice.Options{
 		DriftInterval: o.plsDrift, Recheck: o.plsRecheck, TerminalRecheck: o.terminalRecheck, MaxConcurrentReconciles: o.plsConcurrency,
-		ConnectionCheck: o.plsConnectionCheck, Tags: o.tags(),
+		ConnectionCheck: o.plsConnectionCheck, Tags: o.tags(), SubscriptionLimit: o.plsLimit,
 	}
 }
 
@@ -373,7 +374,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.IntVar(&o.mcEndpointLimit, "mc-private-endpoint-limit", clusterlink.AzureEndpointsPerVNet,
 		"How many private endpoint entries the management cluster's AzureCluster may hold, everyone's (CAPZ makes a private endpoint in the MC's network for each): Azure allows 1,000 per virtual network, 5,000 with high-scale private endpoints. From 90% a Warning Event on the MC (PrivateEndpointLimitNear) says so; beyond it a new workload cluster gets no endpoint (its GSPrivateLinksReady says PrivateEndpointLimit) instead of Azure refusing it; entries that exist stay. At most 3000 (the object's size: etcd's 1.5 MiB request limit). Raise it only after the MC's network allows more.")
 	fs.IntVar(&o.mcServiceConnectionLimit, "mc-service-connection-limit", clusterlink.AzureEndpointsPerService,
-		"How many clusters may connect to each management cluster private link service a workload cluster connects to (<mc>-ingress-privatelink, the gateway's, --mc-private-link-names), counting every AzureCluster with an entry to it: Azure allows 1,000 private endpoints per private link service. From 90% a Warning Event on the MC (PrivateLinkServiceLimitNear) says so; at the limit a new workload cluster gets no endpoint to it (its GSPrivateLinksReady says PrivateLinkServiceLimit) instead of Azure refusing it; connections that exist stay. 1 to 1000; lower it by the endpoints other tools connect to the service.")
+		"How many clusters may connect to each management cluster private link service a workload cluster connects to (<mc>-ingress-privatelink, the gateway's, --mc-private-link-names), counting every AzureCluster with an entry to it: Azure allows 1,000 private endpoints per private link service. From 90% a Warning Event on the MC (PrivateLinkServiceConnectionLimitNear) says so; at the limit a new workload cluster gets no endpoint to it (its GSPrivateLinksReady says PrivateLinkServiceConnectionLimit) instead of Azure refusing it; connections that exist stay. 1 to 1000; lower it by the endpoints other tools connect to the service.")
 	fs.StringVar(&o.wcSubnet, "wc-private-endpoint-subnet", "",
 		"Workload cluster subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
 	fs.StringVar(&o.watchFilter, "watch-filter", "",
@@ -424,6 +425,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"How often an AzurePrivateLinkService with spec.connectionApproval is read again to decide new Pending connections (Azure does not notify the provider).")
 	fs.IntVar(&o.plsConcurrency, "private-link-service-concurrency", 4,
 		"AzurePrivateLinkService objects reconciled in parallel.")
+	fs.IntVar(&o.plsLimit, "private-link-service-limit", privatelinkservice.AzureServicesPerSubscription,
+		"How many private link services a subscription may hold, whoever made them, before the operator creates none there: Azure allows 800 per subscription. Counted before each creation (a list of the subscription's services); at the limit the AzurePrivateLinkService says PrivateLinkServicesPerSubscriptionLimit instead of Azure refusing it, and from 90% a creation gets the Warning Event PrivateLinkServicesPerSubscriptionLimitNear. 1 to 800.")
 	fs.BoolVar(&o.apeController, "enable-private-endpoint-controller", true,
 		"Run the AzurePrivateEndpoint controller (its CRD must be installed).")
 	fs.DurationVar(&o.apeDrift, "private-endpoint-drift-interval", 10*time.Minute,
@@ -558,12 +561,36 @@ func (o *options) validateWiring() []error {
 		errs = append(errs, errors.New("--mc-ingress-ip-source=ingress needs a layout with the ingress endpoint: --wc-to-mc-layout=ingress or ingress+gateway"))
 	}
 	errs = append(errs, o.validateDNS()...)
+	errs = append(errs, o.validateLimits()...)
 	if o.customCloudFile != "" {
 		cc, err := azure.LoadCustomCloud(o.customCloudFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--azure-custom-cloud=%s: %w", o.customCloudFile, err))
 		} else {
 			o.customCloud = &cc
+		}
+	}
+	return errs
+}
+
+// validateLimits checks the limits of Azure's ceilings (each from 1 to
+// what Azure, or the MC object's size, allows).
+func (o *options) validateLimits() []error {
+	var errs []error
+	for _, l := range []struct {
+		flag       string
+		value, max int
+		why        string
+	}{
+		{"--mc-private-endpoint-limit", o.mcEndpointLimit, clusterlink.MaxMCEndpointLimit,
+			"beyond, the management cluster's AzureCluster nears etcd's 1.5 MiB request limit"},
+		{"--mc-service-connection-limit", o.mcServiceConnectionLimit, clusterlink.AzureEndpointsPerService,
+			"Azure's private endpoints per private link service"},
+		{"--private-link-service-limit", o.plsLimit, privatelinkservice.AzureServicesPerSubscription,
+			"Azure's private link services per subscription"},
+	} {
+		if l.value < 1 || l.value > l.max {
+			errs = append(errs, fmt.Errorf("%s=%d: must be between 1 and %d (%s)", l.flag, l.value, l.max, l.why))
 		}
 	}
 	return errs
@@ -590,14 +617,6 @@ func (o *options) validateDNS() []error {
 		if ns, name, ok := strings.Cut(id, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			errs = append(errs, fmt.Errorf("--wiring-dns-mc-zone-identity=%q: want namespace/name", id))
 		}
-	}
-	if o.mcEndpointLimit < 1 || o.mcEndpointLimit > clusterlink.MaxMCEndpointLimit {
-		errs = append(errs, fmt.Errorf("--mc-private-endpoint-limit=%d: must be between 1 and %d (beyond, the management cluster's AzureCluster nears etcd's 1.5 MiB request limit)",
-			o.mcEndpointLimit, clusterlink.MaxMCEndpointLimit))
-	}
-	if o.mcServiceConnectionLimit < 1 || o.mcServiceConnectionLimit > clusterlink.AzureEndpointsPerService {
-		errs = append(errs, fmt.Errorf("--mc-service-connection-limit=%d: must be between 1 and %d (Azure's private endpoints per private link service)",
-			o.mcServiceConnectionLimit, clusterlink.AzureEndpointsPerService))
 	}
 	if o.dns.zoneLimit < 1 {
 		errs = append(errs, fmt.Errorf("--wiring-dns-zone-limit=%d: must be at least 1", o.dns.zoneLimit))

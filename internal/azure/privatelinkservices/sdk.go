@@ -43,6 +43,21 @@ func (s SDK) Get(ctx context.Context, rg, name string) (*armnetwork.PrivateLinkS
 	return orNil(&resp.PrivateLinkService, err)
 }
 
+// Count is how many private link services the subscription holds, in
+// every resource group and whoever made them: Azure's limit of 800 is per
+// subscription.
+func (s SDK) Count(ctx context.Context) (int, error) {
+	n := 0
+	for pager := s.Primary.NewPrivateLinkServicesClient().NewListBySubscriptionPager(nil); pager.More(); {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Value)
+	}
+	return n, nil
+}
+
 // Interface returns a network interface of the service by ID, or nil when
 // it does not exist.
 func (s SDK) Interface(ctx context.Context, id string) (*armnetwork.Interface, error) {

@@ -3,10 +3,8 @@ package clusterlink
 import (
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/limitmetrics"
 )
 
 // The management cluster's private endpoint entries have a ceiling: CAPZ
@@ -39,24 +37,6 @@ const (
 	// 90 % of the limit (a Warning on the MC).
 	ReasonEndpointLimitNear = "PrivateEndpointLimitNear"
 )
-
-// mcEndpointLimit is the limit metric's name for the MC's entries.
-const mcEndpointLimit = "mc_private_endpoints"
-
-var (
-	limitUsed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "azure_private_endpoint_operator_limit_used",
-		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>).",
-	}, []string{"limit", "scope"})
-	limitMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "azure_private_endpoint_operator_limit",
-		Help: "The limits the operator watches, by limit and scope (see azure_private_endpoint_operator_limit_used): beyond one, nothing new is requested.",
-	}, []string{"limit", "scope"})
-)
-
-func init() {
-	metrics.Registry.MustRegister(limitUsed, limitMax)
-}
 
 // EntryCount is how many private endpoint entries the cluster's spec
 // holds in all its subnets, whoever wrote them: CAPZ makes a private
@@ -131,9 +111,5 @@ func nearLimit(entries, limit int) string {
 
 // setLimitMetrics publishes the MC's entries and their limit.
 func setLimitMetrics(mc *capz.AzureCluster, limit int) {
-	scope := mc.Namespace + "/" + mc.Name
-	limitUsed.WithLabelValues(mcEndpointLimit, scope).Set(float64(EntryCount(mc)))
-	if limit > 0 {
-		limitMax.WithLabelValues(mcEndpointLimit, scope).Set(float64(limit))
-	}
+	limitmetrics.Set(limitmetrics.MCPrivateEndpoints, mc.Namespace+"/"+mc.Name, EntryCount(mc), limit)
 }

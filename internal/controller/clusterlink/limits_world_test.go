@@ -60,8 +60,8 @@ const endpointsPerServiceExceeded = "PrivateEndpointsPerPrivateLinkServiceLimitE
 // TestMCServiceConnectionLimit: the MC's ingress private link service
 // takes two connections (azuresim refuses a third, as Azure does beyond
 // its 1,000) and the operator's limit is two. wc1 and wc2 are wired and
-// the MC gets PrivateLinkServiceLimitNear; wc3 waits with
-// PrivateLinkServiceLimit, gets no entry to the MC's ingress, and Azure is
+// the MC gets PrivateLinkServiceConnectionLimitNear; wc3 waits with
+// PrivateLinkServiceConnectionLimit, gets no entry to the MC's ingress, and Azure is
 // never sent the endpoint it would refuse. When wc2 is deleted, wc3 is
 // wired.
 func TestMCServiceConnectionLimit(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/limitmetrics"
 )
 
 // MCReconciler keeps the management cluster's private endpoints to the
@@ -186,10 +187,7 @@ func (r *MCReconciler) reportServices(seen *mcSeen) []string {
 	scope := key(seen.mc)
 	use := mcServiceUse(seen.mc, slices.Concat(seen.active, seen.held), r.Opts.mcServices(seen.mc.Name))
 	for _, link := range slices.Sorted(maps.Keys(use)) {
-		limitUsed.WithLabelValues(mcServiceConnections, scope+"/"+link).Set(float64(use[link]))
-		if r.Opts.MCServiceConnectionLimit > 0 {
-			limitMax.WithLabelValues(mcServiceConnections, scope+"/"+link).Set(float64(r.Opts.MCServiceConnectionLimit))
-		}
+		limitmetrics.Set(limitmetrics.MCServiceConnections, scope+"/"+link, use[link], r.Opts.MCServiceConnectionLimit)
 		if msg := nearServiceLimit(link, use[link], r.Opts.MCServiceConnectionLimit); msg != "" {
 			memKey := ReasonServiceLimitNear + ":" + link
 			reported = append(reported, memKey)

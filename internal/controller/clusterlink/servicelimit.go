@@ -22,7 +22,7 @@ import (
 // enforces the same figure). The operator counts the clusters whose spec
 // holds an entry to each MC-side service, anyone's entries: a WC whose new
 // endpoint would pass --mc-service-connection-limit gets none and says
-// PrivateLinkServiceLimit on GSPrivateLinksReady, instead of its CAPZ
+// PrivateLinkServiceConnectionLimit on GSPrivateLinksReady, instead of its CAPZ
 // sending Azure a request it refuses; the MC gets a Warning from 90 %.
 // Entries that exist are never taken away.
 const (
@@ -33,15 +33,11 @@ const (
 	// ReasonServiceLimit: a workload cluster gets no new endpoint to a
 	// management cluster's private link service that has as many
 	// connections as the limit allows.
-	ReasonServiceLimit = "PrivateLinkServiceLimit"
+	ReasonServiceLimit = "PrivateLinkServiceConnectionLimit"
 	// ReasonServiceLimitNear: a management cluster's private link service
 	// has 90 % of the limit's connections (a Warning on the MC).
-	ReasonServiceLimitNear = "PrivateLinkServiceLimitNear"
+	ReasonServiceLimitNear = "PrivateLinkServiceConnectionLimitNear"
 )
-
-// mcServiceConnections is the limit metric's name for the connections of
-// the MC's private link services.
-const mcServiceConnections = "mc_private_link_service_connections"
 
 // targetIndex indexes AzureClusters by the lower-case IDs of the private
 // link services their private endpoint entries target, anyone's entries:
@@ -243,6 +239,6 @@ func nearServiceLimit(link string, n, limit int) string {
 	}
 	return fmt.Sprintf("the management cluster's private link service %s has %d connections from clusters, the limit is %d "+
 		"(--mc-service-connection-limit; Azure allows %d private endpoints per private link service): beyond it new workload clusters "+
-		"get no endpoint to it (PrivateLinkServiceLimit); remove endpoints no one needs from the service, or serve new workload clusters from another management cluster",
+		"get no endpoint to it (PrivateLinkServiceConnectionLimit); remove endpoints no one needs from the service, or serve new workload clusters from another management cluster",
 		link, n, limit, AzureEndpointsPerService)
 }

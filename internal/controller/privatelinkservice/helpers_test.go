@@ -37,7 +37,13 @@ const (
 // controller, when start is set.
 func world(t *testing.T, start bool) *testworld.World {
 	t.Helper()
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream})
+	return limitedWorld(t, start, azuresim.Limits{})
+}
+
+// limitedWorld is world with azuresim enforcing limits.
+func limitedWorld(t *testing.T, start bool, limits azuresim.Limits) *testworld.World {
+	t.Helper()
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream, Limits: limits})
 	w.Namespace(t, ns)
 	seed(t, w, azuresim.Seed{
 		ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: sub, Name: rg, Location: "westeurope"}, {SubscriptionID: consumer, Name: "consumer-rg", Location: "westeurope"}},

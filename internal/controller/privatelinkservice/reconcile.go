@@ -2,6 +2,7 @@ package privatelinkservice
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,8 @@ type Reconciler struct {
 
 	failures failureBackoff
 	ranges   rangeReservations
+	// creating serializes creations per subscription (limit.go).
+	creating sync.Map // subscription → *sync.Mutex
 }
 
 // SubjectOf is the credential subject of an object: its identityRef, or the

@@ -116,6 +116,14 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 // alias is in status) was deleted behind the operator's back.
 func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, want pls.Desired) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionPrivateLinkServiceReady
+	// Count and create under one lock per subscription: two workers never
+	// both take the last service (a service is listed once its PUT is
+	// answered).
+	unlock := r.lockSubscription(obj.Spec.SubscriptionID)
+	defer unlock()
+	if err := r.withinSubscriptionLimit(ctx, obj, api); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
 	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pls.Body(want, nil)); err != nil {
 		return r.fail(ctx, obj, cond, err)
 	}

@@ -52,6 +52,10 @@ type Options struct {
 	ConnectionCheck time.Duration
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
+	// SubscriptionLimit is how many private link services a subscription
+	// may hold before the operator creates none there (limit.go). 0: no
+	// limit.
+	SubscriptionLimit int
 }
 
 func (o *Options) setDefaults() {
@@ -89,6 +93,8 @@ type plsAPI interface {
 	// gone): Azure gives dynamic NAT addresses only there.
 	Interface(ctx context.Context, id string) (*armnetwork.Interface, error)
 	Put(ctx context.Context, rg, name string, body armnetwork.PrivateLinkService) error
+	// Count is how many private link services the subscription holds.
+	Count(ctx context.Context) (int, error)
 	Delete(ctx context.Context, rg, name string) error
 	SetConnection(ctx context.Context, rg, name string, d pls.Decision) error
 	DeleteConnection(ctx context.Context, rg, name, conn string) error
