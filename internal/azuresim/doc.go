@@ -62,7 +62,8 @@
 //     endpoint's view of its connection mirrors the service's side:
 //     approved, rejected, and Disconnected once the owner removes it or the
 //     service is gone. The subnet and the NIC's custom name of an endpoint
-//     cannot change. Application security groups an endpoint names must
+//     cannot change, nor the service it connects to (400
+//     CannotChangePrivateLinkConnectionOnPrivateEndpoint). Application security groups an endpoint names must
 //     exist (they are stored, with PUT and GET, and nothing else).
 //   - Azure services as private link resources (firstparty.go): storage
 //     accounts (blob, file, queue, table, dfs), key vaults (vault), SQL

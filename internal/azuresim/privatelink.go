@@ -564,6 +564,15 @@ func putPE(s *state, req *putRequest) *armError {
 	if e != nil {
 		return e
 	}
+	if l := req.existing.linkOrNil(); l != nil && !strings.EqualFold(l.plsID, plsRes.id) {
+		// An endpoint never changes the service it connects to: Azure
+		// refuses the PUT (the error body recorded in
+		// Azure/bicep-registry-modules#7285 and #1513). Whoever wants
+		// another target deletes the endpoint first.
+		return errBadRequest("CannotChangePrivateLinkConnectionOnPrivateEndpoint",
+			"Cannot change the private link connection on private endpoint %s. Please ensure you are not updating the details of existing private link connection: '%s/privateLinkServiceConnections/%s'. That is not allowed.",
+			req.id, req.id, ptr.Deref(conn.Name, ""))
+	}
 	if e := s.checkEndpointCreate(req, subnetID, plsRes); e != nil {
 		return e
 	}

@@ -180,3 +180,34 @@ func TestConditionalRequestsAndTokens(t *testing.T) {
 		t.Errorf("an expired token: want 401 ExpiredAuthenticationToken, got %d %s", code, ec)
 	}
 }
+
+// TestEndpointKeepsItsService: a PUT of an existing endpoint that names
+// another service is refused with Azure's error, and the endpoint still
+// connects where it did; the same target is accepted again (CAPZ re-PUTs
+// its endpoints on every reconcile).
+func TestEndpointKeepsItsService(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	ctx := context.Background()
+	prov := newProvider(t, e, providerSub, "wc-rg", "10.1")
+	cons := newProvider(t, e, consumerSub, "mc-rg", "10.2")
+	first := prov.pls(t, e, "svc", []string{consumerSub}, []string{consumerSub})
+	second := prov.pls(t, e, "svc2", []string{consumerSub}, []string{consumerSub})
+	pes := e.network(t, consumerSub).NewPrivateEndpointsClient()
+	mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+		return pes.BeginCreateOrUpdate(ctx, "mc-rg", "pe", peBody(cons.nodeSubnetID, *first.ID, false), nil)
+	})
+	_, err := pes.BeginCreateOrUpdate(ctx, "mc-rg", "pe", peBody(cons.nodeSubnetID, *second.ID, false), nil)
+	if code, status := errorCode(err); code != "CannotChangePrivateLinkConnectionOnPrivateEndpoint" || status != http.StatusBadRequest {
+		t.Fatalf("re-targeting an endpoint: want 400 CannotChangePrivateLinkConnectionOnPrivateEndpoint, got %v", err)
+	}
+	got, err := pes.Get(ctx, "mc-rg", "pe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target := *got.Properties.PrivateLinkServiceConnections[0].Properties.PrivateLinkServiceID; !strings.EqualFold(target, *first.ID) {
+		t.Errorf("after a refused re-target the endpoint connects to %s, want %s", target, *first.ID)
+	}
+	mustPoll(t, func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+		return pes.BeginCreateOrUpdate(ctx, "mc-rg", "pe", peBody(cons.nodeSubnetID, *first.ID, false), nil)
+	})
+}

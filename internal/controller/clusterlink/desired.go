@@ -401,6 +401,37 @@ func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, exis
 	return out, problems
 }
 
+// WithoutNamesInAzure withholds the new entries among eps (names existing
+// does not hold) whose name Azure still gives a private endpoint in the
+// MC's resource group that connects to another service: inAzure is what
+// Azure has under those names (lower-case name -> lower-case target). An
+// entry's name is the name of the endpoint CAPZ makes from it, and Azure
+// never moves an endpoint to another service (it refuses the PUT,
+// CannotChangePrivateLinkConnectionOnPrivateEndpoint): a name whose holder
+// left is free once its entry is gone *and* Azure has deleted the
+// endpoint, which CAPZ does after the entry is gone. Given sooner, the new
+// holder's entry would ask CAPZ for a change Azure refuses, and CAPZ would
+// keep the old endpoint, the new cluster would never be wired. An endpoint
+// of the name that connects to the claimant's own service (a cluster
+// created again in its predecessor's resource group) is no obstacle.
+func WithoutNamesInAzure(eps []Endpoint, existing Held, inAzure map[string]string) ([]Endpoint, []Problem) {
+	var out []Endpoint
+	var problems []Problem
+	for _, ep := range eps {
+		_, held := existing[ep.Name]
+		target, inUse := inAzure[strings.ToLower(ep.Name)]
+		if held || !inUse || target == strings.ToLower(ep.Connections[0].PrivateLinkServiceID) {
+			out = append(out, ep)
+			continue
+		}
+		problems = append(problems, Problem{ep.Cluster, ReasonNameConflict, fmt.Sprintf(
+			"private endpoint %s is still in the management cluster's resource group in Azure, connected to another private link service "+
+				"(an earlier holder's endpoint on its way out, or one made outside the operator): the entry is made once Azure no longer has it; "+
+				"if it stays, rename private link %s", ep.Name, ep.Link)})
+	}
+	return out, problems
+}
+
 // nameConflict is the Problem of a WC that needs an entry name another
 // cluster holds (other; "" when it is an entry on its way out). It names
 // the holder only when it is in the same namespace: a tenant learns

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -476,5 +477,59 @@ func TestTrimManagedFields(t *testing.T) {
 	}
 	if out, err := TrimManagedFields()("not an object"); err != nil || out != "not an object" {
 		t.Errorf("a non-object changed: %v, %v", out, err)
+	}
+}
+
+func TestWithoutNamesInAzure(t *testing.T) {
+	ep := mcEndpoint(false)
+	own := strings.ToLower(ep.Connections[0].PrivateLinkServiceID)
+	other := strings.ToLower(PrivateLinkServiceID(wcSub, "wc3-resources", "wc1-api-privatelink"))
+	name := strings.ToLower(ep.Name)
+	for _, tc := range []struct {
+		reason   string
+		existing Held
+		inAzure  map[string]string
+		wantKept bool
+	}{
+		{reason: "a new name Azure does not have: the entry is made", inAzure: map[string]string{}, wantKept: true},
+		{reason: "a new name whose endpoint in Azure connects to another service (the earlier holder's, on its way out): withheld",
+			inAzure: map[string]string{name: other}},
+		{reason: "a new name whose endpoint in Azure connects to the claimant's own service (created again in its resource group): the entry is made",
+			inAzure: map[string]string{name: own}, wantKept: true},
+		{reason: "a name the operator holds stays, whatever Azure has under it (its endpoint's state is the observation's to report)",
+			existing: heldWC1(), inAzure: map[string]string{name: other}, wantKept: true},
+	} {
+		kept, problems := WithoutNamesInAzure([]Endpoint{ep}, tc.existing, tc.inAzure)
+		if got := len(kept) == 1; got != tc.wantKept {
+			t.Errorf("%s: kept %v, want %v", tc.reason, got, tc.wantKept)
+		}
+		if tc.wantKept != (len(problems) == 0) {
+			t.Errorf("%s: problems %v", tc.reason, problems)
+		}
+		for _, p := range problems {
+			if p.Cluster != ep.Cluster || p.Reason != ReasonNameConflict || !strings.Contains(p.Message, ep.Name) || strings.Contains(p.Message, "wc3") {
+				t.Errorf("%s: problem %+v: want one on %s, reason %s, naming the endpoint and not the other service", tc.reason, p, ep.Cluster, ReasonNameConflict)
+			}
+		}
+	}
+}
+
+func TestFreshNames(t *testing.T) {
+	a, b := mcEndpoint(false).PrivateEndpoint, mcEndpoint(false).PrivateEndpoint
+	b.Name = "wc2-api-privatelink-privateendpoint"
+	current := capz.Owned{Endpoints: map[string][]capz.PrivateEndpoint{"mc-nodes": {a}}}
+	want := capz.Owned{Endpoints: map[string][]capz.PrivateEndpoint{"mc-nodes": {a, b}}}
+	if got := freshNames(want, current); !slices.Equal(got, []string{b.Name}) {
+		t.Errorf("added: got %v, want [%s]", got, b.Name)
+	}
+	// The MC pass asks with the arguments swapped which entries a write removes.
+	if got := freshNames(current, want); len(got) != 0 {
+		t.Errorf("removed by adding: got %v, want none", got)
+	}
+	if got := freshNames(want /* before */, current /* after */); !slices.Equal(got, []string{b.Name}) {
+		t.Errorf("removed: got %v, want [%s]", got, b.Name)
+	}
+	if got := freshNames(want, want); len(got) != 0 {
+		t.Errorf("no change: got %v", got)
 	}
 }

@@ -29,8 +29,23 @@ type MCReconciler struct {
 	Opts     Options
 	Recorder events.EventRecorder
 	Orphans  orphanSweeper
+	// Endpoints reads Azure's endpoints in the MC's resource group: a new
+	// entry's name must not be one Azure still gives another service's
+	// endpoint (WithoutNamesInAzure). Nil: not asked (unit tests).
+	Endpoints mcEndpoints
 
 	memory EventMemory
+}
+
+// mcEndpoints is what the MC pass asks of Azure.
+type mcEndpoints interface {
+	// NamesInAzure returns the service (lower case) each of names connects
+	// to in the cluster's resource group, read from Azure now; a name
+	// Azure does not have is absent.
+	NamesInAzure(ctx context.Context, ac *capz.AzureCluster, names []string) (map[string]string, error)
+	// Invalidate makes the next read of the cluster's resource group ask
+	// Azure again (the operator removed entries: their endpoints go).
+	Invalidate(ctx context.Context, ac *capz.AzureCluster)
 }
 
 // Reconcile applies the MC's desired private endpoints, in phases: gather
@@ -43,6 +58,13 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan := decideMC(seen, r.Opts)
+	if fresh := freshNames(plan.want, seen.current); len(fresh) > 0 && r.Endpoints != nil {
+		seen.inAzure, seen.azureErr = r.Endpoints.NamesInAzure(ctx, seen.mc, fresh)
+		if seen.azureErr != nil {
+			ctrl.LoggerFrom(ctx).Error(seen.azureErr, "Cannot read Azure's private endpoints in the management cluster's resource group: new entries wait", "entries", fresh)
+		}
+		plan = decideMC(seen, r.Opts)
+	}
 	r.report(ctx, seen, plan)
 	if !plan.want.Equal(seen.current) {
 		// seen.u is stale after the apply: the next pass removes what an
@@ -51,6 +73,13 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		// the cache keeps (after TrimManagedFields) does not always bring.
 		if err := r.applyMC(ctx, seen.u, seen.mc, seen.current, plan.want); err != nil {
 			return ctrl.Result{}, err
+		}
+		if r.Endpoints != nil && len(freshNames(seen.current, plan.want)) > 0 {
+			// Entries went, and with them (through CAPZ) their endpoints:
+			// a list of the group asked before this write may lack an
+			// endpoint created just before it, and must not answer for a
+			// name given again.
+			r.Endpoints.Invalidate(ctx, seen.mc)
 		}
 		return ctrl.Result{RequeueAfter: max(r.Opts.MCWriteDelay, time.Second)}, nil
 	}
@@ -78,6 +107,11 @@ type mcSeen struct {
 	publishing []Publishing
 	current    capz.Owned
 	owners     map[capz.EndpointKey][]string
+	// inAzure is what Azure has, in the MC's resource group, under the
+	// names of new entries (lower-case name -> lower-case target); nil
+	// until asked. azureErr: Azure could not be read, new entries wait.
+	inAzure  map[string]string
+	azureErr error
 }
 
 // gather reads the MC and the selected WCs; nil when there is nothing to
@@ -123,7 +157,16 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 		return mcPlan{want: capz.Owned{Endpoints: CarryPublished(WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active)), seen.current.Endpoints, seen.publishing)}}
 	}
 	older := opts.olderInMC()
-	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, heldTargets(seen.current.Endpoints))
+	held := heldTargets(seen.current.Endpoints)
+	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, held)
+	switch {
+	case seen.azureErr != nil:
+		desired = slices.DeleteFunc(desired, func(ep Endpoint) bool { _, ok := held[ep.Name]; return !ok })
+	case seen.inAzure != nil:
+		var inUse []Problem
+		desired, inUse = WithoutNamesInAzure(desired, held, seen.inAzure)
+		problems = append(problems, inUse...)
+	}
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
 	want := CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)
 	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken}
@@ -197,6 +240,28 @@ func (r *MCReconciler) reportServices(seen *mcSeen) []string {
 		}
 	}
 	return reported
+}
+
+// freshNames returns the names of want's entries that current has no
+// entry of: the entries a write of want would add (with the arguments
+// swapped, the ones it would remove).
+func freshNames(want, current capz.Owned) []string {
+	have := map[string]bool{}
+	for _, eps := range current.Endpoints {
+		for _, ep := range eps {
+			have[ep.Name] = true
+		}
+	}
+	var out []string
+	for _, eps := range want.Endpoints {
+		for _, ep := range eps {
+			if !have[ep.Name] {
+				out = append(out, ep.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {

@@ -214,6 +214,30 @@ func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.Azu
 	return obs, err
 }
 
+// NamesInAzure implements mcEndpoints: of the group's list, the names
+// asked for are read again one by one (a notBefore of now), so an endpoint
+// Azure has deleted since the list is not taken for one it still has.
+func (a AzureEndpoints) NamesInAzure(ctx context.Context, ac *capz.AzureCluster, names []string) (map[string]string, error) {
+	obs, err := a.ResourceGroupEndpoints(ctx, ac, a.Now(), names...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		if ob, ok := obs[strings.ToLower(n)]; ok {
+			out[strings.ToLower(n)] = strings.ToLower(ob.PrivateLinkServiceID)
+		}
+	}
+	return out, nil
+}
+
+// Invalidate implements mcEndpoints.
+func (a AzureEndpoints) Invalidate(ctx context.Context, ac *capz.AzureCluster) {
+	if _, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID); err == nil {
+		a.Observer.Invalidate(cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	}
+}
+
 // Now implements endpointClient: the observer's clock.
 func (a AzureEndpoints) Now() time.Time {
 	return a.Observer.Now()

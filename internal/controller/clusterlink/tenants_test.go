@@ -65,6 +65,87 @@ func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
 	checkNotTakenOver(t, w, holderService, holderIP)
 }
 
+// TestNameIsFreeOnceAzureDeletedTheEndpoint: org-b/wc1 holds the MC's
+// entry wc1-api-privatelink-privateendpoint; org-a/wc1 (another
+// subscription, the same link name) waits for it. org-b/wc1 is deleted and
+// its entry goes, but Azure keeps the endpoint a while (CAPZ's delete is
+// refused here). Azure never moves an endpoint to another service
+// (CannotChangePrivateLinkConnectionOnPrivateEndpoint), so org-a/wc1 gets
+// the entry only once Azure no longer has the endpoint: before, it got
+// the entry at once, CAPZ's PUT asked Azure to re-target org-b's endpoint,
+// and org-a/wc1 was never wired (make simulate, seed 3, saw azuresim allow
+// the re-target before it modelled Azure's refusal).
+func TestNameIsFreeOnceAzureDeletedTheEndpoint(t *testing.T) {
+	const otherSub = "33333333-3333-3333-3333-333333333333"
+	const name = "wc1-api-privatelink-privateendpoint"
+	schema := testenv.SchemaFork
+	w := world(t, schema, capzsim.Fork, false)
+	w.Namespace(t, "org-b")
+	holder := wcCluster("wc1", 20)
+	holder.Namespace = "org-b"
+	create(t, w, schema, mcCluster(true), holder)
+	operator(t, w)
+	holderService := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-api-privatelink")
+	testworld.Eventually(t, testworld.Timeout, "org-b/wc1's endpoint in Azure", func(ctx context.Context) (bool, string) {
+		target, _ := mcEntryTarget(ctx, w, name)
+		return strings.EqualFold(target, holderService) && mcEndpointTarget(w, name) != "", "entry -> " + target
+	})
+	later := wcCluster("wc1", 30)
+	later.Subscription = otherSub
+	later.PrivateLinks[0].AllowedSubscriptions = []string{mcSub}
+	create(t, w, schema, later)
+	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonNameConflict)
+
+	keep, err := w.Sim.AddFault(azuresim.Fault{Method: "DELETE", PathRegex: `(?i)/privateEndpoints/` + name + `$`,
+		Status: 409, Code: "AnotherOperationInProgress", Message: "held by the test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleteCluster(t, w, "org-b", "wc1")
+	// The MC's passes after the entry went: wc2 wired is one at least.
+	create(t, w, schema, wcCluster("wc2", 40))
+	wired(t, w, "wc2", true, true)
+	testworld.Eventually(t, testworld.Timeout, "org-a/wc1 waits for the name", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, "GSPrivateLinksReady")
+		return c != nil && c["reason"] == clusterlink.ReasonEndpointTargetMismatch, testworld.Describe(u)
+	})
+	if target, _ := mcEntryTarget(context.Background(), w, name); target != "" {
+		t.Errorf("the MC has an entry %s (to %s) while Azure still has org-b's endpoint of that name", name, target)
+	}
+	if got := mcEndpointTarget(w, name); !strings.EqualFold(got, holderService) {
+		t.Errorf("Azure's endpoint %s connects to %q, want org-b's service still", name, got)
+	}
+
+	w.Sim.RemoveFault(keep)
+	laterService := clusterlink.PrivateLinkServiceID(otherSub, "wc1-rg", "wc1-api-privatelink")
+	testworld.Eventually(t, testworld.Timeout, "org-a/wc1 wired through the name", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		target, _ := mcEntryTarget(ctx, w, name)
+		return strings.EqualFold(target, laterService) && u.GetAnnotations()[apiAnn] != "", testworld.Describe(u) + " entry -> " + target
+	})
+	if n := w.Sim.Counters().Errors["CannotChangePrivateLinkConnectionOnPrivateEndpoint"]; n != 0 {
+		t.Errorf("Azure refused %d re-targets of an endpoint", n)
+	}
+}
+
+// mcEndpointTarget is the service Azure's endpoint of that name in the MC's
+// resource group connects to ("" when Azure has none).
+func mcEndpointTarget(w *testworld.World, name string) string {
+	for _, e := range w.Sim.Endpoints() {
+		if strings.EqualFold(e.Name, name) && strings.Contains(strings.ToLower(e.ID), "/resourcegroups/mc-rg/") {
+			return e.PrivateLinkService
+		}
+	}
+	return ""
+}
+
 // checkNotTakenOver checks that the MC's entry of wc1 still targets the
 // holder's service, that org-b/wc1 keeps its address, and that org-a/wc1
 // got none and was told nothing of org-b.
