@@ -564,14 +564,8 @@ func putPE(s *state, req *putRequest) *armError {
 	if e != nil {
 		return e
 	}
-	if l := req.existing.linkOrNil(); l != nil && !strings.EqualFold(l.plsID, plsRes.id) {
-		// An endpoint never changes the service it connects to: Azure
-		// refuses the PUT (the error body recorded in
-		// Azure/bicep-registry-modules#7285 and #1513). Whoever wants
-		// another target deletes the endpoint first.
-		return errBadRequest("CannotChangePrivateLinkConnectionOnPrivateEndpoint",
-			"Cannot change the private link connection on private endpoint %s. Please ensure you are not updating the details of existing private link connection: '%s/privateLinkServiceConnections/%s'. That is not allowed.",
-			req.id, req.id, ptr.Deref(conn.Name, ""))
+	if e := keepsService(req, conn, plsRes); e != nil {
+		return e
 	}
 	if e := s.checkEndpointCreate(req, subnetID, plsRes); e != nil {
 		return e
@@ -612,6 +606,19 @@ func putPE(s *state, req *putRequest) *armError {
 		s.askAgain(link, conn)
 	}
 	return nil
+}
+
+// keepsService refuses a PUT that moves an existing endpoint to another
+// service: Azure never does (the error body recorded in
+// Azure/bicep-registry-modules#7285 and #1513). Whoever wants another
+// target deletes the endpoint first.
+func keepsService(req *putRequest, conn *armnetwork.PrivateLinkServiceConnection, target *resource) *armError {
+	if l := req.existing.linkOrNil(); l == nil || strings.EqualFold(l.plsID, target.id) {
+		return nil
+	}
+	return errBadRequest("CannotChangePrivateLinkConnectionOnPrivateEndpoint",
+		"Cannot change the private link connection on private endpoint %s. Please ensure you are not updating the details of existing private link connection: '%s/privateLinkServiceConnections/%s'. That is not allowed.",
+		req.id, req.id, ptr.Deref(conn.Name, ""))
 }
 
 // peTarget resolves an endpoint's target: a private link service the

@@ -407,8 +407,23 @@ func TestUpgradeFromOlderOperator(t *testing.T) {
 	// two entries (CAPI's patch helper: a merge patch of the whole list):
 	// one of the operator's shape, one a user had made. CAPZ alone holds
 	// them now; the first is the operator's to remove, the second is not.
-	// (capzsim's own write of the subnets' IDs can do the same, by chance,
-	// to the older operator's entry.)
+	// capzsim's own write of the subnets' IDs does the same, once: it is
+	// waited for, and the write back carries the IDs, so that capzsim's
+	// write, from a read older than this one, does not remove them again
+	// (the test failed 1 run in 5 so).
+	testworld.Eventually(t, testworld.Timeout, "capzsim wrote the subnets' IDs", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, mcNS, "mc")
+		if err != nil {
+			return false, err.Error()
+		}
+		subnets, _, _ = unstructured.NestedSlice(u.Object, "spec", "networkSpec", "subnets")
+		for _, sn := range subnets {
+			if id, _ := sn.(map[string]any)["id"].(string); id == "" {
+				return false, "a subnet without an ID"
+			}
+		}
+		return true, ""
+	})
 	writtenBack := slices.Clone(subnets)
 	nodes := maps.Clone(writtenBack[1].(map[string]any))
 	nodes["privateEndpoints"] = append(slices.Clone(nodes["privateEndpoints"].([]any)),

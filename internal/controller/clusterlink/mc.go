@@ -86,10 +86,15 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	if err := r.removeStale(ctx, seen.u, plan.stale); err != nil {
 		return ctrl.Result{}, err
 	}
-	if plan.sweep && r.Orphans != nil {
-		return r.Orphans.Sweep(ctx, seen.mc, isMCEndpointName)
+	var res ctrl.Result
+	if plan.recheck {
+		res.RequeueAfter = r.Opts.PendingRecheckInterval()
 	}
-	return ctrl.Result{}, nil
+	if plan.sweep && r.Orphans != nil {
+		swept, err := r.Orphans.Sweep(ctx, seen.mc, isMCEndpointName)
+		return LowestNonZeroResult(res, swept), err
+	}
+	return res, nil
 }
 
 // mcSeen is what one MC pass reads.
@@ -143,11 +148,15 @@ func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
 // mcPlan is what one MC pass does: apply want when it differs from what the
 // operator holds; otherwise remove stale entries and sweep.
 type mcPlan struct {
-	want      capz.Owned
-	stale     []StaleEntry // only once want is applied
-	sweep     bool         // the orphan sweep runs: only once want is applied
-	conflicts []Problem    // two WCs needing one name: a Warning on the WC
-	taken     []Problem    // a name held by someone else: a Warning on the MC
+	want  capz.Owned
+	stale []StaleEntry // only once want is applied
+	sweep bool         // the orphan sweep runs: only once want is applied
+	// recheck: new entries wait for Azure (a name it still gives another
+	// service's endpoint, or it could not be read); nothing on the
+	// objects changes when Azure does, so the pass comes back by itself.
+	recheck   bool
+	conflicts []Problem // two WCs needing one name: a Warning on the WC
+	taken     []Problem // a name held by someone else: a Warning on the MC
 }
 
 // decideMC decides an MC pass. Nothing new is wired into a malformed MC,
@@ -159,17 +168,20 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 	older := opts.olderInMC()
 	held := heldTargets(seen.current.Endpoints)
 	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, held)
+	recheck := false
 	switch {
 	case seen.azureErr != nil:
 		desired = slices.DeleteFunc(desired, func(ep Endpoint) bool { _, ok := held[ep.Name]; return !ok })
+		recheck = true
 	case seen.inAzure != nil:
 		var inUse []Problem
 		desired, inUse = WithoutNamesInAzure(desired, held, seen.inAzure)
 		problems = append(problems, inUse...)
+		recheck = len(inUse) > 0
 	}
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
 	want := CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)
-	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken}
+	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken, recheck: recheck}
 	for _, p := range problems {
 		// The others (waiting for private links) are the WC's own
 		// reconcile's to report.

@@ -43,7 +43,7 @@ func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
 			return false, err.Error()
 		}
 		holderIP = u.GetAnnotations()[apiAnn]
-		target, _ := mcEntryTarget(ctx, w, "wc1-api-privatelink-privateendpoint")
+		target, _ := mcEntryTarget(ctx, w)
 		return holderIP != "" && strings.EqualFold(target, holderService), testworld.Describe(u) + " entry -> " + target
 	})
 
@@ -77,7 +77,7 @@ func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
 // the re-target before it modelled Azure's refusal).
 func TestNameIsFreeOnceAzureDeletedTheEndpoint(t *testing.T) {
 	const otherSub = "33333333-3333-3333-3333-333333333333"
-	const name = "wc1-api-privatelink-privateendpoint"
+	const name = wc1MCEntry
 	schema := testenv.SchemaFork
 	w := world(t, schema, capzsim.Fork, false)
 	w.Namespace(t, "org-b")
@@ -87,7 +87,7 @@ func TestNameIsFreeOnceAzureDeletedTheEndpoint(t *testing.T) {
 	operator(t, w)
 	holderService := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-api-privatelink")
 	testworld.Eventually(t, testworld.Timeout, "org-b/wc1's endpoint in Azure", func(ctx context.Context) (bool, string) {
-		target, _ := mcEntryTarget(ctx, w, name)
+		target, _ := mcEntryTarget(ctx, w)
 		return strings.EqualFold(target, holderService) && mcEndpointTarget(w, name) != "", "entry -> " + target
 	})
 	later := wcCluster("wc1", 30)
@@ -113,7 +113,7 @@ func TestNameIsFreeOnceAzureDeletedTheEndpoint(t *testing.T) {
 		c := condition(u, "GSPrivateLinksReady")
 		return c != nil && c["reason"] == clusterlink.ReasonEndpointTargetMismatch, testworld.Describe(u)
 	})
-	if target, _ := mcEntryTarget(context.Background(), w, name); target != "" {
+	if target, _ := mcEntryTarget(context.Background(), w); target != "" {
 		t.Errorf("the MC has an entry %s (to %s) while Azure still has org-b's endpoint of that name", name, target)
 	}
 	if got := mcEndpointTarget(w, name); !strings.EqualFold(got, holderService) {
@@ -127,7 +127,7 @@ func TestNameIsFreeOnceAzureDeletedTheEndpoint(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		target, _ := mcEntryTarget(ctx, w, name)
+		target, _ := mcEntryTarget(ctx, w)
 		return strings.EqualFold(target, laterService) && u.GetAnnotations()[apiAnn] != "", testworld.Describe(u) + " entry -> " + target
 	})
 	if n := w.Sim.Counters().Errors["CannotChangePrivateLinkConnectionOnPrivateEndpoint"]; n != 0 {
@@ -152,7 +152,7 @@ func mcEndpointTarget(w *testworld.World, name string) string {
 func checkNotTakenOver(t *testing.T, w *testworld.World, holderService, holderIP string) {
 	t.Helper()
 	ctx := context.Background()
-	if target, err := mcEntryTarget(ctx, w, "wc1-api-privatelink-privateendpoint"); err != nil || !strings.EqualFold(target, holderService) {
+	if target, err := mcEntryTarget(ctx, w); err != nil || !strings.EqualFold(target, holderService) {
 		t.Errorf("the MC's entry was re-targeted to %q (%v); it is org-b/wc1's, %s", target, err, holderService)
 	}
 	u, err := w.Get(ctx, "org-b", "wc1")
@@ -173,9 +173,12 @@ func checkNotTakenOver(t *testing.T, w *testworld.World, holderService, holderIP
 	}
 }
 
-// mcEntryTarget is the private link service the MC's entry name targets
-// ("" without such an entry).
-func mcEntryTarget(ctx context.Context, w *testworld.World, name string) (string, error) {
+// wc1MCEntry is the name of the MC's entry for a cluster wc1's link.
+const wc1MCEntry = "wc1-api-privatelink-privateendpoint"
+
+// mcEntryTarget is the private link service the MC's entry wc1MCEntry
+// targets ("" without such an entry).
+func mcEntryTarget(ctx context.Context, w *testworld.World) (string, error) {
 	u, err := w.Get(ctx, mcNS, "mc")
 	if err != nil {
 		return "", err
@@ -183,7 +186,7 @@ func mcEntryTarget(ctx context.Context, w *testworld.World, name string) (string
 	view, _ := capz.FromUnstructured(u)
 	for _, s := range view.Subnets {
 		for _, pe := range s.PrivateEndpoints {
-			if pe.Name == name && len(pe.Connections) > 0 {
+			if pe.Name == wc1MCEntry && len(pe.Connections) > 0 {
 				return pe.Connections[0].PrivateLinkServiceID, nil
 			}
 		}
