@@ -49,9 +49,11 @@ type mcEndpoints interface {
 }
 
 // Reconcile applies the MC's desired private endpoints, in phases: gather
-// (the MC and every selected WC), decide (decideMC, pure), report, apply
-// (one write of the whole set, or the removal of entries an older operator
-// left), sweep (orphaned endpoints in Azure).
+// (the MC and every selected WC), decide (decideMC, pure; when the set
+// would add entries, Azure is read for their names and the pass decided
+// again: WithoutNamesInAzure), report, apply (one write of the whole set,
+// or the removal of entries an older operator left), sweep (orphaned
+// endpoints in Azure).
 func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	seen, err := r.gather(ctx)
 	if err != nil || seen == nil {

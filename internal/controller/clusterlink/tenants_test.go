@@ -26,16 +26,8 @@ import (
 // created later though it sorts first, is told the name is held and is
 // never given the holder's endpoint or its address.
 func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
-	const otherSub = "33333333-3333-3333-3333-333333333333"
 	schema := testenv.SchemaFork
-	w := world(t, schema, capzsim.Fork, false)
-	w.Namespace(t, "org-b")
-	holder := wcCluster("wc1", 20)
-	holder.Namespace = "org-b"
-	create(t, w, schema, mcCluster(true), holder)
-	operator(t, w)
-
-	holderService := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-api-privatelink")
+	w, holderService := holderWorld(t, schema)
 	var holderIP string
 	testworld.Eventually(t, testworld.Timeout, "org-b/wc1 wired", func(ctx context.Context) (bool, string) {
 		u, err := w.Get(ctx, "org-b", "wc1")
@@ -47,10 +39,7 @@ func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
 		return holderIP != "" && strings.EqualFold(target, holderService), testworld.Describe(u) + " entry -> " + target
 	})
 
-	later := wcCluster("wc1", 30)
-	later.Subscription = otherSub
-	later.PrivateLinks[0].AllowedSubscriptions = []string{mcSub}
-	create(t, w, schema, later)
+	create(t, w, schema, laterClaimant())
 	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonNameConflict)
 	// A later pass of the MC (any WC's change) must not move it either.
 	create(t, w, schema, wcCluster("wc2", 40))
@@ -76,24 +65,14 @@ func TestLaterTenantDoesNotTakeOverMCEndpoint(t *testing.T) {
 // and org-a/wc1 was never wired (make simulate, seed 3, saw azuresim allow
 // the re-target before it modelled Azure's refusal).
 func TestNameIsFreeOnceAzureDeletedTheEndpoint(t *testing.T) {
-	const otherSub = "33333333-3333-3333-3333-333333333333"
 	const name = wc1MCEntry
 	schema := testenv.SchemaFork
-	w := world(t, schema, capzsim.Fork, false)
-	w.Namespace(t, "org-b")
-	holder := wcCluster("wc1", 20)
-	holder.Namespace = "org-b"
-	create(t, w, schema, mcCluster(true), holder)
-	operator(t, w)
-	holderService := clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-api-privatelink")
+	w, holderService := holderWorld(t, schema)
 	testworld.Eventually(t, testworld.Timeout, "org-b/wc1's endpoint in Azure", func(ctx context.Context) (bool, string) {
 		target, _ := mcEntryTarget(ctx, w)
 		return strings.EqualFold(target, holderService) && mcEndpointTarget(w, name) != "", "entry -> " + target
 	})
-	later := wcCluster("wc1", 30)
-	later.Subscription = otherSub
-	later.PrivateLinks[0].AllowedSubscriptions = []string{mcSub}
-	create(t, w, schema, later)
+	create(t, w, schema, laterClaimant())
 	waitEvent(t, w, types.NamespacedName{Namespace: wcNS, Name: "wc1"}, clusterlink.ReasonNameConflict)
 
 	keep, err := w.Sim.AddFault(azuresim.Fault{Method: "DELETE", PathRegex: `(?i)/privateEndpoints/` + name + `$`,
@@ -171,6 +150,31 @@ func checkNotTakenOver(t *testing.T, w *testworld.World, holderService, holderIP
 			t.Errorf("org-a/wc1 was told about another tenant's cluster: %s: %s", e.Reason, e.Note)
 		}
 	}
+}
+
+// otherSub is the subscription of a later tenant's cluster.
+const otherSub = "33333333-3333-3333-3333-333333333333"
+
+// holderWorld starts a world in which org-b/wc1 (link wc1-api-privatelink)
+// is the first to need the MC's entry wc1MCEntry, and the operator; it
+// returns the world and org-b/wc1's service.
+func holderWorld(t *testing.T, schema testenv.Schema) (*testworld.World, string) {
+	t.Helper()
+	w := world(t, schema, capzsim.Fork, false)
+	w.Namespace(t, "org-b")
+	holder := wcCluster("wc1", 20)
+	holder.Namespace = "org-b"
+	create(t, w, schema, mcCluster(true), holder)
+	operator(t, w)
+	return w, clusterlink.PrivateLinkServiceID(wcSub, "wc1-rg", "wc1-api-privatelink")
+}
+
+// laterClaimant is org-a/wc1, in otherSub, with the link name of org-b/wc1.
+func laterClaimant() testworld.Cluster {
+	later := wcCluster("wc1", 30)
+	later.Subscription = otherSub
+	later.PrivateLinks[0].AllowedSubscriptions = []string{mcSub}
+	return later
 }
 
 // wc1MCEntry is the name of the MC's entry for a cluster wc1's link.
