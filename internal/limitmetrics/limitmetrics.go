@@ -20,12 +20,16 @@ const (
 	// PrivateLinkServices: the private link services of a subscription
 	// (AzurePrivateLinkService creations); scope the subscription ID.
 	PrivateLinkServices = "private_link_services"
+	// PrivateDNSZones: the MC-side private DNS zones of the per-cluster
+	// layout (a zone per workload cluster, DNS mode); scope the
+	// subscription ID they are in.
+	PrivateDNSZones = "private_dns_zones"
 )
 
 var (
 	used = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit_used",
-		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>; private_link_services: the private link services of a subscription, read when one is created, scope the subscription).",
+		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>; private_link_services: the private link services of a subscription, read when one is created, scope the subscription; private_dns_zones: the management-cluster-side private DNS zones of DNS mode's per-cluster layout, scope the subscription).",
 	}, []string{"limit", "scope"})
 	limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit",

@@ -67,15 +67,23 @@ func TestWiringCentralDNS(t *testing.T) {
 
 // TestWiringZoneLimit: with a zone per workload cluster, the operator
 // warns near Azure's limit of zones per subscription and per linked
-// network, and gives a cluster beyond it no zone (a Warning, no
-// GSDNSZoneReady) instead of letting Azure refuse it; the clusters within
-// the limit are wired and resolve.
+// network, and gives a cluster beyond it no zone (a Warning,
+// GSDNSZoneReady Unknown with DNSZoneLimit) instead of letting Azure
+// refuse it; the clusters within the limit are wired and resolve. The
+// count is of the clusters' records: a restarted operator for which the
+// clusters holding zones are paused (clusterctl move pauses them all),
+// and so never reconciled, still counts their zones.
 func TestWiringZoneLimit(t *testing.T) {
-	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	// azuresim links two zones to a network, and refuses a third.
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  azuresim.Limits{ZonesPerVirtualNetwork: 2}})
+	w.Namespace(t, wcNS)
 	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
-	operator(t, w, func(o *clusterlink.Options) {
+	withLimit := func(o *clusterlink.Options) {
 		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1, ZoneLimit: 2}
-	})
+	}
+	stop := operator(t, w, withLimit)
 	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
 	for _, name := range []string{"wc1", "wc2"} {
 		u := wired(t, w, name, true, true)
@@ -89,9 +97,40 @@ func TestWiringZoneLimit(t *testing.T) {
 	if zoneExists(t, w, mcSub, "mc-rg", "wc3."+baseDomain) {
 		t.Error("a zone beyond the limit was created")
 	}
-	if u, _ := w.Get(context.Background(), wcNS, "wc3"); conditionTrue(u, clusterlink.ConditionGSDNSZoneReady) {
-		t.Error("wc3 has GSDNSZoneReady without a zone")
+	dnsLimited(t, w, "wc3")
+
+	// A restart with wc1 and wc2 paused: the new process never reconciles
+	// them, and still counts their zones; wc4, new, gets none either.
+	stop()
+	for _, name := range []string{"wc1", "wc2"} {
+		mergePatch(t, w, types.NamespacedName{Namespace: wcNS, Name: name}, `{"metadata":{"annotations":{"`+capz.PausedAnnotation+`":""}}}`)
 	}
+	create(t, w, testenv.SchemaFork, wcCluster("wc4", 23))
+	operator(t, w, withLimit)
+	wired(t, w, "wc4", true, true)
+	dnsLimited(t, w, "wc4")
+	for _, name := range []string{"wc3", "wc4"} {
+		if zoneExists(t, w, mcSub, "mc-rg", name+"."+baseDomain) {
+			t.Errorf("a zone beyond the limit was created for %s", name)
+		}
+	}
+	if n := w.Sim.Counters().Errors["ZonesPerVirtualNetworkLimitExceeded"]; n != 0 {
+		t.Errorf("Azure refused %d links of a zone to the management cluster's network", n)
+	}
+}
+
+// dnsLimited waits until a WC's GSDNSZoneReady is Unknown with
+// DNSZoneLimit, and checks that it has no zone.
+func dnsLimited(t *testing.T, w *testworld.World, name string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, name+"'s GSDNSZoneReady says "+wiringdns.ReasonDNSZoneLimit, func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
+		return c["status"] == "Unknown" && c["reason"] == wiringdns.ReasonDNSZoneLimit, fmt.Sprint(c)
+	})
 }
 
 // TestDNSNeverHoldsTheWiring: DNS mode is a controller of its own. With

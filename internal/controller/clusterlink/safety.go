@@ -38,7 +38,9 @@ const (
 	// AnnotationPrivateDNS is DNS mode's record of the addresses each
 	// side's records may hold, e.g. "mc=10.0.128.4,wc=-", or
 	// "mc=10.0.128.4|10.0.128.9" while they move from one to the other;
-	// "released" once a deleted cluster's DNS is gone.
+	// "released" once a deleted cluster's DNS is gone; "mczone=own" while
+	// a zone of the cluster's own may exist on the MC side (the
+	// per-cluster layout, whose zones count against Azure's limit).
 	AnnotationPrivateDNS = "private-dns"
 	// DNSFieldManager writes AnnotationPrivateDNS.
 	DNSFieldManager = "azure-private-endpoint-operator-dns"
@@ -53,7 +55,15 @@ const (
 	// records may hold anything the operator wrote before.
 	heldUnknown = "?"
 	dnsReleased = "released"
+	// mcZoneKey carries DNSHeld.MCZone.
+	mcZoneKey = "mczone"
 )
+
+// MCZoneOwn is DNSHeld.MCZone of a cluster the operator may have made a
+// zone of its own on the MC side: it says so before it makes the zone, and
+// until the cluster's DNS is released (the zone stays while its records
+// come and go).
+const MCZoneOwn = "own"
 
 // DNSHeld is AnnotationPrivateDNS, parsed. A side missing from it is
 // unknown; "" is a side whose records hold no address.
@@ -63,10 +73,15 @@ type DNSHeld struct {
 	Recorded bool
 	Sides    map[DNSSide]string
 	Released bool
+	// MCZone is MCZoneOwn, or "" when the annotation does not say so (no
+	// such zone was made, or an earlier version of the operator, which did
+	// not record it, wrote the annotation).
+	MCZone string
 }
 
-func parseDNSHeld(v string, recorded bool) DNSHeld {
-	st := DNSHeld{Recorded: recorded, Sides: map[DNSSide]string{}}
+// parseDNSHeld reads the annotation's value.
+func parseDNSHeld(v string) DNSHeld {
+	st := DNSHeld{Recorded: true, Sides: map[DNSSide]string{}}
 	for part := range strings.SplitSeq(v, ",") {
 		part = strings.TrimSpace(part)
 		if part == dnsReleased {
@@ -74,6 +89,12 @@ func parseDNSHeld(v string, recorded bool) DNSHeld {
 			continue
 		}
 		side, held, ok := strings.Cut(part, "=")
+		if side == mcZoneKey {
+			if held == MCZoneOwn {
+				st.MCZone = held
+			}
+			continue
+		}
 		if !ok || held == heldUnknown {
 			continue
 		}
@@ -94,6 +115,9 @@ func (s DNSHeld) String() string {
 	if s.Released {
 		parts = append(parts, dnsReleased)
 	}
+	if s.MCZone != "" {
+		parts = append(parts, mcZoneKey+"="+s.MCZone)
+	}
 	return strings.Join(parts, ",")
 }
 
@@ -113,7 +137,7 @@ func (s DNSHeld) clone() DNSHeld {
 func DNSHeldOf(u *unstructured.Unstructured, annotation func(string) string) DNSHeld {
 	v, ok := u.GetAnnotations()[annotation(AnnotationPrivateDNS)]
 	if ok {
-		return parseDNSHeld(v, true)
+		return parseDNSHeld(v)
 	}
 	st := DNSHeld{Sides: map[DNSSide]string{}}
 	if !HasCondition(u, ConditionGSDNSZoneReady) {
@@ -308,6 +332,10 @@ func NewDNSPass(held DNSHeld, writes []DNSWrite) DNSPass {
 	}
 	return p
 }
+
+// OwnMCZone records, before Azure is written, that a zone of the
+// cluster's own may exist on the MC side (MCZoneOwn).
+func (p *DNSPass) OwnMCZone() { p.before.MCZone, p.after.MCZone = MCZoneOwn, MCZoneOwn }
 
 // Before is what to record before Azure is written.
 func (p *DNSPass) Before() DNSHeld { return p.before }

@@ -48,7 +48,7 @@ func TestDNSHeld(t *testing.T) {
 			}
 		})
 	}
-	if h := parseDNSHeld("mc=,wc=,released", true); !h.Released || h.String() != "mc=,wc=,released" {
+	if h := parseDNSHeld("mc=,wc=,released"); !h.Released || h.String() != "mc=,wc=,released" {
 		t.Errorf("released: %+v %q", h, h.String())
 	}
 }
@@ -73,8 +73,10 @@ func TestDNSPass(t *testing.T) {
 		{"not approved yet: skipped", "mc=-,wc=-", []DNSWrite{set(DNSSideMC, "")}, true, "mc=-,wc=-", "mc=-,wc=-"},
 		{"unknown stays unknown until written", "mc=?,wc=-", []DNSWrite{set(DNSSideMC, "10.0.0.4")}, false, "mc=?,wc=-", "mc=?,wc=-"},
 		{"a side without a set that may hold an address keeps saying so", "mc=10.0.0.4,wc=-", nil, true, "mc=10.0.0.4,wc=-", "mc=10.0.0.4,wc=-"},
+		{"the MC side's own zone is kept while its records go", "mc=10.0.0.4,wc=-,mczone=own", []DNSWrite{set(DNSSideMC, "")}, true, "mc=10.0.0.4,wc=-,mczone=own", "mc=,wc=-,mczone=own"},
+		{"an unknown zone token is dropped", "mc=-,wc=-,mczone=maybe", nil, true, "mc=-,wc=-", "mc=-,wc=-"},
 	} {
-		p := NewDNSPass(parseDNSHeld(c.held, true), c.sets)
+		p := NewDNSPass(parseDNSHeld(c.held), c.sets)
 		if p.before.String() != c.before {
 			t.Errorf("%s: before = %q, want %q", c.reason, p.before.String(), c.before)
 		}
@@ -88,6 +90,16 @@ func TestDNSPass(t *testing.T) {
 		if p.after.String() != c.after {
 			t.Errorf("%s: after = %q, want %q", c.reason, p.after.String(), c.after)
 		}
+	}
+	// OwnMCZone is recorded before Azure is written, and after.
+	p := NewDNSPass(parseDNSHeld("mc=-,wc=-"), []DNSWrite{set(DNSSideMC, "10.0.0.4")})
+	p.OwnMCZone()
+	if got, want := p.Before().String(), "mc=10.0.0.4,wc=-,mczone=own"; got != want {
+		t.Errorf("before with the zone = %q, want %q", got, want)
+	}
+	p.Done(set(DNSSideMC, "10.0.0.4"), true)
+	if got, want := p.After().String(), "mc=10.0.0.4,wc=-,mczone=own"; got != want {
+		t.Errorf("after with the zone = %q, want %q", got, want)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,19 +157,13 @@ func countUse(ctx context.Context, c client.Reader, self string, ids []string) (
 }
 
 // serviceRoom admits the workload clusters' new endpoints to the MC's
-// services. The count is of the cluster objects, through the cache; what
-// it keeps in memory only covers the cache's lag behind this process's own
-// writes: a cluster admitted here is counted until the cache shows its
-// entry (or pendingFor passes, when the write did not happen), so that
-// two workers cannot both take the last connection. A restart loses
+// services. The count is of the cluster objects, through the cache;
+// Admissions covers the cache's lag behind this process's own writes, so
+// that two workers cannot both take the last connection. A restart loses
 // nothing: the cache starts from the objects.
 type serviceRoom struct {
-	mu      sync.Mutex
-	pending map[string]map[string]time.Time // service ID → cluster → admitted at
+	Admissions
 }
-
-// pendingFor bounds how long an admission waits for the cache to show it.
-const pendingFor = 2 * time.Minute
 
 // admit applies WithinServiceLimit to wc's endpoints to the MC, counting
 // the admissions of this process the cache does not show yet.
@@ -180,32 +173,17 @@ func (s *serviceRoom) admit(ctx context.Context, c client.Reader, wc *capz.Azure
 		return toMC, nil, nil
 	}
 	self := key(wc)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	use, holders, err := countUse(ctx, c, self, ids)
+	var kept []Endpoint
+	var problems []Problem
+	err := s.Admit(self, ids, now, func() (map[string]map[string]bool, error) {
+		_, holders, err := countUse(ctx, c, self, ids)
+		return holders, err
+	}, func(use map[string]int) bool {
+		kept, problems = WithinServiceLimit(toMC, wc, use, limit)
+		return len(problems) == 0
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if s.pending == nil {
-		s.pending = map[string]map[string]time.Time{}
-	}
-	for _, id := range ids {
-		for k, at := range s.pending[id] {
-			if holders[id][k] || now.Sub(at) > pendingFor {
-				delete(s.pending[id], k) // the cache shows it, or it never came
-			} else if k != self {
-				use[id]++
-			}
-		}
-	}
-	kept, problems := WithinServiceLimit(toMC, wc, use, limit)
-	if len(problems) == 0 {
-		for _, id := range ids {
-			if s.pending[id] == nil {
-				s.pending[id] = map[string]time.Time{}
-			}
-			s.pending[id][self] = now
-		}
 	}
 	return kept, problems, nil
 }

@@ -151,7 +151,7 @@ func TestServiceRoomAdmits(t *testing.T) {
 	if admit("wc2") {
 		t.Fatal("wc2 admitted past the limit")
 	}
-	if n := len(room.pending[serviceIDOf(ingress)]); n != 0 {
+	if n := room.Pending(serviceIDOf(ingress)); n != 0 {
 		t.Errorf("%d admissions pending after the cache showed them", n)
 	}
 	// wc0 goes: room for wc2.

@@ -48,9 +48,9 @@ type DNSReconciler struct {
 
 	memory clusterlink.EventMemory
 	seen   memo.Memo
-	// zones counts the per-cluster layout's MC-side zones (zonelimit.go).
-	zones zoneLimit
-	once  sync.Once
+	// zoneRoom admits the per-cluster layout's MC-side zones (zonelimit.go).
+	zoneRoom clusterlink.Admissions
+	once     sync.Once
 }
 
 // Reconcile brings one workload cluster's DNS in line with what the wiring
@@ -116,6 +116,7 @@ func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructure
 	// On the cluster: the MC reconcile lets its endpoints go, then the
 	// wiring its finalizer.
 	held.Released, held.Sides = true, map[clusterlink.DNSSide]string{clusterlink.DNSSideMC: "", clusterlink.DNSSideWC: ""}
+	held.MCZone = "" // released: the zone is gone, and the cluster no longer counts (holdsMCZone)
 	if err := clusterlink.WriteDNSHeld(ctx, r.Client, u, r.Opts.Annotation, held); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -136,7 +137,7 @@ func (r *DNSReconciler) release(ctx context.Context, u *unstructured.Unstructure
 // address to another two.
 func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []clusterlink.Endpoint, ann map[string]string) (ctrl.Result, error) {
 	held := clusterlink.DNSHeldOf(u, r.Opts.Annotation)
-	sets, problems, err := r.desiredSets(ctx, u, wc, mc, toWC, toMC, ann, held)
+	sets, problems, ownZone, err := r.desiredSets(ctx, u, wc, mc, toWC, toMC, ann, held)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -148,6 +149,9 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 		result = ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}
 	}
 	pass := clusterlink.NewDNSPass(held, writesOf(sets))
+	if ownZone {
+		pass.OwnMCZone() // before the zone is made: it counts against the limit from now on
+	}
 	if err := clusterlink.WriteDNSHeld(ctx, r.Client, u, r.Opts.Annotation, pass.Before()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -168,21 +172,26 @@ func (r *DNSReconciler) reconcileDNS(ctx context.Context, u *unstructured.Unstru
 
 // desiredSets are the WC's DNS sets (DesiredDNS), with the WC-side
 // conflict and the zone limit applied, and the problems, reported.
-func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []clusterlink.Endpoint, ann map[string]string, held clusterlink.DNSHeld) ([]DNSSet, []clusterlink.Problem, error) {
+// ownZone: a zone of the cluster's own may exist on the MC side after
+// this pass (checkZoneLimit).
+func (r *DNSReconciler) desiredSets(ctx context.Context, u *unstructured.Unstructured, wc, mc *capz.AzureCluster, toWC, toMC []clusterlink.Endpoint, ann map[string]string, held clusterlink.DNSHeld) (sets []DNSSet, problems []clusterlink.Problem, ownZone bool, err error) {
 	ready := clusterlink.HasCondition(u, clusterlink.ConditionGSDNSZoneReady)
 	public, err := r.publicNamesakes(ctx, u, wc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	sets, problems := DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.Annotation, ready || held.MayHold(), public...)
+	sets, problems = DesiredDNS(mc, wc, r.Opts.DNS, toWC, toMC, ann, r.Opts.Annotation, ready || held.MayHold(), public...)
 	if problems, err = r.refuseConflict(ctx, u, wc, mc, sets, problems); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	sets, problems = r.checkZoneLimit(u, sets, problems, key(wc), ready || held.SideMayHold(clusterlink.DNSSideMC))
+	sets, problems, ownZone, err = r.checkZoneLimit(ctx, u, sets, problems, key(wc), holdsMCZone(u, r.Opts.DNS, r.Opts.Annotation))
+	if err != nil {
+		return nil, nil, false, err
+	}
 	for _, p := range problems {
 		r.warnOnce(u, p.Reason, p.Message)
 	}
-	return sets, problems, nil
+	return sets, problems, ownZone, nil
 }
 
 // writeSets brings each set in place through the engine, noting in pass

@@ -198,7 +198,6 @@ func (r *DNSReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstruct
 		done = done && gone
 	}
 	if done {
-		r.zones.forget(key(wc))
 		r.seen.ForgetPrefix(key(wc) + "|")
 		r.seen.ForgetPrefix("wait|" + key(wc) + "|")
 		r.seen.ForgetPrefix("release|" + key(wc) + "|")

@@ -39,6 +39,11 @@ func Setup(mgr ctrl.Manager, opts clusterlink.Options, clients *azure.Clients) e
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), clusterlink.NewAzureCluster(), nameIndex, nameOf); err != nil {
 		return err
 	}
+	// The per-cluster layout's MC-side zones, counted from the clusters'
+	// records (zonelimit.go).
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), clusterlink.NewAzureCluster(), mcZoneIndex, mcZoneIndexer(opts.DNS, opts.Annotation)); err != nil {
+		return err
+	}
 	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
 		Recorder: eventrec.For(mgr),
 		DNS:      AzureDNS{Clients: clients, Engine: opts.DNSEngine},

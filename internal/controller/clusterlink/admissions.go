@@ -1,0 +1,71 @@
+package clusterlink
+
+import (
+	"sync"
+	"time"
+)
+
+// Admissions is what a limit counted from the objects cannot see yet: the
+// admissions this process made whose writes the cache does not show. A
+// limit counts the holders of each scope from the cache (a field index on
+// the objects, so that a restart loses nothing); a cluster admitted here
+// is counted besides them until the cache shows it as a holder, or
+// pendingFor passes (the write did not happen). Admit runs one decision at
+// a time, so that two workers cannot both take the last place.
+//
+// Used by the MC services' connection limit (servicelimit.go) and DNS
+// mode's per-cluster zone limit (wiringdns).
+type Admissions struct {
+	mu      sync.Mutex
+	pending map[string]map[string]time.Time // scope → cluster → admitted at
+}
+
+// pendingFor bounds how long an admission waits for the cache to show it.
+const pendingFor = 2 * time.Minute
+
+// Admit decides self's admission to scopes. holders reads, from the cache,
+// the clusters holding a place in each scope, self left out; decide gets
+// the count of each scope, holders plus this process's admissions the
+// cache does not show yet (self's own never counts against it), and
+// reports whether self is admitted. An admission is noted in every scope
+// until the cache shows it.
+func (a *Admissions) Admit(self string, scopes []string, now time.Time,
+	holders func() (map[string]map[string]bool, error), decide func(use map[string]int) bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	held, err := holders()
+	if err != nil {
+		return err
+	}
+	if a.pending == nil {
+		a.pending = map[string]map[string]time.Time{}
+	}
+	use := make(map[string]int, len(scopes))
+	for _, scope := range scopes {
+		use[scope] = len(held[scope])
+		for k, at := range a.pending[scope] {
+			if held[scope][k] || now.Sub(at) > pendingFor {
+				delete(a.pending[scope], k) // the cache shows it, or it never came
+			} else if k != self {
+				use[scope]++
+			}
+		}
+	}
+	if !decide(use) {
+		return nil
+	}
+	for _, scope := range scopes {
+		if a.pending[scope] == nil {
+			a.pending[scope] = map[string]time.Time{}
+		}
+		a.pending[scope][self] = now
+	}
+	return nil
+}
+
+// Pending is how many admissions of scope wait for the cache (tests).
+func (a *Admissions) Pending(scope string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending[scope])
+}
