@@ -24,12 +24,16 @@ const (
 	// layout (a zone per workload cluster, DNS mode); scope the
 	// subscription ID they are in.
 	PrivateDNSZones = "private_dns_zones"
+	// PrivateDNSZoneLinks: the virtual network links of a private DNS zone
+	// the AzurePrivateEndpoints record (set when one asks for a new link);
+	// scope the zone's resource ID.
+	PrivateDNSZoneLinks = "private_dns_zone_links"
 )
 
 var (
 	used = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit_used",
-		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>; private_link_services: the private link services of a subscription, read when one is created, scope the subscription; private_dns_zones: the management-cluster-side private DNS zones of DNS mode's per-cluster layout, scope the subscription).",
+		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>; private_link_services: the private link services of a subscription, read when one is created, scope the subscription; private_dns_zones: the management-cluster-side private DNS zones of DNS mode's per-cluster layout, scope the subscription; private_dns_zone_links: the virtual network links of a private DNS zone AzurePrivateEndpoints use, scope the zone's resource ID).",
 	}, []string{"limit", "scope"})
 	limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit",

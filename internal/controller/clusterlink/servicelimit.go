@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/admission"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -158,11 +159,11 @@ func countUse(ctx context.Context, c client.Reader, self string, ids []string) (
 
 // serviceRoom admits the workload clusters' new endpoints to the MC's
 // services. The count is of the cluster objects, through the cache;
-// Admissions covers the cache's lag behind this process's own writes, so
+// admission.Room covers the cache's lag behind this process's own writes, so
 // that two workers cannot both take the last connection. A restart loses
 // nothing: the cache starts from the objects.
 type serviceRoom struct {
-	Admissions
+	admission.Room
 }
 
 // admit applies WithinServiceLimit to wc's endpoints to the MC, counting

@@ -187,6 +187,12 @@ func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateE
 func (r *Reconciler) links(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, s slot) (bool, error) {
 	ready, used := true, []string{}
 	for _, v := range vnets(obj) {
+		if !containsFold(*s.st.links, linkID(t.Zone, v)) {
+			// A new link: within Azure's links per zone (linklimit.go).
+			if err := r.admitLink(ctx, obj, t.Zone, v); err != nil {
+				return false, err
+			}
+		}
 		l, err := r.dnsEngine().EnsureLink(ctx, t, v, t.Zone.Owner(t.Owner))
 		if err != nil {
 			return false, err

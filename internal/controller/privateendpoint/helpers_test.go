@@ -41,7 +41,13 @@ const (
 // service. It returns their status.
 func world(t *testing.T, opts privateendpoint.Options) (*testworld.World, *v1alpha1.AzurePrivateLinkService, *v1alpha1.AzurePrivateLinkService) {
 	t.Helper()
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream})
+	return limitedWorld(t, opts, azuresim.Limits{})
+}
+
+// limitedWorld is world with azuresim enforcing limits (zero: Azure's).
+func limitedWorld(t *testing.T, opts privateendpoint.Options, limits azuresim.Limits) (*testworld.World, *v1alpha1.AzurePrivateLinkService, *v1alpha1.AzurePrivateLinkService) {
+	t.Helper()
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaUpstream, CAPZMode: capzsim.Upstream, Limits: limits})
 	w.Namespace(t, ns)
 	testworld.ServiceNetworks{ProviderSub: provider, ProviderRG: prg, ProviderPrefix: "172.20",
 		ConsumerSub: consumer, ConsumerRG: crg, ConsumerPrefix: "10.9", LoadBalancer: "api-lb", Location: location}.Seed(t, w.Sim)

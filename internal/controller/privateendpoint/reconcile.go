@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/admission"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
@@ -87,6 +88,8 @@ type Reconciler struct {
 
 	heal    heal.Tracker
 	dnsSeen memo.Memo
+	// linkRoom admits new links to a zone (linklimit.go).
+	linkRoom admission.Room
 }
 
 func (r *Reconciler) clock() clock.PassiveClock {

@@ -86,6 +86,10 @@ type Options struct {
 	// ZoneGuard refuses spec.dns zone names that would shadow Azure's own
 	// or other protected domains (--dns-denied-zones).
 	ZoneGuard dnsguard.Guard
+	// ZoneLinkLimit is how many virtual network links the operator gives
+	// one private DNS zone (linklimit.go); 0: Azure's AzureLinksPerZone.
+	// Not a flag: Azure's figure is fixed; tests lower it.
+	ZoneLinkLimit int
 }
 
 func (o *Options) setDefaults() {

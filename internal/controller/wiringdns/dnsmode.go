@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/admission"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
@@ -49,7 +50,7 @@ type DNSReconciler struct {
 	memory clusterlink.EventMemory
 	seen   memo.Memo
 	// zoneRoom admits the per-cluster layout's MC-side zones (zonelimit.go).
-	zoneRoom clusterlink.Admissions
+	zoneRoom admission.Room
 	once     sync.Once
 }
 

@@ -35,7 +35,7 @@ const (
 // mczone=own before its zone is made and until its DNS is released, and
 // the cache indexes the clusters that say so. A restarted operator, or a
 // new leader, counts the same clusters — also those paused, or not
-// reconciled yet — and clusterlink.Admissions covers the cache's lag
+// reconciled yet — and admission.Room covers the cache's lag
 // behind this process's own writes.
 
 // mcZoneIndex indexes the workload clusters whose MC-side zone of their

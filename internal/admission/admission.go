@@ -1,11 +1,14 @@
-package clusterlink
+// Package admission admits objects to a limit counted from the objects
+// themselves, through the cache, covering the cache's lag behind the
+// process's own writes.
+package admission
 
 import (
 	"sync"
 	"time"
 )
 
-// Admissions is what a limit counted from the objects cannot see yet: the
+// Room is what a limit counted from the objects cannot see yet: the
 // admissions this process made whose writes the cache does not show. A
 // limit counts the holders of each scope from the cache (a field index on
 // the objects, so that a restart loses nothing); a cluster admitted here
@@ -13,9 +16,10 @@ import (
 // pendingFor passes (the write did not happen). Admit runs one decision at
 // a time, so that two workers cannot both take the last place.
 //
-// Used by the MC services' connection limit (servicelimit.go) and DNS
-// mode's per-cluster zone limit (wiringdns).
-type Admissions struct {
+// Used by the MC services' connection limit (clusterlink), DNS mode's
+// per-cluster zone limit (wiringdns) and the links per private DNS zone
+// of AzurePrivateEndpoints (privateendpoint).
+type Room struct {
 	mu      sync.Mutex
 	pending map[string]map[string]time.Time // scope → cluster → admitted at
 }
@@ -29,7 +33,7 @@ const pendingFor = 2 * time.Minute
 // cache does not show yet (self's own never counts against it), and
 // reports whether self is admitted. An admission is noted in every scope
 // until the cache shows it.
-func (a *Admissions) Admit(self string, scopes []string, now time.Time,
+func (a *Room) Admit(self string, scopes []string, now time.Time,
 	holders func() (map[string]map[string]bool, error), decide func(use map[string]int) bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -64,7 +68,7 @@ func (a *Admissions) Admit(self string, scopes []string, now time.Time,
 }
 
 // Pending is how many admissions of scope wait for the cache (tests).
-func (a *Admissions) Pending(scope string) int {
+func (a *Room) Pending(scope string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.pending[scope])
