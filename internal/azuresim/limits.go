@@ -89,6 +89,14 @@ const (
 	codeEndpointsPerService    = "PrivateEndpointsPerPrivateLinkServiceLimitExceeded"
 )
 
+// PrivateDNSLimitCodes are the codes of the Private DNS limits of zones and
+// links: zones per subscription, zones linked to a network, links per
+// zone. The operator counts each before it asks (a harness checks that
+// none is ever answered).
+func PrivateDNSLimitCodes() []string {
+	return []string{codeZonesPerSubscription, codeZonesPerVirtualNetwork, codeLinksPerZone}
+}
+
 func errLimit(code, what string, limit int, scope string) *armError {
 	return errBadRequest(code, "%s limit of %d exceeded in %s.", what, limit, scope)
 }

@@ -568,6 +568,11 @@ func (h *history) endChecks(stuck, leftovers []string) {
 	for _, id := range leftovers {
 		add(InvLeftover, id, "")
 	}
+	for _, code := range azuresim.PrivateDNSLimitCodes() {
+		if n := h.w.sb.Sim.Counters().Errors[code]; n > 0 {
+			add(InvLimitRefused, fmt.Sprintf("%d requests answered %s", n, code), "")
+		}
+	}
 	for _, principal := range operatorPrincipals() {
 		if n := h.w.sb.Sim.Counters().SumFor(principal, "", "", http.StatusTooManyRequests, http.StatusTooManyRequests); n > 0 {
 			add(InvThrottled, fmt.Sprintf("%d requests as %s", n, principal), "")

@@ -51,6 +51,12 @@ const (
 	// InvLeftover: something the operator made is in Azure after every
 	// workload cluster was deleted.
 	InvLeftover = "left in Azure after every cluster was deleted"
+	// InvLimitRefused: Azure refused a Private DNS zone or link for a
+	// limit the operator counts before it asks (the MC network's zones
+	// are lowered to zoneLimit in the simulation, and the operator's
+	// --wiring-dns-zone-limit with them, so that histories with restarts
+	// reach it).
+	InvLimitRefused = "refused by a Private DNS limit the operator counts"
 	// InvThrottled: Azure answered the operator 429.
 	InvThrottled = "operator throttled (429)"
 	// InvPanic: the operator panicked.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,11 @@ import (
 // pool so that names collide across tenants and with the MC.
 const (
 	baseDomain = "sim.example.com"
+	// zoneLimit is how many Private DNS zones the MC's network takes, in
+	// azuresim and for the operator: below the private clusters a history
+	// can hold at once (up to three per tenant; seed 3, make test's, holds
+	// three at once), so histories reach it.
+	zoneLimit = 2
 	// watchFilter is the operator's --watch-filter value; every cluster
 	// carries it until a history takes it away.
 	watchFilter      = "sim"
@@ -127,6 +133,10 @@ func operatorFlags() []string {
 		"--pending-recheck-interval=3s", "--drift-check-interval=15s", "--terminal-recheck-interval=15s",
 		"--mc-write-delay=1s", "--heal-disconnected-after=10s", "--identity-secret-recheck-interval=15s",
 		"--azure-observe-ttl=2s", "--wiring-dns-check-interval=30s",
+		// The MC network takes zoneLimit zones (azuresim refuses more):
+		// histories reach the per-cluster layout's zone limit, across
+		// restarts (InvLimitRefused).
+		"--wiring-dns-zone-limit=" + strconv.Itoa(zoneLimit),
 		// The tenants' AzurePrivateEndpoints on the same footing: a change
 		// by the service's owner is seen within the checker's grace.
 		"--private-endpoint-recheck-interval=3s", "--private-endpoint-drift-interval=15s",
@@ -155,7 +165,8 @@ func startWorld(ctx context.Context, cfg *Config, dir string) (*world, error) {
 	throttling := azuresim.DefaultThrottling()
 	throttling.Exempt = []string{sandbox.CAPZClientID}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: dir, Throttling: throttling, CAPZResync: time.Second, CAPZConcurrency: 4, CAPZSyncPeriod: 10 * time.Second,
+		Limits: azuresim.Limits{ZonesPerVirtualNetwork: zoneLimit},
+		Dir:    dir, Throttling: throttling, CAPZResync: time.Second, CAPZConcurrency: 4, CAPZSyncPeriod: 10 * time.Second,
 		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
 		Logf:       cfg.Logf,
