@@ -102,14 +102,17 @@ func (r *DNSReconciler) mcZoneHolders(ctx context.Context, self string) (map[str
 // checkZoneLimit applies the limit to the MC-side set of a per-cluster
 // layout: it warns near the limit, and drops the set (no zone, no
 // records) beyond it, returning the problem that says why. had: the
-// cluster's zone may exist (holdsMCZone). own reports whether, after this
+// cluster's zone may exist (holdsMCZone): it is kept, and costs no count. own reports whether, after this
 // pass, a zone of the cluster's own may exist on the MC side: what the
 // pass records (MCZoneOwn) before it writes Azure.
 func (r *DNSReconciler) checkZoneLimit(ctx context.Context, u *unstructured.Unstructured, sets []DNSSet, problems []clusterlink.Problem, wc string, had bool) (out []DNSSet, _ []clusterlink.Problem, own bool, _ error) {
 	limit := r.Opts.DNS.ZoneLimit
 	own = had
 	for _, s := range sets {
-		if s.Side != clusterlink.DNSSideMC || s.Zone.Shared || s.IP == "" && !had {
+		if s.Side != clusterlink.DNSSideMC || s.Zone.Shared || had || s.IP == "" {
+			// Not a zone of the cluster's own; or one that may exist,
+			// always counted in without a count (no list of the clusters
+			// on every pass of every cluster).
 			out = append(out, s)
 			continue
 		}
@@ -117,7 +120,7 @@ func (r *DNSReconciler) checkZoneLimit(ctx context.Context, u *unstructured.Unst
 		err := r.zoneRoom.Admit(wc, []string{mcZoneScope}, r.Clock.Now(), func() (map[string]map[string]bool, error) {
 			return r.mcZoneHolders(ctx, wc)
 		}, func(use map[string]int) bool {
-			n, ok = use[mcZoneScope]+1, had || use[mcZoneScope] < limit
+			n, ok = use[mcZoneScope]+1, use[mcZoneScope] < limit
 			return ok
 		})
 		if err != nil {
