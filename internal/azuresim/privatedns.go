@@ -60,8 +60,11 @@ var zoneKind = &kind{
 		// zone: an empty zone has one.
 		z.Properties.NumberOfRecordSets = new(int64(len(s.list(typeARecord, r.id)) + 1))
 		z.Properties.NumberOfVirtualNetworkLinks = new(int64(len(s.list(typeVNetLink, r.id))))
-		z.Properties.MaxNumberOfRecordSets = new(int64(25000))
-		z.Properties.MaxNumberOfVirtualNetworkLinks = new(int64(1000))
+		// Azure says the zone's limits in its properties (25,000 and 1,000
+		// in the recorded zone, testdata/private-dns-zone.json); these are
+		// the limits this server enforces.
+		z.Properties.MaxNumberOfRecordSets = new(int64(s.limits.RecordSetsPerZone))
+		z.Properties.MaxNumberOfVirtualNetworkLinks = new(int64(s.limits.VirtualNetworkLinksPerZone))
 		z.Properties.MaxNumberOfVirtualNetworkLinksWithRegistration = new(int64(100))
 		registered := 0
 		for _, l := range s.list(typeVNetLink, r.id) {

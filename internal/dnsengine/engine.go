@@ -82,7 +82,8 @@ type Engine struct {
 
 	seen  memo.Memo
 	mu    sync.Mutex
-	users map[string]Users // by owner kind (Register)
+	users map[string]Users      // by owner kind (Register)
+	sets  map[string]recordSets // by zone key (recordlimit.go)
 }
 
 // Target is one object's view of one zone: the API of the zone's
@@ -99,14 +100,23 @@ type Target struct {
 	// (tagged); AdoptRecords lets record sets without owner metadata be
 	// written as Owner's.
 	AdoptZone, AdoptRecords bool
-	// Event records what the engine did on the object (nil: nothing).
-	Event func(reason, message string)
+	// Event records what the engine did on the object (nil: nothing);
+	// Warning records a Warning on it (nil: Event).
+	Event, Warning func(reason, message string)
 }
 
 func (t Target) event(reason, format string, args ...any) {
 	if t.Event != nil {
 		t.Event(reason, sprintf(format, args...))
 	}
+}
+
+func (t Target) warn(reason, format string, args ...any) {
+	if t.Warning == nil {
+		t.event(reason, format, args...)
+		return
+	}
+	t.Warning(reason, sprintf(format, args...))
 }
 
 func (e *Engine) now() time.Time {
@@ -189,6 +199,9 @@ func (e *Engine) Mark(m *memo.Memo, key, fp string) { m.Set(key, fp, e.now()) }
 // or when an object that used it is gone).
 func (e *Engine) ForgetZone(z dns.Zone) {
 	k := z.Key()
+	e.mu.Lock()
+	delete(e.sets, k)
+	e.mu.Unlock()
 	e.seen.ForgetFunc(func(key string) bool {
 		_, rest, _ := strings.Cut(key, "|")
 		return rest == k || strings.HasPrefix(rest, k+"|")

@@ -120,9 +120,12 @@ type world struct {
 	sdk dns.SDK
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newLimitedWorld(t, azuresim.Limits{}) }
+
+// newLimitedWorld is newWorld with Azure's limits as given.
+func newLimitedWorld(t *testing.T, limits azuresim.Limits) *world {
 	t.Helper()
-	sim := azuresim.New(azuresim.Options{TLS: true, Principals: []azuresim.Principal{{TenantID: tenant, ClientID: clientID, ClientSecret: secret}}})
+	sim := azuresim.New(azuresim.Options{TLS: true, Limits: limits, Principals: []azuresim.Principal{{TenantID: tenant, ClientID: clientID, ClientSecret: secret}}})
 	if err := sim.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

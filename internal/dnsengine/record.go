@@ -1,7 +1,10 @@
 package dnsengine
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -36,18 +39,23 @@ func (e *Engine) WriteRecord(ctx context.Context, t Target, rel string, ips []st
 	if e.seen.Fresh(recordKey(z, rel), fp, e.now(), e.check()) {
 		return nil, nil
 	}
+	var full *RecordSetLimitError
 	if !written || e.CreatedHere(z) {
-		err := t.API.PutRecord(ctx, z.ResourceGroup, z.Name, rel, "", dns.RecordBody(nil, ips, ttl, t.Owner.Value()))
-		if err == nil {
+		created, err := e.createRecord(ctx, t, rel, ips, ttl)
+		switch {
+		case created:
 			e.recordWritten(t, rel, ips, fp)
 			return nil, nil
-		}
-		if !azure.IsPreconditionFailed(err) {
+		case err != nil && !errors.As(err, &full) && !azure.IsPreconditionFailed(err):
 			return nil, err
 		}
+		// It exists (Azure's 412), or the zone is full: read it.
 	}
-	rs, err := t.API.Record(ctx, z.ResourceGroup, z.Name, rel)
-	if err != nil {
+	rs, err := e.readOrCreate(ctx, t, rel, ips, ttl, full)
+	if err != nil || rs == nil {
+		if err == nil {
+			e.recordWritten(t, rel, ips, fp)
+		}
 		return nil, err
 	}
 	tag := dns.RecordOwner(rs)
@@ -56,21 +64,56 @@ func (e *Engine) WriteRecord(ctx context.Context, t Target, rel string, ips []st
 		return nil, err
 	}
 	switch {
-	case rs != nil && !mine && (tag != "" || !t.AdoptRecords):
+	case !mine && (tag != "" || !t.AdoptRecords):
 		return &Taken{FQDN: dns.FQDN(rel, z.Name), Owner: tag}, nil
 	case dns.RecordMatches(rs, ips, ttl, t.Owner.Value()):
 		e.seen.Set(recordKey(z, rel), fp, e.now())
 		return nil, nil
 	}
-	etag := ""
-	if rs != nil {
-		etag = ptr.Deref(rs.Etag, "")
-	}
-	if err := t.API.PutRecord(ctx, z.ResourceGroup, z.Name, rel, etag, dns.RecordBody(rs, ips, ttl, t.Owner.Value())); err != nil {
+	if err := t.API.PutRecord(ctx, z.ResourceGroup, z.Name, rel, ptr.Deref(rs.Etag, ""), dns.RecordBody(rs, ips, ttl, t.Owner.Value())); err != nil {
 		return nil, err
 	}
 	e.recordWritten(t, rel, ips, fp)
 	return nil, nil
+}
+
+// readOrCreate reads the record set rel; when it is not there (also when
+// the object wrote it before: someone deleted it) it creates it, counted
+// (createRecord), and returns nil. full: the zone was found full before.
+func (e *Engine) readOrCreate(ctx context.Context, t Target, rel string, ips []string, ttl int64, full *RecordSetLimitError) (*armprivatedns.RecordSet, error) {
+	z := t.Zone
+	rs, err := t.API.Record(ctx, z.ResourceGroup, z.Name, rel)
+	switch {
+	case err != nil || rs != nil:
+		return rs, err
+	case full != nil:
+		return nil, full
+	}
+	created, err := e.createRecord(ctx, t, rel, ips, ttl)
+	if created || !azure.IsPreconditionFailed(err) {
+		return nil, err
+	}
+	// Made meanwhile by someone else: read what they wrote.
+	if rs, err = t.API.Record(ctx, z.ResourceGroup, z.Name, rel); err != nil || rs == nil {
+		return nil, cmp.Or(err, fmt.Errorf("record set %s was created and deleted meanwhile by someone else", dns.FQDN(rel, z.Name)))
+	}
+	return rs, nil
+}
+
+// createRecord creates the record set rel if it does not exist
+// (If-None-Match: *) and the zone has room for it (reserveRecordSet); it
+// reports whether it did. At the zone's limit the error is a
+// *RecordSetLimitError and nothing is sent; when the record set exists it
+// is Azure's 412.
+func (e *Engine) createRecord(ctx context.Context, t Target, rel string, ips []string, ttl int64) (bool, error) {
+	z := t.Zone
+	done, err := e.reserveRecordSet(ctx, t, dns.FQDN(rel, z.Name))
+	if err != nil {
+		return false, err
+	}
+	err = t.API.PutRecord(ctx, z.ResourceGroup, z.Name, rel, "", dns.RecordBody(nil, ips, ttl, t.Owner.Value()))
+	done(err == nil)
+	return err == nil, err
 }
 
 func (e *Engine) recordWritten(t Target, rel string, ips []string, fp string) {
@@ -136,6 +179,7 @@ func (e *Engine) deleteRecordSet(ctx context.Context, t Target, rs *armprivatedn
 	if err := t.API.DeleteRecord(ctx, z.ResourceGroup, z.Name, rel, ptr.Deref(rs.Etag, "")); err != nil {
 		return err
 	}
+	e.recordSetDeleted(z.Key())
 	e.ForgetRecord(z, rel)
 	msg := "deleted record " + dns.FQDN(rel, z.Name)
 	if why != "" {

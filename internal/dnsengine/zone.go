@@ -49,6 +49,7 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 	if err != nil {
 		return ZoneState{}, err
 	}
+	e.zoneRead(observed, z.Key())
 	if observed == nil {
 		if _, err := e.createZone(ctx, t); err != nil {
 			return ZoneState{}, err
@@ -90,6 +91,7 @@ func (e *Engine) createZone(ctx context.Context, t Target) (bool, error) {
 	// A zone this process creates holds no link and no record set: they
 	// are written without reading first.
 	e.seen.Set(createdKey(z), "", e.now())
+	e.zoneCreated(z.Key())
 	t.event(ReasonZoneCreated, "creating private DNS zone %s in %s/%s", z.Name, z.Subscription, z.ResourceGroup)
 	return true, nil
 }

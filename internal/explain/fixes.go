@@ -7,6 +7,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 )
 
 // fixes says, for each reason a chain can stop with, what to change. The
@@ -61,12 +62,15 @@ var fixes = map[string]string{
 		"fix the base-domain annotation, or --wiring-dns-allowed-base-domains.",
 	wiringdns.ReasonDNSNameReserved: "The name belongs to the platform or to a public cluster of the same name that came first: rename the cluster, " +
 		"or give it another base domain.",
-	wiringdns.ReasonDNSZoneHeld:         "Another workload cluster of the same name made that zone: it is that cluster's while it exists; rename this one.",
-	wiringdns.ReasonDNSRecordConflict:   "Another workload cluster of the resource group holds those names: give the clusters zones of their own (--wiring-dns-wc-zone with {{.Cluster}}).",
-	wiringdns.ReasonDNSRecordNotOwned:   "A record set of that name was written by another tool: remove it, or let the operator take it over (--wiring-dns-adopt).",
-	wiringdns.ReasonInvalidDNS:          "The DNS names cannot be built: set --wiring-dns-base-domain, or fix the templates.",
-	wiringdns.ReasonDNSZoneLimit:        "The subscription or the network has Azure's maximum of private zones: raise the quota (and --wiring-dns-zone-limit) or use a shared zone.",
-	wiringdns.ReasonDNSZoneLimitNear:    "Close to Azure's maximum of private zones in the subscription or the network: plan for a shared zone or a raised quota.",
+	wiringdns.ReasonDNSZoneHeld:       "Another workload cluster of the same name made that zone: it is that cluster's while it exists; rename this one.",
+	wiringdns.ReasonDNSRecordConflict: "Another workload cluster of the resource group holds those names: give the clusters zones of their own (--wiring-dns-wc-zone with {{.Cluster}}).",
+	wiringdns.ReasonDNSRecordNotOwned: "A record set of that name was written by another tool: remove it, or let the operator take it over (--wiring-dns-adopt).",
+	wiringdns.ReasonInvalidDNS:        "The DNS names cannot be built: set --wiring-dns-base-domain, or fix the templates.",
+	wiringdns.ReasonDNSZoneLimit:      "The subscription or the network has Azure's maximum of private zones: raise the quota (and --wiring-dns-zone-limit) or use a shared zone.",
+	wiringdns.ReasonDNSZoneLimitNear:  "Close to Azure's maximum of private zones in the subscription or the network: plan for a shared zone or a raised quota.",
+	wiringdns.ReasonDNSRecordSetLimit: "The zone holds Azure's maximum of record sets (25,000): name the MC-side zone per namespace or per cluster " +
+		"(--wiring-dns-mc-zone with {{.Namespace}} or {{.Cluster}}), or remove record sets no one needs from it.",
+	dnsengine.ReasonRecordSetLimitNear:  "A zone the cluster's records are in is close to Azure's maximum of record sets: plan zones per namespace or per cluster.",
 	wiringdns.ReasonDNSNotReleased:      "The cluster's records could not be removed: read the message (usually the MC-side zone's permissions).",
 	clusterlink.ReasonHealWaitsForDNS:   "Wait: a broken endpoint is deleted once its records no longer hold its address.",
 	clusterlink.ReasonHealWaitsForPause: "Unpause the cluster when clusterctl move is done; the heal follows.",

@@ -14,6 +14,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
@@ -133,17 +134,80 @@ func TestWiringZoneLimit(t *testing.T) {
 }
 
 // dnsLimited waits until a WC's GSDNSZoneReady is Unknown with
-// DNSZoneLimit, and checks that it has no zone.
+// DNSZoneLimit.
 func dnsLimited(t *testing.T, w *testworld.World, name string) {
 	t.Helper()
-	testworld.Eventually(t, testworld.Timeout, name+"'s GSDNSZoneReady says "+wiringdns.ReasonDNSZoneLimit, func(ctx context.Context) (bool, string) {
+	dnsWaitsWith(t, w, name, wiringdns.ReasonDNSZoneLimit)
+}
+
+// dnsWaitsWith waits until a WC's GSDNSZoneReady is Unknown with reason,
+// and returns its message.
+func dnsWaitsWith(t *testing.T, w *testworld.World, name, reason string) string {
+	t.Helper()
+	var msg string
+	testworld.Eventually(t, testworld.Timeout, name+"'s GSDNSZoneReady says "+reason, func(ctx context.Context) (bool, string) {
 		u, err := w.Get(ctx, wcNS, name)
 		if err != nil {
 			return false, err.Error()
 		}
 		c := condition(u, clusterlink.ConditionGSDNSZoneReady)
-		return c["status"] == "Unknown" && c["reason"] == wiringdns.ReasonDNSZoneLimit, fmt.Sprint(c)
+		msg = fmt.Sprint(c["message"])
+		return c["status"] == "Unknown" && c["reason"] == reason, fmt.Sprint(c)
 	})
+	return msg
+}
+
+// TestWiringRecordSetLimit: the MC-side names of every workload cluster
+// in one shared zone, which holds three record sets (azuresim refuses a
+// fourth, as Azure does beyond its 25,000, the SOA record set included).
+// The cluster that takes the last place gets the Warning
+// DNSRecordSetLimitNear; the next gets no request Azure would refuse: its
+// GSDNSZoneReady is Unknown with DNSRecordSetLimit, naming the record set.
+// Once a cluster is deleted and its record released, the waiting one is
+// written and resolves.
+func TestWiringRecordSetLimit(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  azuresim.Limits{RecordSetsPerZone: 3}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
+			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"}}
+	})
+	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
+	for _, name := range []string{"wc1", "wc2"} {
+		u := wired(t, w, name, true, true)
+		dnsReady(t, w, name)
+		resolves(t, w, mcVNet, "api."+name+"."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	}
+	testworld.Eventually(t, testworld.Timeout, "event "+dnsengine.ReasonRecordSetLimitNear+" on wc1 or wc2", func(ctx context.Context) (bool, string) {
+		for _, name := range []string{"wc1", "wc2"} {
+			if ok, _ := w.HasEvent(ctx, types.NamespacedName{Namespace: wcNS, Name: name}, dnsengine.ReasonRecordSetLimitNear); ok {
+				return true, ""
+			}
+		}
+		return false, "none"
+	})
+
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	u := wired(t, w, "wc3", true, true)
+	if msg := dnsWaitsWith(t, w, "wc3", wiringdns.ReasonDNSRecordSetLimit); !strings.Contains(msg, "api.wc3."+baseDomain) || !strings.Contains(msg, "3 record sets") {
+		t.Errorf("the condition does not name the record set and the count: %s", msg)
+	}
+	if r := w.Sim.Resolve(mcVNet, "api.wc3."+baseDomain); r.Status == azuresim.ResolveOK {
+		t.Errorf("api.wc3 resolves beyond the zone's limit: %+v", r)
+	}
+	if n := w.Sim.Counters().Errors["RecordSetsPerZoneLimitExceeded"]; n != 0 {
+		t.Errorf("Azure refused %d record sets: the limit let them through", n)
+	}
+
+	deleteCluster(t, w, wcNS, "wc1")
+	dnsReady(t, w, "wc3")
+	resolves(t, w, mcVNet, "api.wc3."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	if n := w.Sim.Counters().Errors["RecordSetsPerZoneLimitExceeded"]; n != 0 {
+		t.Errorf("Azure refused %d record sets", n)
+	}
 }
 
 // TestDNSNeverHoldsTheWiring: DNS mode is a controller of its own. With

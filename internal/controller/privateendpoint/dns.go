@@ -2,6 +2,7 @@ package privateendpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ func (r *Reconciler) dnsTarget(obj *v1alpha1.AzurePrivateEndpoint, api dnsAPI, z
 		Tags: azure.Tags(r.Opts.Tags, obj.Spec.Tags),
 		Event: func(reason, msg string) {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg)
+		},
+		Warning: func(reason, msg string) {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "DNS", "%s", msg)
 		},
 	}
 }
@@ -231,13 +235,21 @@ func (r *Reconciler) dropUnusedLinks(ctx context.Context, t dnsengine.Target, ha
 // writeRecords writes each record set of a slot with the endpoint's
 // address, and deletes the ones the object wrote there before and no
 // longer names. A record set the operator did not write is left alone
-// unless the spec adopts it: it returns those, with their owners.
+// unless the spec adopts it: it returns those, with their owners. A new
+// record set in a zone that holds Azure's maximum is not created: the
+// others are written, and the error is the terminal
+// PrivateDNSRecordSetLimit.
 func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, t dnsengine.Target, s slot) ([]string, error) {
 	ips, ttl, zone := obj.Status.IPAddresses, ttl(obj.Spec.DNS), t.Zone
-	var written, taken []string
+	var written, taken, full []string
+	var limit *dnsengine.RecordSetLimitError
 	for _, rel := range s.records {
 		fqdn := dns.FQDN(rel, zone.Name)
 		by, err := r.dnsEngine().WriteRecord(ctx, t, rel, ips, ttl, slices.Contains(*s.st.fqdns, fqdn))
+		if errors.As(err, &limit) {
+			full = append(full, fqdn)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -256,6 +268,12 @@ func (r *Reconciler) writeRecords(ctx context.Context, obj *v1alpha1.AzurePrivat
 		}
 	}
 	*s.st.fqdns = written
+	if limit != nil {
+		return taken, terminal(ReasonRecordSetLimit,
+			"record set(s) %s are not created: private DNS zone %s holds %d record sets, Azure's maximum for a zone (%d, its SOA record set included), so those names do not resolve; "+
+				"put the names beyond it in another zone (another spec.dns.zoneName, or zoneMode Own), or remove record sets no one needs from the zone",
+			strings.Join(full, ", "), zone.Name, limit.Used, limit.Limit)
+	}
 	return taken, nil
 }
 

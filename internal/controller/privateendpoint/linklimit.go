@@ -37,6 +37,12 @@ const (
 	ReasonZoneLinkLimit = "PrivateDNSZoneLinkLimit"
 	// ReasonZoneLinkLimitNear: the zone has 90 % of them (a Warning).
 	ReasonZoneLinkLimitNear = "PrivateDNSZoneLinkLimitNear"
+
+	// ReasonRecordSetLimit: the zone holds as many record sets as Azure
+	// allows (25,000); a new one of the object is not created
+	// (dnsengine/recordlimit.go). From 90 % the engine's Warning
+	// dnsengine.ReasonRecordSetLimitNear goes on the object.
+	ReasonRecordSetLimit = "PrivateDNSRecordSetLimit"
 )
 
 // linkLimit is the limit in force (Options.ZoneLinkLimit, else Azure's).

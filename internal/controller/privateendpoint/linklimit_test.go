@@ -11,11 +11,16 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 )
 
 // linksPerZoneExceeded is azuresim's code beyond its links per zone (the
 // emulator's own: internal/azuresim/limits.go).
 const linksPerZoneExceeded = "VirtualNetworkLinksPerZoneLimitExceeded"
+
+// recordSetsPerZoneExceeded is azuresim's code beyond its record sets per
+// zone.
+const recordSetsPerZoneExceeded = "RecordSetsPerZoneLimitExceeded"
 
 // TestZoneLinkLimit: a shared zone takes one link (azuresim refuses a
 // second, as Azure does beyond its 1,000) and the operator's limit is one.
@@ -63,4 +68,44 @@ func TestZoneLinkLimit(t *testing.T) {
 	}
 	waitCondition(t, w, "elsewhere", v1alpha1.ConditionDNSReady, metav1.ConditionTrue, "")
 	resolves(t, w, pVNet, "api.elsewhere.links.internal", azuresim.ResolveOK, endpoint(w, "elsewhere").IP)
+}
+
+// TestRecordSetLimit: a shared zone holds four record sets (azuresim
+// refuses a fifth, as Azure does beyond its 25,000, the SOA record set
+// included). The second object's first record set takes the last place,
+// with the Warning DNSRecordSetLimitNear; its second gets no request
+// Azure would refuse: DNSReady False with PrivateDNSRecordSetLimit, the
+// name in the message, while the name that got its place resolves. Once
+// the first object is gone, and its record sets with it, the second's
+// last name is written.
+func TestRecordSetLimit(t *testing.T) {
+	w, svc, _ := limitedWorld(t, privateendpoint.Options{TerminalRecheck: 2 * time.Second}, azuresim.Limits{RecordSetsPerZone: 4})
+	ctx := context.Background()
+	shared := func(name string) *v1alpha1.AzurePrivateEndpoint {
+		o := ape(name, svc.Status.ResourceID)
+		o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: "records.internal", ZoneMode: v1alpha1.ZoneModeShared, Records: []string{"api." + name, "*.apps." + name}}
+		return o
+	}
+	create(t, w, shared("first"))
+	ready(t, w, "first")
+	create(t, w, shared("second"))
+	got := waitCondition(t, w, "second", v1alpha1.ConditionDNSReady, metav1.ConditionFalse, privateendpoint.ReasonRecordSetLimit)
+	if msg := message(got, v1alpha1.ConditionDNSReady); !strings.Contains(msg, "*.apps.second.records.internal") || !strings.Contains(msg, "4 record sets") {
+		t.Errorf("the condition does not say which name and how many record sets: %s", msg)
+	}
+	hasEvent(t, w, "second", dnsengine.ReasonRecordSetLimitNear)
+	resolves(t, w, cVNet, "api.second.records.internal", azuresim.ResolveOK, endpoint(w, "second").IP)
+	if n := w.Sim.Counters().Errors[recordSetsPerZoneExceeded]; n != 0 {
+		t.Errorf("Azure refused %d record sets: the limit let them through", n)
+	}
+
+	if err := w.Client.Delete(ctx, &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, w, "first")
+	waitCondition(t, w, "second", v1alpha1.ConditionDNSReady, metav1.ConditionTrue, "")
+	resolves(t, w, cVNet, "x.apps.second.records.internal", azuresim.ResolveOK, endpoint(w, "second").IP)
+	if n := w.Sim.Counters().Errors[recordSetsPerZoneExceeded]; n != 0 {
+		t.Errorf("Azure refused %d record sets", n)
+	}
 }

@@ -208,9 +208,13 @@ func (r *DNSReconciler) writeSets(ctx context.Context, u *unstructured.Unstructu
 			continue
 		}
 		state, err := r.ensureDNS(ctx, u, set)
-		var held *zoneHeldError
+		var held *setProblemError
 		if errors.As(err, &held) {
-			pass.Skipped(set.write()) // nothing was written
+			if held.wrote {
+				pass.Done(set.write(), false) // some records may be written
+			} else {
+				pass.Skipped(set.write()) // nothing was written
+			}
 			r.warnOnce(u, held.Reason, held.Message)
 			problems = append(problems, held.Problem)
 			result, written = clusterlink.LowestNonZeroResult(result, ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}), false

@@ -2,6 +2,7 @@ package wiringdns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,7 +30,13 @@ const (
 	// ReasonDNSZoneHeld: the cluster's own zone (a template naming
 	// .Cluster) exists and another workload cluster made it: two clusters
 	// of one name in two namespaces. The holder keeps it.
-	ReasonDNSZoneHeld         = "DNSZoneHeld"
+	ReasonDNSZoneHeld = "DNSZoneHeld"
+	// ReasonDNSRecordSetLimit: a record set of the cluster is not created
+	// because its zone holds Azure's maximum of record sets (25,000: the
+	// shared MC-side zone of many clusters; dnsengine/recordlimit.go).
+	// From 90 % the engine's Warning dnsengine.ReasonRecordSetLimitNear
+	// goes on the cluster that takes a record set.
+	ReasonDNSRecordSetLimit   = "DNSRecordSetLimit"
 	reasonDNSZoneReadyMessage = "private DNS records of the wiring are written and linked"
 )
 
@@ -63,7 +70,8 @@ func (a AzureDNS) For(ctx context.Context, set DNSSet) (dns.API, error) {
 func (r *DNSReconciler) dnsTarget(u *unstructured.Unstructured, api dns.API, set DNSSet) dnsengine.Target {
 	return dnsengine.Target{
 		API: api, Zone: set.Zone, Owner: set.owner(), AdoptRecords: r.Opts.DNS.Adopt, Tags: r.Opts.DNS.Tags,
-		Event: func(reason, msg string) { r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg) },
+		Event:   func(reason, msg string) { r.Recorder.Eventf(u, nil, corev1.EventTypeNormal, reason, "DNS", "%s", msg) },
+		Warning: func(reason, msg string) { r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, reason, "DNS", "%s", msg) },
 	}
 }
 
@@ -135,9 +143,33 @@ func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstru
 	if err != nil {
 		return dnsWaiting, err
 	}
+	state, err := r.writeRecords(ctx, u, t, set, had)
+	if err != nil {
+		return state, err
+	}
+	if state == dnsDone && !link.Ready {
+		state = dnsWaiting
+	}
+	if state == dnsDone {
+		r.seen.Set(memo, fp, now)
+	}
+	return state, nil
+}
+
+// writeRecords writes the set's records through the engine. A record set
+// someone else wrote makes the set dnsBlocked (with a Warning); record sets
+// the zone has no room for are reported, after the others are written, as
+// a setProblemError with DNSRecordSetLimit.
+func (r *DNSReconciler) writeRecords(ctx context.Context, u *unstructured.Unstructured, t dnsengine.Target, set DNSSet, had bool) (dnsState, error) {
 	state := dnsDone
+	var full []string
+	var limit *dnsengine.RecordSetLimitError
 	for _, rel := range set.Records {
 		taken, err := r.dnsEngine().WriteRecord(ctx, t, rel, []string{set.IP}, r.Opts.DNS.TTL, had)
+		if errors.As(err, &limit) {
+			full = append(full, dns.FQDN(rel, set.Zone.Name))
+			continue
+		}
 		if err != nil {
 			return dnsWaiting, err
 		}
@@ -148,11 +180,11 @@ func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstru
 			state = dnsBlocked
 		}
 	}
-	if state == dnsDone && !link.Ready {
-		state = dnsWaiting
-	}
-	if state == dnsDone {
-		r.seen.Set(memo, fp, now)
+	if limit != nil {
+		return dnsBlocked, &setProblemError{wrote: true, Problem: clusterlink.Problem{Cluster: key(&capz.AzureCluster{Namespace: u.GetNamespace(), Name: u.GetName()}), Reason: ReasonDNSRecordSetLimit, Message: fmt.Sprintf(
+			"record set(s) %s (%s side) are not created: private DNS zone %s holds %d record sets, Azure's maximum for a zone (%d, its SOA record set included), so those names do not resolve; "+
+				"name the zone per namespace or per cluster (--wiring-dns-mc-zone with .Namespace or .Cluster; docs/dns.md), or remove record sets no one needs from it",
+			strings.Join(full, ", "), set.Side, set.Zone.Name, limit.Used, limit.Limit)}}
 	}
 	return state, nil
 }
@@ -259,10 +291,15 @@ func (r *DNSReconciler) releaseSet(ctx context.Context, u *unstructured.Unstruct
 // dnsEngine is the process's Private DNS engine.
 func (r *DNSReconciler) dnsEngine() *dnsengine.Engine { return r.Opts.DNSEngine }
 
-// zoneHeldError: the set's zone is another workload cluster's.
-type zoneHeldError struct{ clusterlink.Problem }
+// setProblemError: a set that cannot be brought in place until a person
+// acts (another workload cluster holds its zone; its zone is full). wrote:
+// some of its records may have been written in the pass.
+type setProblemError struct {
+	clusterlink.Problem
+	wrote bool
+}
 
-func (e *zoneHeldError) Error() string { return e.Message }
+func (e *setProblemError) Error() string { return e.Message }
 
 // zoneHeldByAnotherCluster says whether a per-cluster zone (its template
 // names .Cluster) was made by another workload cluster (its owner tag).
@@ -271,7 +308,7 @@ func (e *zoneHeldError) Error() string { return e.Message }
 // delete it — and gets a problem that names the holder only within its own
 // namespace. A zone without the operator's tag (made by a person) or
 // shared is used as before.
-func zoneHeldByAnotherCluster(set DNSSet, owner, wc string) *zoneHeldError {
+func zoneHeldByAnotherCluster(set DNSSet, owner, wc string) *setProblemError {
 	o, ok := dns.ParseOwner(owner)
 	if set.Zone.Shared || !ok || o.Kind != dns.KindAzureCluster || o.Namespace+"/"+o.Name == wc {
 		return nil
@@ -280,7 +317,7 @@ func zoneHeldByAnotherCluster(set DNSSet, owner, wc string) *zoneHeldError {
 	if ns, _, _ := strings.Cut(wc, "/"); o.Namespace == ns {
 		holder = "workload cluster " + o.Namespace + "/" + o.Name
 	}
-	return &zoneHeldError{clusterlink.Problem{Cluster: wc, Reason: ReasonDNSZoneHeld, Message: fmt.Sprintf(
+	return &setProblemError{Problem: clusterlink.Problem{Cluster: wc, Reason: ReasonDNSZoneHeld, Message: fmt.Sprintf(
 		"private DNS zone %s (%s side) was made by %s, which holds it: this cluster writes no records there while it does; rename the cluster, or name the zone per namespace (--wiring-dns-mc-zone with .Namespace)",
 		set.Zone.Name, set.Side, holder)}}
 }
