@@ -79,11 +79,15 @@ type Engine struct {
 	// Check is how often what is in place is read again (DefaultCheck).
 	Check time.Duration
 	Clock clock.PassiveClock
+	// ZoneLimit is how many private DNS zones a subscription may hold
+	// before the engine creates no more (AzureZonesPerSubscription).
+	ZoneLimit int
 
 	seen  memo.Memo
 	mu    sync.Mutex
-	users map[string]Users      // by owner kind (Register)
-	sets  map[string]recordSets // by zone key (recordlimit.go)
+	users map[string]Users             // by owner kind (Register)
+	sets  map[string]recordSets        // by zone key (recordlimit.go)
+	zones map[string]subscriptionZones // by subscription (zonelimit.go)
 }
 
 // Target is one object's view of one zone: the API of the zone's

@@ -3,6 +3,7 @@ package dnsengine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
@@ -93,5 +94,91 @@ func TestRecordSetLimit(t *testing.T) {
 	}
 	if n := w.sim.Counters().Errors["RecordSetsPerZoneLimitExceeded"]; n != 0 {
 		t.Errorf("Azure refused %d record sets", n)
+	}
+}
+
+// TestZoneLimit: a subscription holds three private DNS zones (azuresim
+// refuses a fourth, as Azure does beyond its 1,000), one of them made by
+// hand. The engine counts them by listing the subscription's zones: the
+// zone that takes the last place gets a Warning; one beyond it is not
+// requested (a ZoneLimitError, no PUT, no refusal from Azure) while a zone
+// that exists is used as always, also by a restarted engine; room made by
+// someone else is seen (near the limit the zones are listed before each
+// new one). An identity that may not list the subscription's zones
+// creates its zone without the count.
+func TestZoneLimit(t *testing.T) {
+	w := newLimitedWorld(t, azuresim.Limits{PrivateDNSZonesPerSubscription: 3})
+	ctx := context.Background()
+	zones := w.sdk.Factory.NewPrivateZonesClient()
+	byHand := func(name string) {
+		t.Helper()
+		p, err := zones.BeginCreateOrUpdate(ctx, rg, name, armprivatedns.PrivateZone{Location: new("global")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.PollUntilDone(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byHand("by-hand.internal")
+	e := &dnsengine.Engine{ZoneLimit: 3}
+	api := &counted{API: w.sdk}
+	var warnings []string
+	tg := func(zone string) dnsengine.Target {
+		t := target(api, zone, false, owner(strings.Split(zone, ".")[0]))
+		t.Warning = func(reason, msg string) { warnings = append(warnings, reason+": "+msg) }
+		return t
+	}
+	converge(t, e, tg("a.internal"), false)
+	if len(warnings) != 0 {
+		t.Errorf("warnings at 2 of 3: %v", warnings)
+	}
+	converge(t, e, tg("b.internal"), false)
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], dnsengine.ReasonZoneLimitNear) {
+		t.Errorf("want one %s warning, for the third zone: %v", dnsengine.ReasonZoneLimitNear, warnings)
+	}
+
+	_, writes := api.counts()
+	_, err := e.EnsureZone(ctx, tg("c.internal"), false)
+	var full *dnsengine.ZoneLimitError
+	if !errors.As(err, &full) || full.Used != 3 || full.Limit != 3 || full.Zone != "c.internal" {
+		t.Fatalf("a fourth zone: %v, want a ZoneLimitError of 3 of 3", err)
+	}
+	if _, wr := api.counts(); wr != writes {
+		t.Errorf("%d writes sent for a zone beyond the limit", wr-writes)
+	}
+	if n := w.sim.Counters().Errors["PrivateDnsZonesPerSubscriptionLimitExceeded"]; n != 0 {
+		t.Errorf("Azure refused %d zones", n)
+	}
+
+	// A restarted engine that does not know a.internal exists uses it.
+	if st, err := (&dnsengine.Engine{ZoneLimit: 3}).EnsureZone(ctx, tg("a.internal"), false); err != nil || !st.Ready {
+		t.Fatalf("a zone that exists, at the limit: %+v %v", st, err)
+	}
+
+	// Someone deletes the zone they made: c gets its place.
+	p, err := zones.BeginDelete(ctx, rg, "by-hand.internal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, e, tg("c.internal"), false)
+	if n := w.sim.Counters().Errors["PrivateDnsZonesPerSubscriptionLimitExceeded"]; n != 0 {
+		t.Errorf("Azure refused %d zones", n)
+	}
+
+	// An identity scoped to the resource group cannot list the
+	// subscription's zones: it requests its zone without the count, and
+	// gets Azure's refusal at the limit (as before the count existed).
+	w.sim.AddPrincipal(azuresim.Principal{TenantID: tenant, ClientID: "rg-only", ClientSecret: "rg-secret", Scopes: []string{"/subscriptions/" + sub + "/resourceGroups/" + rg}})
+	scoped := dns.SDK{Factory: factory(t, w.sim, "rg-only", "rg-secret")}
+	if _, err := scoped.ZoneCount(ctx); err == nil {
+		t.Fatal("a principal scoped to a resource group listed the subscription's zones: the case is not shown")
+	}
+	_, err = (&dnsengine.Engine{ZoneLimit: 3}).EnsureZone(ctx, target(scoped, "d.internal", false, owner("d")), false)
+	if errors.As(err, &full) || w.sim.Counters().Errors["PrivateDnsZonesPerSubscriptionLimitExceeded"] != 1 {
+		t.Fatalf("an identity that cannot count: %v, want the zone requested and Azure's refusal", err)
 	}
 }

@@ -53,6 +53,7 @@ func (e *Engine) DropZone(ctx context.Context, t Target, links int) (bool, error
 	if err := t.API.DeleteZone(ctx, z.ResourceGroup, z.Name); err != nil {
 		return false, err
 	}
+	e.zoneDeleted(z.Subscription)
 	e.ForgetZone(z)
 	t.event(ReasonZoneDeleted, "deleting private DNS zone %s", z.Name)
 	return false, nil

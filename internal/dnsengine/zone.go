@@ -2,6 +2,7 @@ package dnsengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -41,9 +42,11 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 	}
 	if !existing && !e.seen.Known(createdKey(z)) && !e.seen.Known(existsKey(z)) {
 		created, err := e.createZone(ctx, t)
-		if err != nil || created {
+		var full *ZoneLimitError
+		if (err != nil || created) && !errors.As(err, &full) {
 			return ZoneState{Progress: "creating private DNS zone " + z.Name}, err
 		}
+		// It exists; or the subscription is full, and it may exist.
 	}
 	observed, err := t.API.Zone(ctx, z.ResourceGroup, z.Name)
 	if err != nil {
@@ -75,10 +78,16 @@ func (e *Engine) EnsureZone(ctx context.Context, t Target, existing bool) (ZoneS
 }
 
 // createZone starts creating the zone unless it exists; it reports
-// whether it did (false: Azure said it exists).
+// whether it did (false: Azure said it exists). A subscription that holds
+// the limit gets no request: a *ZoneLimitError (zonelimit.go).
 func (e *Engine) createZone(ctx context.Context, t Target) (bool, error) {
 	z := t.Zone
-	err := t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner), t.Tags))
+	done, err := e.reserveZone(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	err = t.API.PutZone(ctx, z.ResourceGroup, z.Name, "", dns.ZoneBody(nil, z.Owner(t.Owner), t.Tags))
+	done(err == nil)
 	if azure.IsPreconditionFailed(err) {
 		// It exists: read it from now on instead of asking again (a zone
 		// being deleted would otherwise cost a write on every pass).

@@ -127,6 +127,14 @@ func (p pacedAPI) Zone(ctx context.Context, rg, zone string) (*armprivatedns.Pri
 	return p.api.Zone(ctx, rg, zone)
 }
 
+// ZoneCount takes one read of the budget for the list, whatever its pages.
+func (p pacedAPI) ZoneCount(ctx context.Context) (int, error) {
+	if err := p.take(false); err != nil {
+		return 0, err
+	}
+	return p.api.ZoneCount(ctx)
+}
+
 func (p pacedAPI) PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error {
 	if err := p.take(true); err != nil {
 		return err

@@ -292,6 +292,8 @@ func RewriteFailedLink(l *armprivatedns.VirtualNetworkLink, owner string) bool {
 // nil, not an error.
 type API interface {
 	Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error)
+	// ZoneCount is how many private DNS zones the subscription holds.
+	ZoneCount(ctx context.Context) (int, error)
 	PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error
 	DeleteZone(ctx context.Context, rg, zone string) error
 	Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error)
@@ -319,6 +321,21 @@ func (s SDK) Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZ
 		return nil, err
 	}
 	return &resp.PrivateZone, nil
+}
+
+// ZoneCount lists the subscription's private DNS zones, every page, and
+// counts them (Azure has no count of its own: PrivateZones_List, GET
+// /subscriptions/{id}/providers/Microsoft.Network/privateDnsZones).
+func (s SDK) ZoneCount(ctx context.Context) (int, error) {
+	n := 0
+	for pager := s.Factory.NewPrivateZonesClient().NewListPager(nil); pager.More(); {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Value)
+	}
+	return n, nil
 }
 
 // PutZone starts creating or updating the zone: etag "" creates it only

@@ -157,6 +157,38 @@ func dnsWaitsWith(t *testing.T, w *testworld.World, name, reason string) string 
 	return msg
 }
 
+// TestWiringSubscriptionZoneLimit: every workload cluster's WC-side zone
+// is in the WCs' subscription, which holds two private DNS zones (azuresim
+// refuses a third, as Azure does beyond its 1,000; the engine's limit is
+// two). The third cluster's WC-side zone is not requested: its
+// GSDNSZoneReady is Unknown with DNSZoneLimit, naming the zone and the
+// subscription, while its MC-side name (a shared zone) resolves.
+func TestWiringSubscriptionZoneLimit(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  azuresim.Limits{PrivateDNSZonesPerSubscription: 2}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
+			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"}}
+		o.DNSEngine = &dnsengine.Engine{ZoneLimit: 2, Check: 500e6}
+	})
+	for _, name := range []string{"wc1", "wc2"} {
+		wired(t, w, name, true, true)
+		dnsReady(t, w, name)
+	}
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	u := wired(t, w, "wc3", true, true)
+	if msg := dnsWaitsWith(t, w, "wc3", wiringdns.ReasonDNSZoneLimit); !strings.Contains(msg, wcSub) || !strings.Contains(msg, "2 private DNS zones") {
+		t.Errorf("the condition does not name the subscription and the count: %s", msg)
+	}
+	resolves(t, w, vnetID(mcSub, "mc-rg", "mc-vnet"), "api.wc3."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	if n := w.Sim.Counters().Errors["PrivateDnsZonesPerSubscriptionLimitExceeded"]; n != 0 {
+		t.Errorf("Azure refused %d zones: the limit let them through", n)
+	}
+}
+
 // TestWiringRecordSetLimit: the MC-side names of every workload cluster
 // in one shared zone, which holds three record sets (azuresim refuses a
 // fourth, as Azure does beyond its 25,000, the SOA record set included).

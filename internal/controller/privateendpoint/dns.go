@@ -127,6 +127,13 @@ func (r *Reconciler) slotInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 	// before the create: a release finds it.
 	*s.st.id, *s.st.ref = s.zone.ID(), s.ref
 	st, err := r.dnsEngine().EnsureZone(ctx, t, existing)
+	var full *dnsengine.ZoneLimitError
+	if errors.As(err, &full) {
+		return false, false, terminal(ReasonZoneLimit,
+			"private DNS zone %s is not created: subscription %s holds %d private DNS zones, the limit of %d (Azure allows %d per subscription), so the object's names do not resolve; "+
+				"share a zone between objects (zoneMode Shared, or one spec.dns.zoneName), put the zone in another subscription, or delete zones no one needs",
+			full.Zone, full.Subscription, full.Used, full.Limit, dnsengine.AzureZonesPerSubscription)
+	}
 	if err != nil {
 		return false, false, err
 	}

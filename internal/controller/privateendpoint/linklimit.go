@@ -43,6 +43,12 @@ const (
 	// (dnsengine/recordlimit.go). From 90 % the engine's Warning
 	// dnsengine.ReasonRecordSetLimitNear goes on the object.
 	ReasonRecordSetLimit = "PrivateDNSRecordSetLimit"
+
+	// ReasonZoneLimit: the zone's subscription holds as many private DNS
+	// zones as Azure allows (1,000); the object's zone is not created
+	// (dnsengine/zonelimit.go). From 90 % the engine's Warning
+	// dnsengine.ReasonZoneLimitNear goes on the object.
+	ReasonZoneLimit = "PrivateDNSZoneLimit"
 )
 
 // linkLimit is the limit in force (Options.ZoneLinkLimit, else Azure's).

@@ -22,6 +22,10 @@ const linksPerZoneExceeded = "VirtualNetworkLinksPerZoneLimitExceeded"
 // zone.
 const recordSetsPerZoneExceeded = "RecordSetsPerZoneLimitExceeded"
 
+// zonesPerSubscriptionExceeded is azuresim's code beyond its private DNS
+// zones per subscription.
+const zonesPerSubscriptionExceeded = "PrivateDnsZonesPerSubscriptionLimitExceeded"
+
 // TestZoneLinkLimit: a shared zone takes one link (azuresim refuses a
 // second, as Azure does beyond its 1,000) and the operator's limit is one.
 // The first object links the zone to its network and gets the Warning
@@ -107,5 +111,43 @@ func TestRecordSetLimit(t *testing.T) {
 	resolves(t, w, cVNet, "x.apps.second.records.internal", azuresim.ResolveOK, endpoint(w, "second").IP)
 	if n := w.Sim.Counters().Errors[recordSetsPerZoneExceeded]; n != 0 {
 		t.Errorf("Azure refused %d record sets", n)
+	}
+}
+
+// TestZoneLimit: the consumer subscription holds two private DNS zones
+// (azuresim refuses a third, as Azure does beyond its 1,000) and the
+// engine's limit is two. Each object has a zone of its own: the second
+// takes the last place, with the Warning DNSZoneLimitNear; the third
+// gets no request Azure would refuse: DNSReady False with
+// PrivateDNSZoneLimit while its endpoint is made. Once the first object is
+// gone, and its zone with it, the third's zone is created.
+func TestZoneLimit(t *testing.T) {
+	w, svc, _ := limitedWorld(t, privateendpoint.Options{DNSEngine: &dnsengine.Engine{ZoneLimit: 2}, TerminalRecheck: 2 * time.Second},
+		azuresim.Limits{PrivateDNSZonesPerSubscription: 2})
+	ctx := context.Background()
+	create(t, w, ape("one", svc.Status.ResourceID))
+	ready(t, w, "one")
+	create(t, w, ape("two", svc.Status.ResourceID))
+	ready(t, w, "two")
+	hasEvent(t, w, "two", dnsengine.ReasonZoneLimitNear)
+
+	create(t, w, ape("three", svc.Status.ResourceID))
+	got := waitCondition(t, w, "three", v1alpha1.ConditionDNSReady, metav1.ConditionFalse, privateendpoint.ReasonZoneLimit)
+	if msg := message(got, v1alpha1.ConditionDNSReady); !strings.Contains(msg, "three.hcp.internal") || !strings.Contains(msg, "2 private DNS zones") {
+		t.Errorf("the condition does not say which zone and how many: %s", msg)
+	}
+	waitCondition(t, w, "three", v1alpha1.ConditionPrivateEndpointReady, metav1.ConditionTrue, "")
+	if n := w.Sim.Counters().Errors[zonesPerSubscriptionExceeded]; n != 0 {
+		t.Errorf("Azure refused %d zones: the limit let them through", n)
+	}
+
+	if err := w.Client.Delete(ctx, &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, w, "one")
+	ready(t, w, "three")
+	resolves(t, w, cVNet, "api.three.hcp.internal", azuresim.ResolveOK, endpoint(w, "three").IP)
+	if n := w.Sim.Counters().Errors[zonesPerSubscriptionExceeded]; n != 0 {
+		t.Errorf("Azure refused %d zones", n)
 	}
 }

@@ -133,6 +133,11 @@ func (r *DNSReconciler) ensureDNSNow(ctx context.Context, u *unstructured.Unstru
 	}
 	had := clusterlink.HasCondition(u, clusterlink.ConditionGSDNSZoneReady)
 	zone, err := r.dnsEngine().EnsureZone(ctx, t, had)
+	if full := (*dnsengine.ZoneLimitError)(nil); errors.As(err, &full) {
+		return dnsBlocked, &setProblemError{Problem: clusterlink.Problem{Cluster: key(&capz.AzureCluster{Namespace: u.GetNamespace(), Name: u.GetName()}), Reason: ReasonDNSZoneLimit, Message: fmt.Sprintf(
+			"no private DNS zone %s (%s side) is created: subscription %s holds %d private DNS zones, the limit of %d (Azure allows %d per subscription); share a zone between clusters (docs/dns.md), or delete zones no one needs",
+			full.Zone, set.Side, full.Subscription, full.Used, full.Limit, dnsengine.AzureZonesPerSubscription)}}
+	}
 	if err != nil || !zone.Ready {
 		return dnsWaiting, err
 	}
