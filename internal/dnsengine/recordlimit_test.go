@@ -5,8 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
@@ -121,7 +123,8 @@ func TestZoneLimit(t *testing.T) {
 		}
 	}
 	byHand("by-hand.internal")
-	e := &dnsengine.Engine{ZoneLimit: 3}
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	e := &dnsengine.Engine{ZoneLimit: 3, Clock: clock}
 	api := &counted{API: w.sdk}
 	var warnings []string
 	tg := func(zone string) dnsengine.Target {
@@ -156,7 +159,9 @@ func TestZoneLimit(t *testing.T) {
 		t.Fatalf("a zone that exists, at the limit: %+v %v", st, err)
 	}
 
-	// Someone deletes the zone they made: c gets its place.
+	// Someone deletes the zone they made: near the limit the zones are
+	// listed again once the last list is a minute old, and c gets its
+	// place.
 	p, err := zones.BeginDelete(ctx, rg, "by-hand.internal", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +169,10 @@ func TestZoneLimit(t *testing.T) {
 	if _, err := p.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := e.EnsureZone(ctx, tg("c.internal"), false); !errors.As(err, &full) {
+		t.Fatalf("a fourth zone within a minute of the last list: %v, want the count as listed", err)
+	}
+	clock.SetTime(clock.Now().Add(time.Minute))
 	converge(t, e, tg("c.internal"), false)
 	if n := w.sim.Counters().Errors["PrivateDnsZonesPerSubscriptionLimitExceeded"]; n != 0 {
 		t.Errorf("Azure refused %d zones", n)

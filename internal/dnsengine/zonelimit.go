@@ -21,8 +21,11 @@ import (
 // Azure gives no count: the engine lists the subscription's zones (one
 // paged list) before the first new zone of a subscription and again once
 // a check interval has passed, adds the zones it created and takes away
-// those it deleted since, and from 90 % of the limit lists again before
-// each new zone. At the limit no zone is requested: EnsureZone returns a
+// those it deleted since, and from 90 % of the limit lists again before a
+// new zone once the last list is a minute old (nearRelist: a list of
+// 1,000 zones is ten pages, ten of the 500 Private DNS reads Azure allows
+// per 5 minutes; only zones others make within that minute can pass the
+// count, and Azure refuses those itself). At the limit no zone is requested: EnsureZone returns a
 // *ZoneLimitError (a zone that exists is used as always), which the
 // controllers report on the object (AzurePrivateEndpoint: DNSReady False
 // with PrivateDNSZoneLimit; DNS mode: GSDNSZoneReady Unknown with
@@ -35,6 +38,9 @@ import (
 // AzureZonesPerSubscription is Azure's limit of private DNS zones per
 // subscription, the engine's default (Engine.ZoneLimit).
 const AzureZonesPerSubscription = 1000
+
+// nearRelist is how old the list may be before a new zone near the limit.
+const nearRelist = time.Minute
 
 // ReasonZoneLimitNear is the Warning on an object that takes a zone from
 // 90 % of the subscription's limit (the same reason as DNS mode's
@@ -81,7 +87,7 @@ func (e *Engine) nearZones(c subscriptionZones) bool {
 
 // reserveZone takes a place for a new zone of the target's subscription,
 // listing the subscription's zones first when its count is unknown, older
-// than the check interval or near the limit. At the limit it returns a
+// than the check interval, or near the limit and older than nearRelist. At the limit it returns a
 // *ZoneLimitError; otherwise the caller calls done with whether the zone
 // was created.
 func (e *Engine) reserveZone(ctx context.Context, t Target) (done func(created bool), _ error) {
@@ -89,7 +95,7 @@ func (e *Engine) reserveZone(ctx context.Context, t Target) (done func(created b
 	e.mu.Lock()
 	c, known := e.zones[sub]
 	e.mu.Unlock()
-	if !known || e.now().Sub(c.listed) >= e.check() || e.nearZones(c) {
+	if age := e.now().Sub(c.listed); !known || age >= e.check() || e.nearZones(c) && age >= nearRelist {
 		n, err := t.API.ZoneCount(ctx)
 		forbidden := azure.Classify(err).StatusCode == http.StatusForbidden
 		if err != nil && !forbidden {
