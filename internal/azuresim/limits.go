@@ -89,12 +89,12 @@ const (
 	codeEndpointsPerService    = "PrivateEndpointsPerPrivateLinkServiceLimitExceeded"
 )
 
-// PrivateDNSLimitCodes are the codes of the Private DNS limits of zones and
-// links: zones per subscription, zones linked to a network, links per
-// zone. The operator counts each before it asks (a harness checks that
-// none is ever answered).
+// PrivateDNSLimitCodes are the codes of the Private DNS limits of zones,
+// links and record sets: zones per subscription, zones linked to a
+// network, links per zone, record sets per zone. The operator counts each
+// before it asks (a harness checks that none is ever answered).
 func PrivateDNSLimitCodes() []string {
-	return []string{codeZonesPerSubscription, codeZonesPerVirtualNetwork, codeLinksPerZone}
+	return []string{codeZonesPerSubscription, codeZonesPerVirtualNetwork, codeLinksPerZone, codeRecordSetsPerZone}
 }
 
 func errLimit(code, what string, limit int, scope string) *armError {

@@ -51,7 +51,7 @@ const (
 	// InvLeftover: something the operator made is in Azure after every
 	// workload cluster was deleted.
 	InvLeftover = "left in Azure after every cluster was deleted"
-	// InvLimitRefused: Azure refused a Private DNS zone or link for a
+	// InvLimitRefused: Azure refused a Private DNS zone, link or record set for a
 	// limit the operator counts before it asks (the MC network's zones
 	// are lowered to zoneLimit in the simulation, and the operator's
 	// --wiring-dns-zone-limit with them, so that histories with restarts
