@@ -157,6 +157,30 @@ func dnsWaitsWith(t *testing.T, w *testworld.World, name, reason string) string 
 	return msg
 }
 
+// sharedZoneWorld starts a world whose azuresim enforces limits, and the
+// operator in DNS mode with every WC's MC-side name in one shared zone
+// (with engine, when not nil); it wires wc1 and wc2 and waits until their
+// names resolve from the MC's network.
+func sharedZoneWorld(t *testing.T, limits azuresim.Limits, engine *dnsengine.Engine) *testworld.World {
+	t.Helper()
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  limits})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
+			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"}}
+		o.DNSEngine = engine
+	})
+	for _, name := range []string{"wc1", "wc2"} {
+		u := wired(t, w, name, true, true)
+		dnsReady(t, w, name)
+		resolves(t, w, vnetID(mcSub, "mc-rg", "mc-vnet"), "api."+name+"."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
+	}
+	return w
+}
+
 // TestWiringSubscriptionZoneLimit: every workload cluster's WC-side zone
 // is in the WCs' subscription, which holds two private DNS zones (azuresim
 // refuses a third, as Azure does beyond its 1,000; the engine's limit is
@@ -164,20 +188,7 @@ func dnsWaitsWith(t *testing.T, w *testworld.World, name, reason string) string 
 // GSDNSZoneReady is Unknown with DNSZoneLimit, naming the zone and the
 // subscription, while its MC-side name (a shared zone) resolves.
 func TestWiringSubscriptionZoneLimit(t *testing.T) {
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
-		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
-		Limits:  azuresim.Limits{PrivateDNSZonesPerSubscription: 2}})
-	w.Namespace(t, wcNS)
-	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
-	operator(t, w, func(o *clusterlink.Options) {
-		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
-			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"}}
-		o.DNSEngine = &dnsengine.Engine{ZoneLimit: 2, Check: 500e6}
-	})
-	for _, name := range []string{"wc1", "wc2"} {
-		wired(t, w, name, true, true)
-		dnsReady(t, w, name)
-	}
+	w := sharedZoneWorld(t, azuresim.Limits{PrivateDNSZonesPerSubscription: 2}, &dnsengine.Engine{ZoneLimit: 2, Check: 500e6})
 	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
 	u := wired(t, w, "wc3", true, true)
 	if msg := dnsWaitsWith(t, w, "wc3", wiringdns.ReasonDNSZoneLimit); !strings.Contains(msg, wcSub) || !strings.Contains(msg, "2 private DNS zones") {
@@ -198,21 +209,8 @@ func TestWiringSubscriptionZoneLimit(t *testing.T) {
 // Once a cluster is deleted and its record released, the waiting one is
 // written and resolves.
 func TestWiringRecordSetLimit(t *testing.T) {
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
-		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
-		Limits:  azuresim.Limits{RecordSetsPerZone: 3}})
-	w.Namespace(t, wcNS)
-	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
-	operator(t, w, func(o *clusterlink.Options) {
-		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
-			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"}}
-	})
+	w := sharedZoneWorld(t, azuresim.Limits{RecordSetsPerZone: 3}, nil)
 	mcVNet := vnetID(mcSub, "mc-rg", "mc-vnet")
-	for _, name := range []string{"wc1", "wc2"} {
-		u := wired(t, w, name, true, true)
-		dnsReady(t, w, name)
-		resolves(t, w, mcVNet, "api."+name+"."+baseDomain, azuresim.ResolveOK, u.GetAnnotations()[apiAnn])
-	}
 	testworld.Eventually(t, testworld.Timeout, "event "+dnsengine.ReasonRecordSetLimitNear+" on wc1 or wc2", func(ctx context.Context) (bool, string) {
 		for _, name := range []string{"wc1", "wc2"} {
 			if ok, _ := w.HasEvent(ctx, types.NamespacedName{Namespace: wcNS, Name: name}, dnsengine.ReasonRecordSetLimitNear); ok {
