@@ -163,12 +163,7 @@ func dnsWaitsWith(t *testing.T, w *testworld.World, name, reason string) string 
 // names resolve from the MC's network.
 func sharedZoneWorld(t *testing.T, limits azuresim.Limits, engine *dnsengine.Engine) *testworld.World {
 	t.Helper()
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
-		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
-		Limits:  limits})
-	w.Namespace(t, wcNS)
-	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
-	operator(t, w, func(o *clusterlink.Options) {
+	w := twoWired(t, limits, func(o *clusterlink.Options) {
 		o.DNS = clusterlink.DNSConfig{Enabled: true, BaseDomain: baseDomain, Check: 500e6, ReadsPer5m: -1, WritesPer5m: -1,
 			MCZone: "{{.BaseDomain}}", MCRecords: []string{"api.{{.Cluster}}"}}
 		o.DNSEngine = engine
