@@ -85,9 +85,9 @@ type Engine struct {
 
 	seen  memo.Memo
 	mu    sync.Mutex
-	users map[string]Users             // by owner kind (Register)
-	sets  map[string]recordSets        // by zone key (recordlimit.go)
-	zones map[string]subscriptionZones // by subscription (zonelimit.go)
+	users map[string]Users              // by owner kind (Register)
+	sets  map[string]*recordSets        // by zone key (recordlimit.go)
+	zones map[string]*subscriptionZones // by subscription (zonelimit.go)
 }
 
 // Target is one object's view of one zone: the API of the zone's

@@ -47,7 +47,7 @@ type RecordSetLimitError struct {
 	// FQDN is the record set's name; Zone the zone's.
 	FQDN, Zone string
 	// Used is the zone's record sets, SOA included; Limit its maximum.
-	Used, Limit int64
+	Used, Limit int
 }
 
 func (e *RecordSetLimitError) Error() string {
@@ -55,18 +55,12 @@ func (e *RecordSetLimitError) Error() string {
 		e.FQDN, e.Zone, e.Used, e.Limit)
 }
 
-// recordSets is what the engine knows of a zone's record sets.
+// recordSets is what the engine knows of a zone's record sets: the
+// count, and the zone's maximum.
 type recordSets struct {
-	// n is the zone's record sets as last read, plus those this process
-	// created and minus those it deleted since; max the zone's maximum.
-	n, max int64
-	// creating is the record sets this process is creating.
-	creating int64
+	tally
+	max int
 }
-
-// near says whether one more record set takes the zone to 90 % of its
-// maximum or beyond.
-func (c recordSets) near() bool { return (c.n+c.creating+1)*10 >= c.max*9 }
 
 // zoneRead notes a zone's figures as Azure gave them.
 func (e *Engine) zoneRead(z *armprivatedns.PrivateZone, key string) {
@@ -76,31 +70,29 @@ func (e *Engine) zoneRead(z *armprivatedns.PrivateZone, key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.recordSetsOf(key)
-	c.n = *z.Properties.NumberOfRecordSets
+	c.n = int(*z.Properties.NumberOfRecordSets)
 	if m := ptr.Deref(z.Properties.MaxNumberOfRecordSets, 0); m > 0 {
-		c.max = m
+		c.max = int(m)
 	}
-	e.sets[key] = c
 }
 
 // zoneCreated notes a zone this process created: its SOA record set only.
 func (e *Engine) zoneCreated(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.recordSetsOf(key)
-	c.n = 1
-	e.sets[key] = c
+	e.recordSetsOf(key).n = 1
 }
 
 // recordSetsOf is the zone's entry, with Azure's maximum until one is
 // read; e.mu is held.
-func (e *Engine) recordSetsOf(key string) recordSets {
+func (e *Engine) recordSetsOf(key string) *recordSets {
 	if e.sets == nil {
-		e.sets = map[string]recordSets{}
+		e.sets = map[string]*recordSets{}
 	}
 	c, ok := e.sets[key]
 	if !ok {
-		c.max = AzureRecordSetsPerZone
+		c = &recordSets{max: AzureRecordSetsPerZone}
+		e.sets[key] = c
 	}
 	return c
 }
@@ -108,14 +100,14 @@ func (e *Engine) recordSetsOf(key string) recordSets {
 // recordSetDeleted notes a record set this process deleted.
 func (e *Engine) recordSetDeleted(key string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.sets[key]; ok && c.n > 1 {
-		c.n--
-		e.sets[key] = c
+	c := e.sets[key]
+	e.mu.Unlock()
+	if c != nil {
+		e.removed(&c.tally, 1)
 	}
 }
 
-// reserveRecordSet takes a place for a new record set rel in the target's
+// reserveRecordSet takes a place for a new record set fqdn in the target's
 // zone: it reads the zone first when its figures are unknown or near the
 // limit. At the limit it returns a *RecordSetLimitError. Otherwise the
 // caller calls done with whether the record set was created.
@@ -123,8 +115,9 @@ func (e *Engine) reserveRecordSet(ctx context.Context, t Target, fqdn string) (d
 	key := t.Zone.Key()
 	e.mu.Lock()
 	c, known := e.sets[key]
+	read := !known || c.near(c.max)
 	e.mu.Unlock()
-	if !known || c.near() {
+	if read {
 		observed, err := t.API.Zone(ctx, t.Zone.ResourceGroup, t.Zone.Name)
 		if err != nil {
 			return nil, err
@@ -133,29 +126,16 @@ func (e *Engine) reserveRecordSet(ctx context.Context, t Target, fqdn string) (d
 	}
 	e.mu.Lock()
 	c = e.recordSetsOf(key)
-	used := c.n + c.creating
-	if used >= c.max {
-		e.mu.Unlock()
-		limitmetrics.Set(limitmetrics.PrivateDNSRecordSets, t.Zone.ID(), int(used), int(c.max))
-		return nil, &RecordSetLimitError{FQDN: fqdn, Zone: t.Zone.Name, Used: used, Limit: c.max}
-	}
-	near := c.near()
-	c.creating++
-	e.sets[key] = c
+	limit := c.max
 	e.mu.Unlock()
-	limitmetrics.Set(limitmetrics.PrivateDNSRecordSets, t.Zone.ID(), int(used+1), int(c.max))
+	used, near, ok := e.take(&c.tally, limit)
+	limitmetrics.Set(limitmetrics.PrivateDNSRecordSets, t.Zone.ID(), used, limit)
+	if !ok {
+		return nil, &RecordSetLimitError{FQDN: fqdn, Zone: t.Zone.Name, Used: used, Limit: limit}
+	}
 	if near {
 		t.warn(ReasonRecordSetLimitNear, "private DNS zone %s holds %d record sets with %s, near Azure's maximum of %d for a zone: beyond it no record set is created; spread the names over more zones (docs/dns.md)",
-			t.Zone.Name, used+1, fqdn, c.max)
+			t.Zone.Name, used, fqdn, limit)
 	}
-	return func(created bool) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		c := e.recordSetsOf(key)
-		c.creating--
-		if created {
-			c.n++
-		}
-		e.sets[key] = c
-	}, nil
+	return func(created bool) { e.settle(&c.tally, created) }, nil
 }

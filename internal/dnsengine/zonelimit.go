@@ -32,8 +32,10 @@ import (
 // DNSZoneLimit); from 90 % the object that takes a zone gets the Warning
 // DNSZoneLimitNear. An identity that may read zones only in resource
 // groups cannot list the subscription's: its zones are created without
-// the count (the log says so, once per check interval), and Azure's own
-// refusal is what the thousand-and-first gets.
+// the count (the log says so), and Azure's own refusal is what the
+// thousand-and-first gets; the count other identities listed is left as
+// it is (one tenant's narrow identity does not turn the check off for the
+// others).
 
 // AzureZonesPerSubscription is Azure's limit of private DNS zones per
 // subscription, the engine's default (Engine.ZoneLimit).
@@ -59,17 +61,11 @@ func (e *ZoneLimitError) Error() string {
 		e.Zone, e.Subscription, e.Used, e.Limit, AzureZonesPerSubscription)
 }
 
-// subscriptionZones is what the engine knows of a subscription's zones.
+// subscriptionZones is what the engine knows of a subscription's zones:
+// the count, and when it was listed.
 type subscriptionZones struct {
-	// n is the subscription's zones as last listed, plus those this
-	// process created and minus those it deleted since; listed when.
-	n      int
+	tally
 	listed time.Time
-	// creating is the zones this process is creating.
-	creating int
-	// blind: the list was refused (no subscription-wide read): no count
-	// until the next list.
-	blind bool
 }
 
 func (e *Engine) zoneLimit() int {
@@ -79,80 +75,69 @@ func (e *Engine) zoneLimit() int {
 	return AzureZonesPerSubscription
 }
 
-// nearZones says whether one more zone of c takes the subscription to
-// 90 % of the limit or beyond.
-func (e *Engine) nearZones(c subscriptionZones) bool {
-	return (c.n+c.creating+1)*10 >= e.zoneLimit()*9
+// zonesOf is the subscription's entry; e.mu is held.
+func (e *Engine) zonesOf(sub string) *subscriptionZones {
+	if e.zones == nil {
+		e.zones = map[string]*subscriptionZones{}
+	}
+	c, ok := e.zones[sub]
+	if !ok {
+		c = &subscriptionZones{}
+		e.zones[sub] = c
+	}
+	return c
 }
 
 // reserveZone takes a place for a new zone of the target's subscription,
 // listing the subscription's zones first when its count is unknown, older
-// than the check interval, or near the limit and older than nearRelist. At the limit it returns a
-// *ZoneLimitError; otherwise the caller calls done with whether the zone
-// was created.
+// than the check interval, or near the limit and older than nearRelist.
+// At the limit it returns a *ZoneLimitError; otherwise the caller calls
+// done with whether the zone was created. An identity that may not list
+// the subscription's zones creates without the count, and leaves the
+// count as other identities listed it.
 func (e *Engine) reserveZone(ctx context.Context, t Target) (done func(created bool), _ error) {
 	sub, limit := t.Zone.Subscription, e.zoneLimit()
 	e.mu.Lock()
 	c, known := e.zones[sub]
+	list := !known
+	if known {
+		age := e.now().Sub(c.listed)
+		list = age >= e.check() || c.near(limit) && age >= nearRelist
+	}
 	e.mu.Unlock()
-	if age := e.now().Sub(c.listed); !known || age >= e.check() || e.nearZones(c) && age >= nearRelist {
+	if list {
 		n, err := t.API.ZoneCount(ctx)
-		forbidden := azure.Classify(err).StatusCode == http.StatusForbidden
-		if err != nil && !forbidden {
+		if azure.Classify(err).StatusCode == http.StatusForbidden {
+			ctrl.LoggerFrom(ctx).Info("Cannot count the subscription's private DNS zones (no subscription-wide read): creating the zone without the limit's check",
+				"subscription", sub, "zone", t.Zone.Name, "message", azure.Classify(err).Message)
+			return func(bool) {}, nil
+		}
+		if err != nil {
 			return nil, err
 		}
-		if forbidden {
-			ctrl.LoggerFrom(ctx).Info("Cannot count the subscription's private DNS zones (no subscription-wide read): creating zones without the limit's check",
-				"subscription", sub, "message", azure.Classify(err).Message)
-		}
 		e.mu.Lock()
-		if e.zones == nil {
-			e.zones = map[string]subscriptionZones{}
-		}
-		c = e.zones[sub]
-		c.n, c.listed, c.blind = n, e.now(), forbidden
-		e.zones[sub] = c
+		c = e.zonesOf(sub)
+		c.n, c.listed = n, e.now()
 		e.mu.Unlock()
 	}
-	e.mu.Lock()
-	c = e.zones[sub]
-	if c.blind {
-		e.mu.Unlock()
-		return func(bool) {}, nil
-	}
-	used := c.n + c.creating
-	if used >= limit {
-		e.mu.Unlock()
-		limitmetrics.Set(limitmetrics.PrivateDNSSubscriptionZones, sub, used, limit)
+	used, near, ok := e.take(&c.tally, limit)
+	limitmetrics.Set(limitmetrics.PrivateDNSSubscriptionZones, sub, used, limit)
+	if !ok {
 		return nil, &ZoneLimitError{Zone: t.Zone.Name, Subscription: sub, Used: used, Limit: limit}
 	}
-	near := e.nearZones(c)
-	c.creating++
-	e.zones[sub] = c
-	e.mu.Unlock()
-	limitmetrics.Set(limitmetrics.PrivateDNSSubscriptionZones, sub, used+1, limit)
 	if near {
 		t.warn(ReasonZoneLimitNear, "subscription %s holds %d private DNS zones with %s, near the limit of %d (Azure allows %d per subscription): beyond it no zone is created; share zones between objects, or use another subscription",
-			sub, used+1, t.Zone.Name, limit, AzureZonesPerSubscription)
+			sub, used, t.Zone.Name, limit, AzureZonesPerSubscription)
 	}
-	return func(created bool) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		c := e.zones[sub]
-		c.creating--
-		if created {
-			c.n++
-		}
-		e.zones[sub] = c
-	}, nil
+	return func(created bool) { e.settle(&c.tally, created) }, nil
 }
 
 // zoneDeleted notes a zone this process deleted.
 func (e *Engine) zoneDeleted(sub string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.zones[sub]; ok && c.n > 0 {
-		c.n--
-		e.zones[sub] = c
+	c := e.zones[sub]
+	e.mu.Unlock()
+	if c != nil {
+		e.removed(&c.tally, 0)
 	}
 }

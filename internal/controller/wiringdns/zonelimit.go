@@ -102,9 +102,10 @@ func (r *DNSReconciler) mcZoneHolders(ctx context.Context, self string) (map[str
 // checkZoneLimit applies the limit to the MC-side set of a per-cluster
 // layout: it warns near the limit, and drops the set (no zone, no
 // records) beyond it, returning the problem that says why. had: the
-// cluster's zone may exist (holdsMCZone): it is kept, and costs no count. own reports whether, after this
-// pass, a zone of the cluster's own may exist on the MC side: what the
-// pass records (MCZoneOwn) before it writes Azure.
+// cluster's zone may exist (holdsMCZone): it is kept, and costs no count.
+// own reports whether, after this pass, a zone of the cluster's own may
+// exist on the MC side: what the pass records (MCZoneOwn) before it
+// writes Azure.
 func (r *DNSReconciler) checkZoneLimit(ctx context.Context, u *unstructured.Unstructured, sets []DNSSet, problems []clusterlink.Problem, wc string, had bool) (out []DNSSet, _ []clusterlink.Problem, own bool, _ error) {
 	limit := r.Opts.DNS.ZoneLimit
 	own = had
