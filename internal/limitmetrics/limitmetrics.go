@@ -28,6 +28,10 @@ const (
 	// the AzurePrivateEndpoints record (set when one asks for a new link);
 	// scope the zone's resource ID.
 	PrivateDNSZoneLinks = "private_dns_zone_links"
+	// PrivateDNSNetworkZones: the private DNS zones linked to a virtual
+	// network as the AzurePrivateEndpoints needing it record them (set
+	// when one asks for a new link); scope the network's resource ID.
+	PrivateDNSNetworkZones = "private_dns_network_zones"
 	// PrivateDNSRecordSets: the record sets of a private DNS zone the
 	// operator writes records in, SOA included (set when it creates one);
 	// scope the zone's resource ID.
@@ -41,7 +45,7 @@ const (
 var (
 	used = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit_used",
-		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>; private_link_services: the private link services of a subscription, read when one is created, scope the subscription; private_dns_zones: the management-cluster-side private DNS zones of DNS mode's per-cluster layout, scope the subscription; private_dns_zone_links: the virtual network links of a private DNS zone AzurePrivateEndpoints use, scope the zone's resource ID; private_dns_record_sets: the record sets of a private DNS zone the operator writes in, set when it creates one, scope the zone's resource ID; private_dns_subscription_zones: the private DNS zones of a subscription, everyone's, set when the operator creates one, scope the subscription).",
+		Help: "How much of a limit the operator watches is used, by limit (mc_private_endpoints: the private endpoint entries of the management cluster's AzureCluster, scope the management cluster; mc_private_link_service_connections: the clusters connected to one of its private link services, scope <management cluster>/<service>; private_link_services: the private link services of a subscription, read when one is created, scope the subscription; private_dns_zones: the management-cluster-side private DNS zones of DNS mode's per-cluster layout, scope the subscription; private_dns_zone_links: the virtual network links of a private DNS zone AzurePrivateEndpoints use, scope the zone's resource ID; private_dns_network_zones: the private DNS zones linked to a virtual network AzurePrivateEndpoints need, scope the network's resource ID; private_dns_record_sets: the record sets of a private DNS zone the operator writes in, set when it creates one, scope the zone's resource ID; private_dns_subscription_zones: the private DNS zones of a subscription, everyone's, set when the operator creates one, scope the subscription).",
 	}, []string{"limit", "scope"})
 	limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "azure_private_endpoint_operator_limit",

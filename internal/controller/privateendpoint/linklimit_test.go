@@ -74,6 +74,62 @@ func TestZoneLinkLimit(t *testing.T) {
 	resolves(t, w, pVNet, "api.elsewhere.links.internal", azuresim.ResolveOK, endpoint(w, "elsewhere").IP)
 }
 
+// zonesPerNetworkExceeded is azuresim's code beyond its private DNS zones
+// linked to one network.
+const zonesPerNetworkExceeded = "ZonesPerVirtualNetworkLimitExceeded"
+
+// TestNetworkZoneLimit: the consumer network takes one linked zone
+// (azuresim refuses a second, as Azure does beyond its 1,000) and the
+// operator's limit is one. The first object links its shared zone to the
+// network and gets the Warning PrivateDNSNetworkZoneLimitNear; an object
+// with a zone of its own in that network says PrivateDNSNetworkZoneLimit
+// on DNSReady (its endpoint is made) and Azure is never sent the link it
+// would refuse; an object on the linked zone uses the link there. Once the
+// shared zone's objects are gone, and its link with them, the waiting
+// object's zone is linked.
+func TestNetworkZoneLimit(t *testing.T) {
+	w, svc, _ := limitedWorld(t, privateendpoint.Options{NetworkZoneLimit: 1, TerminalRecheck: 2 * time.Second},
+		azuresim.Limits{ZonesPerVirtualNetwork: 1})
+	ctx := context.Background()
+	withZone := func(name, zone string, mode v1alpha1.ZoneMode) *v1alpha1.AzurePrivateEndpoint {
+		o := ape(name, svc.Status.ResourceID)
+		o.Spec.DNS = &v1alpha1.PrivateEndpointDNS{ZoneName: zone, ZoneMode: mode, Records: []string{"api." + name}}
+		return o
+	}
+	create(t, w, withZone("first", "net.internal", v1alpha1.ZoneModeShared))
+	ready(t, w, "first")
+	hasEvent(t, w, "first", privateendpoint.ReasonNetworkZoneLimitNear)
+
+	create(t, w, withZone("own", "own.internal", v1alpha1.ZoneModeOwned))
+	got := waitCondition(t, w, "own", v1alpha1.ConditionDNSReady, metav1.ConditionFalse, privateendpoint.ReasonNetworkZoneLimit)
+	if msg := message(got, v1alpha1.ConditionDNSReady); !strings.Contains(msg, "c-vnet") || !strings.Contains(msg, "linked to 1 private DNS zones") {
+		t.Errorf("the condition does not say which network and how many zones: %s", msg)
+	}
+	hasEvent(t, w, "own", privateendpoint.ReasonNetworkZoneLimit)
+	waitCondition(t, w, "own", v1alpha1.ConditionPrivateEndpointReady, metav1.ConditionTrue, "")
+
+	create(t, w, withZone("beside", "net.internal", v1alpha1.ZoneModeShared))
+	ready(t, w, "beside")
+	if n := w.Sim.Counters().Errors[zonesPerNetworkExceeded]; n != 0 {
+		t.Errorf("Azure refused %d links: the limit let them through", n)
+	}
+	if links := resources(w, "Microsoft.Network/privateDnsZones/virtualNetworkLinks", "/privateDnsZones/own.internal/"); len(links) != 0 {
+		t.Errorf("own.internal's links: %v, want none", links)
+	}
+
+	for _, name := range []string{"first", "beside"} {
+		if err := w.Client.Delete(ctx, &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, w, name)
+	}
+	waitCondition(t, w, "own", v1alpha1.ConditionDNSReady, metav1.ConditionTrue, "")
+	resolves(t, w, cVNet, "api.own.own.internal", azuresim.ResolveOK, endpoint(w, "own").IP)
+	if n := w.Sim.Counters().Errors[zonesPerNetworkExceeded]; n != 0 {
+		t.Errorf("Azure refused %d links", n)
+	}
+}
+
 // TestRecordSetLimit: a shared zone holds four record sets (azuresim
 // refuses a fifth, as Azure does beyond its 25,000, the SOA record set
 // included). The second object's first record set takes the last place,

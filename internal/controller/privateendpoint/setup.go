@@ -7,6 +7,7 @@ package privateendpoint
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
@@ -49,6 +50,10 @@ const refIndex = "spec.privateLinkServiceRef.name"
 // zoneIndex indexes objects by the private DNS zone they use.
 const zoneIndex = "spec.dns.zone"
 
+// networkIndex indexes objects with DNS by the virtual networks (lower
+// case) their zones are linked to.
+const networkIndex = "spec.dns.virtualNetworkLinks"
+
 // Options configure the controller.
 type Options struct {
 	// DriftInterval is how often a Ready object's endpoint is read again
@@ -90,6 +95,10 @@ type Options struct {
 	// one private DNS zone (linklimit.go); 0: Azure's AzureLinksPerZone.
 	// Not a flag: Azure's figure is fixed; tests lower it.
 	ZoneLinkLimit int
+	// NetworkZoneLimit is how many private DNS zones the operator links to
+	// one virtual network (linklimit.go); 0: Azure's AzureZonesPerNetwork.
+	// Not a flag, as ZoneLinkLimit.
+	NetworkZoneLimit int
 }
 
 func (o *Options) setDefaults() {
@@ -184,12 +193,29 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.AzurePrivateEndpoint{}, networkIndex, networksOf); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("azureprivateendpoint").
 		For(&v1alpha1.AzurePrivateEndpoint{}, builder.WithPredicates(azureobject.Relevant)).
 		Watches(&v1alpha1.AzurePrivateLinkService{}, handler.EnqueueRequestsFromMapFunc(r.referrers),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// networksOf is the network index's function: the networks (lower case)
+// an object with DNS links its zones to.
+func networksOf(o client.Object) []string {
+	e, ok := o.(*v1alpha1.AzurePrivateEndpoint)
+	if !ok || e.Spec.DNS == nil {
+		return nil
+	}
+	var keys []string
+	for _, v := range vnets(e) {
+		keys = append(keys, strings.ToLower(v))
+	}
+	return keys
 }
 
 // referrers are the objects that target an AzurePrivateLinkService by
