@@ -93,69 +93,6 @@ func SetWaitingCondition(ctx context.Context, c client.Client, reader client.Rea
 	return writeCondition(ctx, c, reader, u, typ, "Unknown", reason, message, true)
 }
 
-// writeCondition writes one condition of a WC (status True or Unknown).
-func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, status, reason, message string, exact bool) error {
-	current := func(o *unstructured.Unstructured) bool {
-		m := ConditionOf(o, typ)
-		return m != nil && m["status"] == status && (status == "True" || m["reason"] == reason) && (!exact || m["message"] == message)
-	}
-	if current(u) {
-		return nil
-	}
-	// Right after the annotations were applied the cache is stale: a
-	// condition written a moment ago may not be in it yet, and would be
-	// added twice. Read the API.
-	if reader == nil {
-		reader = c
-	}
-	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
-	if err != nil || fresh == nil || current(fresh) {
-		return err
-	}
-	cond := map[string]any{
-		"type": typ, "status": status,
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-		"reason":             reason,
-		"message":            message,
-	}
-	if was := ConditionOf(fresh, typ); was != nil && was["status"] == status && was["lastTransitionTime"] != nil {
-		cond["lastTransitionTime"] = was["lastTransitionTime"] // a new reason is no transition
-	}
-	conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
-	var ops []map[string]any
-	switch i := slices.IndexFunc(conds, func(c any) bool { m, ok := c.(map[string]any); return ok && m["type"] == typ }); {
-	case i >= 0:
-		path := fmt.Sprintf("/status/conditions/%d", i)
-		ops = []map[string]any{{"op": "test", "path": path + "/type", "value": typ}, {"op": "replace", "path": path, "value": cond}}
-	case len(conds) > 0:
-		ops = []map[string]any{{"op": "add", "path": "/status/conditions/-", "value": cond}}
-	default:
-		// No list yet: only a write locked on the object's version may
-		// create it without replacing one made meanwhile.
-		before := fresh.DeepCopy()
-		_ = unstructured.SetNestedSlice(fresh.Object, []any{cond}, "status", "conditions")
-		if err := c.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
-			client.FieldOwner(capz.FieldManager)); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		wcWrites.Inc()
-		return nil
-	}
-	// A JSON patch of the one condition, guarded by its type where it
-	// replaces one: other status writes (CAPZ's, the other controller's
-	// condition) between the read and the write do not make it fail, and
-	// it changes nothing else.
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		return err
-	}
-	if err := c.Status().Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	wcWrites.Inc()
-	return nil
-}
-
 // applyMC applies the operator's endpoints to the MC when they differ.
 func (r *MCReconciler) applyMC(ctx context.Context, mcU *unstructured.Unstructured, mc *capz.AzureCluster, current, want capz.Owned) error {
 	if want.Equal(current) {

@@ -3,9 +3,13 @@ package clusterlink
 import (
 	"context"
 	"testing"
+	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -117,4 +121,176 @@ func cond(typ, status, msg string) map[string]any {
 		c["message"] = msg // CAPZ's schema refuses an empty one
 	}
 	return c
+}
+
+// TestConditionBothForms: a condition is written in the v1beta1 list,
+// and, once the AzureCluster's schema has status.v1beta2 (a CAPZ keeping
+// Cluster API's v1beta2 form writes its conditions there), in that
+// metav1.Condition list too, with the same status, reason and message and
+// the object's generation; CAPZ's conditions stay. Without the field one
+// write is made and a condition that says the same is not written again.
+func TestConditionBothForms(t *testing.T) {
+	env := testenv.StartT(t, testenv.Options{Schema: testenv.SchemaV127})
+	ctx := context.Background()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "org-a"}}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	counting := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes++
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	write := func(u *unstructured.Unstructured, status, reason, msg string) *unstructured.Unstructured {
+		t.Helper()
+		var err error
+		if status == "True" {
+			err = SetTrueCondition(ctx, counting, counting, u, ConditionGSPrivateLinksReady, reason, msg, true)
+		} else {
+			err = SetWaitingCondition(ctx, counting, counting, u, ConditionGSPrivateLinksReady, reason, msg)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := getAzureCluster(ctx, env.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after
+	}
+
+	// CAPZ v1.27 as published: the v1beta1 list only.
+	plain := createAzureCluster(t, env, "plain")
+	after := write(plain, "Unknown", ReasonEndpointPending, "waiting")
+	if _, found, _ := unstructured.NestedMap(after.Object, "status", "v1beta2"); found || ConditionOf(after, ConditionGSPrivateLinksReady)["reason"] != ReasonEndpointPending {
+		t.Errorf("without the v1beta2 field: %v", after.Object["status"])
+	}
+	write(after, "Unknown", ReasonEndpointPending, "waiting")
+	if writes != 1 {
+		t.Errorf("%d writes for one condition written twice, want 1", writes)
+	}
+
+	addV1Beta2Status(t, env)
+	wc := createAzureCluster(t, env, "wc")
+	capzV1Beta2 := map[string]any{"type": "Ready", "status": "False", "reason": "Provisioning", "message": "m", "lastTransitionTime": "2026-11-25T00:00:00Z", "observedGeneration": int64(1)}
+	pollUntil(t, "CAPZ's v1beta2 condition is kept by the API server", func() bool {
+		fresh, err := getAzureCluster(ctx, env.Client, types.NamespacedName{Namespace: "org-a", Name: "wc"})
+		if err != nil {
+			return false
+		}
+		_ = unstructured.SetNestedSlice(fresh.Object, []any{capzV1Beta2}, "status", "v1beta2", "conditions")
+		_ = unstructured.SetNestedSlice(fresh.Object, []any{cond("Ready", "False", "m")}, "status", "conditions")
+		if err := env.Client.Status().Update(ctx, fresh); err != nil {
+			return false
+		}
+		_, found, _ := unstructured.NestedSlice(fresh.Object, "status", "v1beta2", "conditions")
+		wc = fresh
+		return found
+	})
+	for _, step := range []struct{ status, reason, msg string }{
+		{"Unknown", ReasonEndpointPending, "waiting for approval"},
+		{"True", "PrivateLinksReady", "wired"},
+	} {
+		writes = 0
+		wc = write(wc, step.status, step.reason, step.msg)
+		v1, v2 := ConditionOf(wc, ConditionGSPrivateLinksReady), v1beta2Condition(wc, ConditionGSPrivateLinksReady)
+		for form, m := range map[string]map[string]any{"v1beta1": v1, "v1beta2": v2} {
+			if m == nil || m["status"] != step.status || m["reason"] != step.reason || m["message"] != step.msg {
+				t.Errorf("%s: %s form: %v", step.status, form, m)
+			}
+		}
+		if v2 == nil || v2["observedGeneration"] != wc.GetGeneration() {
+			t.Errorf("%s: v1beta2 form's observedGeneration %v, generation %d", step.status, v2["observedGeneration"], wc.GetGeneration())
+		}
+		if v1beta2Condition(wc, "Ready") == nil || ConditionOf(wc, "Ready") == nil {
+			t.Errorf("%s: CAPZ's Ready is lost: %v", step.status, wc.Object["status"])
+		}
+		if writes != 1 {
+			t.Errorf("%s: %d writes, want 1 for both forms", step.status, writes)
+		}
+		write(wc, step.status, step.reason, step.msg)
+		if writes != 1 {
+			t.Errorf("%s: written again though both forms say it", step.status)
+		}
+	}
+}
+
+// createAzureCluster creates an AzureCluster in org-a.
+func createAzureCluster(t *testing.T, env *testenv.Env, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"location": "westeurope",
+		"identityRef": map[string]any{"kind": "AzureClusterIdentity", "name": "id", "namespace": "org-a"}}}}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	u.SetNamespace("org-a")
+	u.SetName(name)
+	if err := env.Client.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// v1beta2Condition is the entry of typ in status.v1beta2.conditions.
+func v1beta2Condition(u *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "v1beta2", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// addV1Beta2Status gives the AzureCluster CRD Cluster API's
+// status.v1beta2.conditions, a metav1.Condition list keyed by type, as a
+// provider on the v1beta2 contract's way has it (cluster-api
+// api/core/v1beta1 ClusterV1Beta2Status). The test's API server is not
+// reused after it (testenv's reset sees the changed CRD).
+func addV1Beta2Status(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: "azureclusters.infrastructure.cluster.x-k8s.io"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	str := func(desc string) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Description: desc}
+	}
+	condition := apiextensionsv1.JSONSchemaProps{
+		Type:     "object",
+		Required: []string{"lastTransitionTime", "message", "reason", "status", "type"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"type": str("type"), "reason": str("reason"), "message": str("message"),
+			"status":             {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"True"`)}, {Raw: []byte(`"False"`)}, {Raw: []byte(`"Unknown"`)}}},
+			"lastTransitionTime": {Type: "string", Format: "date-time"},
+			"observedGeneration": {Type: "integer", Format: "int64", Minimum: ptr.To(0.0)},
+		},
+	}
+	listType, keys := "map", []string{"type"}
+	for i := range crd.Spec.Versions {
+		status := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"]
+		status.Properties["v1beta2"] = apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"conditions": {Type: "array", MaxItems: ptr.To[int64](32), XListType: &listType, XListMapKeys: keys,
+				Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &condition}},
+		}}
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = status
+	}
+	if err := env.Client.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollUntil polls cond every 200 ms for a minute.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }

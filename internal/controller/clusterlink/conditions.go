@@ -1,0 +1,178 @@
+package clusterlink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// A WC's conditions are written in both forms Cluster API defines:
+//
+//   - status.conditions, the v1beta1 form CAPZ v1.23 and v1.27 keep
+//     (cluster-api api/core/v1beta1 Conditions), always;
+//   - status.v1beta2.conditions, the metav1.Condition list a v1beta1 API
+//     carries while providers move to the v1beta2 contract (cluster-api
+//     api/core/v1beta1 ClusterV1Beta2Status, Cluster API v1.9 on), where
+//     the object has status.v1beta2. CAPZ v1.23 and v1.27 have no such
+//     field, and the API server drops what its schema does not know, so
+//     status.v1beta2 on an object says its schema has the field (a CAPZ
+//     that keeps the v1beta2 form writes its own conditions there): the
+//     operator then writes its condition there too, with the object's
+//     generation as observedGeneration. The two forms carry one status,
+//     reason and message.
+//
+// Reads keep to the v1beta1 form (ConditionOf, HasCondition), which every
+// CAPZ has; CAPZ's own PrivateLinksReady is read in every form (capz.View).
+var conditionLists = []struct {
+	path    []string
+	v1beta2 bool
+}{
+	{path: []string{"status", "conditions"}},
+	{path: []string{"status", "v1beta2", "conditions"}, v1beta2: true},
+}
+
+// wantCondition is the condition the operator writes on a WC.
+type wantCondition struct {
+	typ, status, reason, message string
+	// exact: a True condition is written again when its message differs.
+	exact bool
+}
+
+// lists are the condition lists o has a schema for: the v1beta1 one, and
+// the v1beta2 one where o has status.v1beta2.
+func lists(o *unstructured.Unstructured) []int {
+	out := []int{0}
+	if _, ok, _ := unstructured.NestedMap(o.Object, "status", "v1beta2"); ok {
+		out = append(out, 1)
+	}
+	return out
+}
+
+// matches reports whether an entry says what w says.
+func (w wantCondition) matches(m map[string]any) bool {
+	return m != nil && m["status"] == w.status && (w.status == "True" || m["reason"] == w.reason) && (!w.exact || m["message"] == w.message)
+}
+
+// current reports whether every list of o says it.
+func (w wantCondition) current(o *unstructured.Unstructured) bool {
+	for _, l := range lists(o) {
+		conds, _, _ := unstructured.NestedSlice(o.Object, conditionLists[l].path...)
+		if i := w.index(conds); i < 0 || !w.matches(conds[i].(map[string]any)) {
+			return false
+		}
+	}
+	return true
+}
+
+// index is the position of w's type in conds, -1 when absent.
+func (w wantCondition) index(conds []any) int {
+	return slices.IndexFunc(conds, func(c any) bool { m, ok := c.(map[string]any); return ok && m["type"] == w.typ })
+}
+
+// entry is w as an entry of list l of o, keeping the transition time of
+// the entry it replaces when the status stays (a new reason is no
+// transition).
+func (w wantCondition) entry(o *unstructured.Unstructured, l int, was map[string]any) map[string]any {
+	e := map[string]any{
+		"type": w.typ, "status": w.status,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"reason":             w.reason,
+		"message":            w.message,
+	}
+	if was != nil && was["status"] == w.status && was["lastTransitionTime"] != nil {
+		e["lastTransitionTime"] = was["lastTransitionTime"]
+	}
+	if conditionLists[l].v1beta2 {
+		e["observedGeneration"] = o.GetGeneration()
+	}
+	return e
+}
+
+// ops are the JSON patch operations that write w into every list of o
+// that does not say it: each guarded by its type where it replaces an
+// entry. locked: a list is missing, and only a write locked on o's
+// version may create it without replacing one made meanwhile.
+func (w wantCondition) ops(o *unstructured.Unstructured) (ops []map[string]any, locked bool) {
+	for _, l := range lists(o) {
+		conds, found, _ := unstructured.NestedSlice(o.Object, conditionLists[l].path...)
+		if !found {
+			return nil, true
+		}
+		base := "/" + strings.Join(conditionLists[l].path, "/")
+		switch i := w.index(conds); {
+		case i < 0:
+			ops = append(ops, map[string]any{"op": "add", "path": base + "/-", "value": w.entry(o, l, nil)})
+		case !w.matches(conds[i].(map[string]any)):
+			path := fmt.Sprintf("%s/%d", base, i)
+			ops = append(ops, map[string]any{"op": "test", "path": path + "/type", "value": w.typ},
+				map[string]any{"op": "replace", "path": path, "value": w.entry(o, l, conds[i].(map[string]any))})
+		}
+	}
+	return ops, false
+}
+
+// set writes w into every list of o (for the locked write).
+func (w wantCondition) set(o *unstructured.Unstructured) {
+	for _, l := range lists(o) {
+		path := conditionLists[l].path
+		conds, _, _ := unstructured.NestedSlice(o.Object, path...)
+		if i := w.index(conds); i >= 0 {
+			conds[i] = w.entry(o, l, conds[i].(map[string]any))
+		} else {
+			conds = append(conds, w.entry(o, l, nil))
+		}
+		_ = unstructured.SetNestedSlice(o.Object, conds, path...)
+	}
+}
+
+// writeCondition writes one condition of a WC (status True or Unknown) in
+// every form its schema has.
+func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, status, reason, message string, exact bool) error {
+	w := wantCondition{typ: typ, status: status, reason: reason, message: message, exact: exact}
+	if w.current(u) {
+		return nil
+	}
+	// Right after the annotations were applied the cache is stale: a
+	// condition written a moment ago may not be in it yet, and would be
+	// added twice. Read the API.
+	if reader == nil {
+		reader = c
+	}
+	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	if err != nil || fresh == nil || w.current(fresh) {
+		return err
+	}
+	ops, locked := w.ops(fresh)
+	if locked {
+		before := fresh.DeepCopy()
+		w.set(fresh)
+		if err := c.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+			client.FieldOwner(capz.FieldManager)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		wcWrites.Inc()
+		return nil
+	}
+	// A JSON patch of the one condition in each list, guarded by its type
+	// where it replaces one: other status writes (CAPZ's, the other
+	// controller's condition) between the read and the write do not make
+	// it fail, and it changes nothing else.
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := c.Status().Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	wcWrites.Inc()
+	return nil
+}
