@@ -68,6 +68,10 @@ func SetCondition(conds *[]metav1.Condition, generation int64, typ string, statu
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation})
 }
 
+// ReasonNotReady is Ready's reason while a condition it sums up is not
+// known yet.
+const ReasonNotReady = "NotReady"
+
 // Summarize sets Ready from the given conditions: True (reason Ready, with
 // readyMessage) when all are, otherwise False, or Unknown, with the reason
 // and message of the first one that is not; NotReady when one is missing.
@@ -75,7 +79,7 @@ func Summarize(conds *[]metav1.Condition, generation int64, readyMessage string,
 	for _, t := range types {
 		c := meta.FindStatusCondition(*conds, t)
 		if c == nil {
-			SetCondition(conds, generation, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotReady", t+" is not known yet")
+			SetCondition(conds, generation, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, t+" is not known yet")
 			return
 		}
 		if c.Status != metav1.ConditionTrue {

@@ -26,7 +26,6 @@ import (
 // They are constant: alerts and scripts may match them.
 const (
 	ReasonReady              = "Ready"
-	ReasonNotReady           = "NotReady"
 	ReasonPaused             = "Paused"
 	ReasonProvisioning       = "Provisioning"
 	ReasonProvisioningFailed = "ProvisioningFailed"
@@ -41,7 +40,6 @@ const (
 	ReasonNotRequested       = "NotRequested"
 	ReasonWaitingForApproval = "WaitingForApproval"
 	ReasonRecordNotOwned     = "RecordSetNotOwned"
-	ReasonLinkedElsewhere    = "VirtualNetworkLinkedElsewhere"
 	ReasonZoneNameRefused    = "DNSZoneNameRefused"
 	ReasonTargetAmbiguous    = "TargetAmbiguous"
 	ReasonTargetMoved        = "TargetMoved"

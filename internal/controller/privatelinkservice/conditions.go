@@ -12,7 +12,6 @@ import (
 const (
 	ReasonFound                  = "Found"
 	ReasonReady                  = "Ready"
-	ReasonNotReady               = "NotReady"
 	ReasonPaused                 = "Paused"
 	ReasonProvisioning           = "Provisioning"
 	ReasonProvisioningFailed     = "ProvisioningFailed"
