@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -66,16 +65,22 @@ func (w wantCondition) matches(m map[string]any) bool {
 func (w wantCondition) current(o *unstructured.Unstructured) bool {
 	for _, l := range lists(o) {
 		conds, _, _ := unstructured.NestedSlice(o.Object, conditionLists[l].path...)
-		if i := w.index(conds); i < 0 || !w.matches(conds[i].(map[string]any)) {
+		if _, m := w.find(conds); !w.matches(m) {
 			return false
 		}
 	}
 	return true
 }
 
-// index is the position of w's type in conds, -1 when absent.
-func (w wantCondition) index(conds []any) int {
-	return slices.IndexFunc(conds, func(c any) bool { m, ok := c.(map[string]any); return ok && m["type"] == w.typ })
+// find is the position and entry of w's type in conds (-1 and nil when
+// absent).
+func (w wantCondition) find(conds []any) (int, map[string]any) {
+	for i, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == w.typ {
+			return i, m
+		}
+	}
+	return -1, nil
 }
 
 // entry is w as an entry of list l of o, keeping the transition time of
@@ -108,13 +113,13 @@ func (w wantCondition) ops(o *unstructured.Unstructured) (ops []map[string]any, 
 			return nil, true
 		}
 		base := "/" + strings.Join(conditionLists[l].path, "/")
-		switch i := w.index(conds); {
+		switch i, m := w.find(conds); {
 		case i < 0:
 			ops = append(ops, map[string]any{"op": "add", "path": base + "/-", "value": w.entry(o, l, nil)})
-		case !w.matches(conds[i].(map[string]any)):
+		case !w.matches(m):
 			path := fmt.Sprintf("%s/%d", base, i)
 			ops = append(ops, map[string]any{"op": "test", "path": path + "/type", "value": w.typ},
-				map[string]any{"op": "replace", "path": path, "value": w.entry(o, l, conds[i].(map[string]any))})
+				map[string]any{"op": "replace", "path": path, "value": w.entry(o, l, m)})
 		}
 	}
 	return ops, false
@@ -125,8 +130,8 @@ func (w wantCondition) set(o *unstructured.Unstructured) {
 	for _, l := range lists(o) {
 		path := conditionLists[l].path
 		conds, _, _ := unstructured.NestedSlice(o.Object, path...)
-		if i := w.index(conds); i >= 0 {
-			conds[i] = w.entry(o, l, conds[i].(map[string]any))
+		if i, m := w.find(conds); i >= 0 {
+			conds[i] = w.entry(o, l, m)
 		} else {
 			conds = append(conds, w.entry(o, l, nil))
 		}

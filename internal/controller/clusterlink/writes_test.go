@@ -52,14 +52,7 @@ type conditionCase struct {
 func (c conditionCase) check(t *testing.T, env *testenv.Env) {
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "org-a", Name: "wc-" + string(rune('a'+len(c.before)))}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"location": "westeurope",
-		"identityRef": map[string]any{"kind": "AzureClusterIdentity", "name": "id", "namespace": "org-a"}}}}
-	u.SetGroupVersionKind(capz.AzureClusterGVK)
-	u.SetNamespace(key.Namespace)
-	u.SetName(key.Name)
-	if err := env.Client.Create(ctx, u); err != nil {
-		t.Fatal(err)
-	}
+	u := createAzureCluster(t, env, key.Name)
 	if c.before != nil {
 		_ = unstructured.SetNestedSlice(u.Object, c.before, "status", "conditions")
 		if err := env.Client.Status().Update(ctx, u); err != nil {
@@ -131,56 +124,94 @@ func cond(typ, status, msg string) map[string]any {
 // write is made and a condition that says the same is not written again.
 func TestConditionBothForms(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{Schema: testenv.SchemaV127})
-	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "org-a"}}}
-	if err := env.Client.Create(ctx, ns); err != nil {
+	if err := env.Client.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
+	w := newConditionWriter(t, env)
+
+	// CAPZ v1.27 as published: the v1beta1 list only.
+	after := w.write(createAzureCluster(t, env, "plain"), "Unknown", ReasonEndpointPending, "waiting")
+	if _, found, _ := unstructured.NestedMap(after.Object, "status", "v1beta2"); found || ConditionOf(after, ConditionGSPrivateLinksReady)["reason"] != ReasonEndpointPending {
+		t.Errorf("without the v1beta2 field: %v", after.Object["status"])
+	}
+	w.write(after, "Unknown", ReasonEndpointPending, "waiting")
+	if w.writes != 1 {
+		t.Errorf("%d writes for one condition written twice, want 1", w.writes)
+	}
+
+	addV1Beta2Status(t, env)
+	wc := withCAPZV1Beta2(t, env, createAzureCluster(t, env, "wc"))
+	for _, step := range []wantCondition{
+		{typ: ConditionGSPrivateLinksReady, status: "Unknown", reason: ReasonEndpointPending, message: "waiting for approval"},
+		{typ: ConditionGSPrivateLinksReady, status: "True", reason: "PrivateLinksReady", message: "wired"},
+	} {
+		w.writes = 0
+		wc = w.write(wc, step.status, step.reason, step.message)
+		checkBothForms(t, wc, step)
+		if w.writes != 1 {
+			t.Errorf("%s: %d writes, want 1 for both forms", step.status, w.writes)
+		}
+		w.write(wc, step.status, step.reason, step.message)
+		if w.writes != 1 {
+			t.Errorf("%s: written again though both forms say it", step.status)
+		}
+	}
+}
+
+// conditionWriter writes GSPrivateLinksReady as the controllers do,
+// counting the status writes.
+type conditionWriter struct {
+	t      *testing.T
+	env    *testenv.Env
+	c      client.Client
+	writes int
+}
+
+func newConditionWriter(t *testing.T, env *testenv.Env) *conditionWriter {
 	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes := 0
-	counting := interceptor.NewClient(direct, interceptor.Funcs{
+	w := &conditionWriter{t: t, env: env}
+	w.c = interceptor.NewClient(direct, interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			writes++
+			w.writes++
 			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	write := func(u *unstructured.Unstructured, status, reason, msg string) *unstructured.Unstructured {
-		t.Helper()
-		var err error
-		if status == "True" {
-			err = SetTrueCondition(ctx, counting, counting, u, ConditionGSPrivateLinksReady, reason, msg, true)
-		} else {
-			err = SetWaitingCondition(ctx, counting, counting, u, ConditionGSPrivateLinksReady, reason, msg)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		after, err := getAzureCluster(ctx, env.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return after
-	}
+	return w
+}
 
-	// CAPZ v1.27 as published: the v1beta1 list only.
-	plain := createAzureCluster(t, env, "plain")
-	after := write(plain, "Unknown", ReasonEndpointPending, "waiting")
-	if _, found, _ := unstructured.NestedMap(after.Object, "status", "v1beta2"); found || ConditionOf(after, ConditionGSPrivateLinksReady)["reason"] != ReasonEndpointPending {
-		t.Errorf("without the v1beta2 field: %v", after.Object["status"])
+// write writes the condition (True, or Unknown as a wait) and returns the
+// object as the API server has it after.
+func (w *conditionWriter) write(u *unstructured.Unstructured, status, reason, msg string) *unstructured.Unstructured {
+	w.t.Helper()
+	ctx := context.Background()
+	var err error
+	if status == "True" {
+		err = SetTrueCondition(ctx, w.c, w.c, u, ConditionGSPrivateLinksReady, reason, msg, true)
+	} else {
+		err = SetWaitingCondition(ctx, w.c, w.c, u, ConditionGSPrivateLinksReady, reason, msg)
 	}
-	write(after, "Unknown", ReasonEndpointPending, "waiting")
-	if writes != 1 {
-		t.Errorf("%d writes for one condition written twice, want 1", writes)
+	if err != nil {
+		w.t.Fatal(err)
 	}
+	after, err := getAzureCluster(ctx, w.env.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return after
+}
 
-	addV1Beta2Status(t, env)
-	wc := createAzureCluster(t, env, "wc")
+// withCAPZV1Beta2 writes CAPZ's Ready in both forms on u, once the API
+// server serves the changed schema, and returns u as written.
+func withCAPZV1Beta2(t *testing.T, env *testenv.Env, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
 	capzV1Beta2 := map[string]any{"type": "Ready", "status": "False", "reason": "Provisioning", "message": "m", "lastTransitionTime": "2026-11-25T00:00:00Z", "observedGeneration": int64(1)}
 	pollUntil(t, "CAPZ's v1beta2 condition is kept by the API server", func() bool {
-		fresh, err := getAzureCluster(ctx, env.Client, types.NamespacedName{Namespace: "org-a", Name: "wc"})
+		fresh, err := getAzureCluster(ctx, env.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
 		if err != nil {
 			return false
 		}
@@ -190,34 +221,27 @@ func TestConditionBothForms(t *testing.T) {
 			return false
 		}
 		_, found, _ := unstructured.NestedSlice(fresh.Object, "status", "v1beta2", "conditions")
-		wc = fresh
+		u = fresh
 		return found
 	})
-	for _, step := range []struct{ status, reason, msg string }{
-		{"Unknown", ReasonEndpointPending, "waiting for approval"},
-		{"True", "PrivateLinksReady", "wired"},
-	} {
-		writes = 0
-		wc = write(wc, step.status, step.reason, step.msg)
-		v1, v2 := ConditionOf(wc, ConditionGSPrivateLinksReady), v1beta2Condition(wc, ConditionGSPrivateLinksReady)
-		for form, m := range map[string]map[string]any{"v1beta1": v1, "v1beta2": v2} {
-			if m == nil || m["status"] != step.status || m["reason"] != step.reason || m["message"] != step.msg {
-				t.Errorf("%s: %s form: %v", step.status, form, m)
-			}
+	return u
+}
+
+// checkBothForms: u says want in both lists, the v1beta2 one with u's
+// generation, and CAPZ's Ready is still in both.
+func checkBothForms(t *testing.T, u *unstructured.Unstructured, want wantCondition) {
+	t.Helper()
+	v1, v2 := ConditionOf(u, want.typ), v1beta2Condition(u, want.typ)
+	for form, m := range map[string]map[string]any{"v1beta1": v1, "v1beta2": v2} {
+		if m == nil || m["status"] != want.status || m["reason"] != want.reason || m["message"] != want.message {
+			t.Errorf("%s: %s form: %v", want.status, form, m)
 		}
-		if v2 == nil || v2["observedGeneration"] != wc.GetGeneration() {
-			t.Errorf("%s: v1beta2 form's observedGeneration %v, generation %d", step.status, v2["observedGeneration"], wc.GetGeneration())
-		}
-		if v1beta2Condition(wc, "Ready") == nil || ConditionOf(wc, "Ready") == nil {
-			t.Errorf("%s: CAPZ's Ready is lost: %v", step.status, wc.Object["status"])
-		}
-		if writes != 1 {
-			t.Errorf("%s: %d writes, want 1 for both forms", step.status, writes)
-		}
-		write(wc, step.status, step.reason, step.msg)
-		if writes != 1 {
-			t.Errorf("%s: written again though both forms say it", step.status)
-		}
+	}
+	if v2 == nil || v2["observedGeneration"] != u.GetGeneration() {
+		t.Errorf("%s: v1beta2 form's observedGeneration %v, generation %d", want.status, v2["observedGeneration"], u.GetGeneration())
+	}
+	if v1beta2Condition(u, "Ready") == nil || ConditionOf(u, "Ready") == nil {
+		t.Errorf("%s: CAPZ's Ready is lost: %v", want.status, u.Object["status"])
 	}
 }
 
