@@ -43,6 +43,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/providerconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/memlimit"
 )
 
 // Exit codes.
@@ -75,6 +76,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 	log := logger.WithName("setup")
+	if r, err := memlimit.Set(opts.memoryLimitFraction, memlimit.CgroupRoot); err != nil {
+		log.Error(err, "No soft memory limit set")
+	} else {
+		log.Info("Soft memory limit", "bytes", r.Limit, "containerLimit", r.Container, "why", r.Why)
+	}
 
 	mgr, err := newManager(ctx, opts)
 	if err != nil {

@@ -73,6 +73,7 @@ func TestParseFlags(t *testing.T) {
 			secretRecheck:            5 * time.Minute,
 			azureObserveTTL:          10 * time.Second,
 			kubeAPIQPS:               50,
+			memoryLimitFraction:      0.9,
 			kubeAPIBurst:             100,
 			plsController:            true,
 			plsDrift:                 10 * time.Minute,
@@ -260,6 +261,11 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--kube-api-qps=0 and --kube-api-burst=100: both must be positive",
 		},
 		{
+			reason:  "a soft memory limit above the container's is refused",
+			args:    []string{"--memory-limit-fraction=1.5"},
+			wantErr: "--memory-limit-fraction=1.5: must be between 0 (off) and 1",
+		},
+		{
 			reason:  "leader election out of cluster needs a namespace",
 			args:    []string{"--leader-elect"},
 			wantErr: "--leader-election-namespace is required",
@@ -413,6 +419,11 @@ func TestBinaryLifecycle(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "Manager stopped cleanly") {
 		t.Errorf("operator output does not report a clean stop:\n%s", stderr.String())
+	}
+	// The soft memory limit is decided, and said, at start (here: no
+	// container limit, so none is set).
+	if !strings.Contains(stderr.String(), `"Soft memory limit"`) {
+		t.Errorf("operator output does not say its soft memory limit:\n%s", stderr.String())
 	}
 	if holder := leaseHolder(context.Background(), env.Client, leaseName); holder != "" {
 		t.Errorf("lease still held by %q after a clean stop; it should be released for a fast handover", holder)
