@@ -34,6 +34,9 @@ type Config struct {
 	Schema testenv.Schema
 	// OperatorBinary is the operator under test.
 	OperatorBinary string
+	// OperatorEnv is added to the operator's environment (e.g. GOMEMLIMIT,
+	// as the binary sets it from a container's memory limit).
+	OperatorEnv []string
 	// AzureLatency is how long Azure's long-running operations take.
 	AzureLatency time.Duration
 	// SteadyDrift is --drift-check-interval during the steady phase; the
@@ -217,7 +220,7 @@ func (b *bench) startOperator(ctx context.Context, name string, extra ...string)
 			args = append(args, "--wiring-dns-mc-zone={{.BaseDomain}}", "--wiring-dns-mc-records=api.{{.Cluster}}")
 		}
 	}
-	op, err := b.sb.StartOperator(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), args...)
+	op, err := b.sb.StartOperatorWithEnv(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), b.cfg.OperatorEnv, args...)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ type options struct {
 	subscriptions  int
 	capz           string
 	operatorBinary string
+	gomemlimit     string
 	latency        time.Duration
 	steadyDrift    time.Duration
 	steadyWindow   time.Duration
@@ -63,6 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.subscriptions, "subscriptions", 10, "Subscriptions the workload clusters are spread over.")
 	fs.StringVar(&o.capz, "capz", string(testenv.SchemaV127), "The CAPZ capzsim mimics in the wiring scenario: v1.27 (private links and endpoints through ASO) or fork.")
 	fs.StringVar(&o.operatorBinary, "operator-binary", "", "Operator binary to measure (default: build it).")
+	fs.StringVar(&o.gomemlimit, "operator-gomemlimit", "", "GOMEMLIMIT for the operator in the wiring scenario (e.g. 230MiB, what the binary sets in a 256Mi container); empty: none, as outside a container.")
 	fs.DurationVar(&o.latency, "azure-latency", 5*time.Second, "How long Azure's long-running operations take.")
 	fs.DurationVar(&o.steadyDrift, "steady-drift-check-interval", time.Minute,
 		"--drift-check-interval in the steady phase (default 10m: the phase is compressed by 10m/this).")
@@ -178,7 +180,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		}
 		logf("N=%d: files in %s", n, dir)
 		res, err := Run(ctx, Config{
-			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, AzureLatency: opts.latency,
+			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, OperatorEnv: operatorEnv(opts), AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
 			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster,
 		})
@@ -222,4 +224,12 @@ func write(opts options, results []Result) error {
 		return os.WriteFile(opts.markdown, []byte(report(opts, results)), 0o644) //nolint:gosec // G306: a report committed with the docs
 	}
 	return nil
+}
+
+// operatorEnv is the environment --operator-gomemlimit asks for.
+func operatorEnv(o options) []string {
+	if o.gomemlimit == "" {
+		return nil
+	}
+	return []string{"GOMEMLIMIT=" + o.gomemlimit}
 }
