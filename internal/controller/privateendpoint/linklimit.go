@@ -31,9 +31,8 @@ import (
 // A virtual network is linked to at most 1,000 private DNS zones ("What is
 // an Azure Private DNS zone?", Limits: "Number of private DNS zones a
 // virtual network can get linked to", 1,000 without autoregistration;
-// azuresim enforces it): objects with
-// their own zone (zoneMode Own, the default) in one network each link one
-// more. The operator counts the zones the objects needing the network
+// azuresim enforces it): objects with their own zone (zoneMode Owned, the
+// default) in one network each link one more. The operator counts the zones the objects needing the network
 // record links for (the cache's network index) in the same admission, with
 // PrivateDNSNetworkZoneLimitNear from 90 % and PrivateDNSNetworkZoneLimit
 // at the limit. DNS mode's zones are counted apart (wiringdns, the
