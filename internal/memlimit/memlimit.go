@@ -4,10 +4,10 @@
 //
 // Why: the Go runtime lets the heap grow to twice what is live before it
 // collects (GOGC=100) and returns freed memory to the kernel slowly, and
-// it knows nothing of the container's memory limit. The operator's peak
-// RSS with 1,000 workload clusters in DNS mode was measured at 291 MiB
-// (docs/benchmarks-dns.md) with a peak Go heap of 165–200 MiB: above the
-// chart's former 256 MiB limit, though what was live fitted. A soft limit
+// it knows nothing of the container's memory limit. With 1,000 workload
+// clusters in DNS mode the operator's anonymous memory peaked at 262 MiB,
+// above the chart's former 256 MiB limit, and at 216 MiB with a soft limit
+// of 230 MiB (docs/benchmarks-dns.md). A soft limit
 // (runtime/debug.SetMemoryLimit, the GOMEMLIMIT of the Go runtime) makes
 // the collector keep the whole Go memory under it while the live heap
 // fits.

@@ -270,6 +270,25 @@ func (op *Operator) Usage() (Usage, error) {
 	return u, nil
 }
 
+// AnonRSS reads the process's anonymous resident memory now (RssAnon of
+// /proc/<pid>/status, Linux): its resident set without the pages of files
+// it maps (the binary's code above all), which the kernel can drop and
+// read again. It is what a container's memory limit cannot reclaim, and
+// what the Go runtime's soft memory limit governs.
+func (op *Operator) AnonRSS() (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no RssAnon in /proc/%d/status", op.cmd.Process.Pid)
+}
+
 // freeAddress returns a loopback address that was free a moment ago.
 func freeAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -78,7 +78,7 @@ func TestSmoke(t *testing.T) {
 		{"the deletion wrote the MC", res.Delete.MCWrites >= 1},
 		{"the deletion caused no API conflicts", res.Delete.Conflicts == 0},
 		{"the operator used a token", res.Converge.TokenRequests >= 1},
-		{"CPU and memory were measured", res.CPUSeconds > 0 && res.PeakRSSMiB > 0 && res.PeakHeapMiB > 0},
+		{"CPU and memory were measured", res.CPUSeconds > 0 && res.PeakRSSMiB > 0 && res.PeakAnonMiB > 0 && res.PeakHeapMiB > 0},
 	} {
 		if !c.ok {
 			t.Errorf("%s: %+v", c.what, res)

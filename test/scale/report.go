@@ -102,6 +102,7 @@ func metrics() []metric {
 		})},
 		{"operator CPU, whole run (s)", "", "", func(r Result) string { return f1(r.CPUSeconds) }},
 		{"operator peak RSS (MiB)", "< 200", "", func(r Result) string { return f1(r.PeakRSSMiB) }},
+		{"operator peak anonymous RSS, sampled (MiB)", "", "", func(r Result) string { return f1(r.PeakAnonMiB) }},
 		{"operator peak Go heap in use (MiB)", "", "", func(r Result) string { return f1(r.PeakHeapMiB) }},
 	}
 }
