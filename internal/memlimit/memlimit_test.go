@@ -29,7 +29,7 @@ func TestContainerLimit(t *testing.T) {
 			root := t.TempDir()
 			if tc.file != "" {
 				path := filepath.Join(root, tc.file)
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
