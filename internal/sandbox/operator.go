@@ -261,13 +261,20 @@ func (op *Operator) Usage() (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
+	u.PeakRSS, _ = statusBytes(status, "VmHWM")
+	return u, nil
+}
+
+// statusBytes is the value of a "<key>: <n> kB" line of /proc/<pid>/status
+// in bytes; false when there is none.
+func statusBytes(status []byte, key string) (int64, bool) {
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			u.PeakRSS = kb * 1024
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err == nil
 		}
 	}
-	return u, nil
+	return 0, false
 }
 
 // AnonRSS reads the process's anonymous resident memory now (RssAnon of
@@ -280,11 +287,8 @@ func (op *Operator) AnonRSS() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
-		}
+	if n, ok := statusBytes(status, "RssAnon"); ok {
+		return n, nil
 	}
 	return 0, fmt.Errorf("no RssAnon in /proc/%d/status", op.cmd.Process.Pid)
 }
