@@ -22,21 +22,26 @@ import (
 //     carries while providers move to the v1beta2 contract (cluster-api
 //     api/core/v1beta1 ClusterV1Beta2Status, Cluster API v1.9 on), where
 //     the object has status.v1beta2. CAPZ v1.23 and v1.27 have no such
-//     field, and the API server drops what its schema does not know, so
+//     field (their published CRDs, config/crd/bases), and the API server
+//     drops what its schema does not know, so
 //     status.v1beta2 on an object says its schema has the field (a CAPZ
 //     that keeps the v1beta2 form writes its own conditions there): the
 //     operator then writes its condition there too, with the object's
-//     generation as observedGeneration. The two forms carry one status,
-//     reason and message.
+//     generation as observedGeneration, written again when the generation
+//     moves on (a v1beta2 reader takes an older one for not looked at
+//     yet). The two forms carry one status, reason and message.
 //
 // Reads keep to the v1beta1 form (ConditionOf, HasCondition), which every
 // CAPZ has; CAPZ's own PrivateLinksReady is read in every form (capz.View).
-var conditionLists = []struct {
+var (
+	v1beta1List = conditionList{path: []string{"status", "conditions"}}
+	v1beta2List = conditionList{path: []string{"status", "v1beta2", "conditions"}, v1beta2: true}
+)
+
+// conditionList is where one form of the conditions is kept.
+type conditionList struct {
 	path    []string
 	v1beta2 bool
-}{
-	{path: []string{"status", "conditions"}},
-	{path: []string{"status", "v1beta2", "conditions"}, v1beta2: true},
 }
 
 // wantCondition is the condition the operator writes on a WC.
@@ -48,24 +53,27 @@ type wantCondition struct {
 
 // lists are the condition lists o has a schema for: the v1beta1 one, and
 // the v1beta2 one where o has status.v1beta2.
-func lists(o *unstructured.Unstructured) []int {
-	out := []int{0}
+func lists(o *unstructured.Unstructured) []conditionList {
 	if _, ok, _ := unstructured.NestedMap(o.Object, "status", "v1beta2"); ok {
-		out = append(out, 1)
+		return []conditionList{v1beta1List, v1beta2List}
 	}
-	return out
+	return []conditionList{v1beta1List}
 }
 
-// matches reports whether an entry says what w says.
-func (w wantCondition) matches(m map[string]any) bool {
-	return m != nil && m["status"] == w.status && (w.status == "True" || m["reason"] == w.reason) && (!w.exact || m["message"] == w.message)
+// matches reports whether an entry of list l of o says what w says (in
+// the v1beta2 form, for o's generation).
+func (w wantCondition) matches(o *unstructured.Unstructured, l conditionList, m map[string]any) bool {
+	if m == nil || m["status"] != w.status || (w.status != "True" && m["reason"] != w.reason) || (w.exact && m["message"] != w.message) {
+		return false
+	}
+	return !l.v1beta2 || m["observedGeneration"] == o.GetGeneration()
 }
 
 // current reports whether every list of o says it.
 func (w wantCondition) current(o *unstructured.Unstructured) bool {
 	for _, l := range lists(o) {
-		conds, _, _ := unstructured.NestedSlice(o.Object, conditionLists[l].path...)
-		if _, m := w.find(conds); !w.matches(m) {
+		conds, _, _ := unstructured.NestedSlice(o.Object, l.path...)
+		if _, m := w.find(conds); !w.matches(o, l, m) {
 			return false
 		}
 	}
@@ -86,7 +94,7 @@ func (w wantCondition) find(conds []any) (int, map[string]any) {
 // entry is w as an entry of list l of o, keeping the transition time of
 // the entry it replaces when the status stays (a new reason is no
 // transition).
-func (w wantCondition) entry(o *unstructured.Unstructured, l int, was map[string]any) map[string]any {
+func (w wantCondition) entry(o *unstructured.Unstructured, l conditionList, was map[string]any) map[string]any {
 	e := map[string]any{
 		"type": w.typ, "status": w.status,
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
@@ -96,7 +104,7 @@ func (w wantCondition) entry(o *unstructured.Unstructured, l int, was map[string
 	if was != nil && was["status"] == w.status && was["lastTransitionTime"] != nil {
 		e["lastTransitionTime"] = was["lastTransitionTime"]
 	}
-	if conditionLists[l].v1beta2 {
+	if l.v1beta2 {
 		e["observedGeneration"] = o.GetGeneration()
 	}
 	return e
@@ -108,15 +116,15 @@ func (w wantCondition) entry(o *unstructured.Unstructured, l int, was map[string
 // version may create it without replacing one made meanwhile.
 func (w wantCondition) ops(o *unstructured.Unstructured) (ops []map[string]any, locked bool) {
 	for _, l := range lists(o) {
-		conds, found, _ := unstructured.NestedSlice(o.Object, conditionLists[l].path...)
+		conds, found, _ := unstructured.NestedSlice(o.Object, l.path...)
 		if !found {
 			return nil, true
 		}
-		base := "/" + strings.Join(conditionLists[l].path, "/")
+		base := "/" + strings.Join(l.path, "/")
 		switch i, m := w.find(conds); {
 		case i < 0:
 			ops = append(ops, map[string]any{"op": "add", "path": base + "/-", "value": w.entry(o, l, nil)})
-		case !w.matches(m):
+		case !w.matches(o, l, m):
 			path := fmt.Sprintf("%s/%d", base, i)
 			ops = append(ops, map[string]any{"op": "test", "path": path + "/type", "value": w.typ},
 				map[string]any{"op": "replace", "path": path, "value": w.entry(o, l, m)})
@@ -128,14 +136,13 @@ func (w wantCondition) ops(o *unstructured.Unstructured) (ops []map[string]any, 
 // set writes w into every list of o (for the locked write).
 func (w wantCondition) set(o *unstructured.Unstructured) {
 	for _, l := range lists(o) {
-		path := conditionLists[l].path
-		conds, _, _ := unstructured.NestedSlice(o.Object, path...)
+		conds, _, _ := unstructured.NestedSlice(o.Object, l.path...)
 		if i, m := w.find(conds); i >= 0 {
 			conds[i] = w.entry(o, l, m)
 		} else {
 			conds = append(conds, w.entry(o, l, nil))
 		}
-		_ = unstructured.SetNestedSlice(o.Object, conds, path...)
+		_ = unstructured.SetNestedSlice(o.Object, conds, l.path...)
 	}
 }
 

@@ -157,6 +157,39 @@ func TestConditionBothForms(t *testing.T) {
 			t.Errorf("%s: written again though both forms say it", step.status)
 		}
 	}
+
+	// A spec change moves the generation on: the same condition is
+	// written again in the v1beta2 form, for the new generation, and the
+	// transition times stay.
+	since := ConditionOf(wc, ConditionGSPrivateLinksReady)["lastTransitionTime"]
+	wc = bumpGeneration(t, env, wc)
+	w.writes = 0
+	wc = w.write(wc, "True", "PrivateLinksReady", "wired")
+	checkBothForms(t, wc, wantCondition{typ: ConditionGSPrivateLinksReady, status: "True", reason: "PrivateLinksReady", message: "wired"})
+	if w.writes != 1 || ConditionOf(wc, ConditionGSPrivateLinksReady)["lastTransitionTime"] != since ||
+		v1beta2Condition(wc, ConditionGSPrivateLinksReady)["lastTransitionTime"] != since {
+		t.Errorf("after a new generation: %d writes (want 1), transition times %v / %v, want %v", w.writes,
+			ConditionOf(wc, ConditionGSPrivateLinksReady)["lastTransitionTime"], v1beta2Condition(wc, ConditionGSPrivateLinksReady)["lastTransitionTime"], since)
+	}
+}
+
+// bumpGeneration changes u's spec (a tag) and returns u as the API server
+// has it after, with its new generation.
+func bumpGeneration(t *testing.T, env *testenv.Env, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"additionalTags":{"bump":"1"}}}`))
+	if err := env.Client.Patch(ctx, u.DeepCopy(), patch); err != nil {
+		t.Fatal(err)
+	}
+	after, err := getAzureCluster(ctx, env.Client, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetGeneration() == u.GetGeneration() {
+		t.Fatalf("the spec change did not move the generation on (%d)", after.GetGeneration())
+	}
+	return after
 }
 
 // conditionWriter writes GSPrivateLinksReady as the controllers do,
