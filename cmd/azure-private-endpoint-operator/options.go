@@ -40,8 +40,8 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 type options struct {
 	kubeconfig              string
 	kubeAPIQPS              float64
-	memoryLimitFraction     float64
 	kubeAPIBurst            int
+	memoryLimitFraction     float64
 	metricsAddr             string
 	metricsSecure           bool
 	metricsCertDir          string
@@ -294,10 +294,10 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Path to a kubeconfig. Only needed out of cluster; otherwise KUBECONFIG, the in-cluster config, then ~/.kube/config are used.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50,
 		"Requests per second the operator may send to the Kubernetes API server (client-side limit).")
-	fs.Float64Var(&o.memoryLimitFraction, "memory-limit-fraction", 0.9,
-		"Fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes) set as the Go runtime's soft memory limit, so the garbage collector works harder before the kernel would OOM-kill the process. 0 turns it off; GOMEMLIMIT, when set, wins; without a container limit nothing is set.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100,
 		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps.")
+	fs.Float64Var(&o.memoryLimitFraction, "memory-limit-fraction", 0.9,
+		"Fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes) set as the Go runtime's soft memory limit, so the garbage collector works harder before the kernel would OOM-kill the process. 0 turns it off; GOMEMLIMIT, when set, wins; without a container limit nothing is set.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
 		"Address (host:port) the Prometheus metrics endpoint (/metrics) binds to; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
@@ -504,6 +504,9 @@ func (o *options) validateManager() []error {
 		"--leader-election-retry-period":   o.retryPeriod,
 		"--graceful-shutdown-timeout":      o.gracefulShutdownTimeout,
 	})...)
+	if o.memoryLimitFraction < 0 || o.memoryLimitFraction > 1 {
+		errs = append(errs, fmt.Errorf("--memory-limit-fraction=%g: must be between 0 (off) and 1", o.memoryLimitFraction))
+	}
 	if !o.leaderElect {
 		return errs
 	}
@@ -545,9 +548,6 @@ func (o *options) validateWiring() []error {
 	}
 	if o.healRejected && o.healDisconnectedAfter == 0 {
 		errs = append(errs, errors.New("--heal-rejected needs --heal-disconnected-after above 0"))
-	}
-	if o.memoryLimitFraction < 0 || o.memoryLimitFraction > 1 {
-		errs = append(errs, fmt.Errorf("--memory-limit-fraction=%g: must be between 0 (off) and 1", o.memoryLimitFraction))
 	}
 	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", o.kubeAPIQPS, o.kubeAPIBurst))
