@@ -135,7 +135,7 @@ func Explain(ctx context.Context, c client.Reader, key types.NamespacedName, o O
 	}
 	ch.add("cluster", StateOK, detail)
 	if key == o.ManagementCluster {
-		ch.stop("management cluster", StateStop, ReasonIsManagement, "this is the management cluster: explain one of its workload clusters")
+		management(ch, u)
 		return ch.r, nil
 	}
 	if !gate(ctx, c, ch, u, view, o) {
@@ -407,4 +407,27 @@ func declaredServices(view *capz.AzureCluster) map[string]bool {
 		out[strings.ToLower(clusterlink.PrivateLinkServiceID(view.SubscriptionID, view.ResourceGroup, l.Name))] = true
 	}
 	return out
+}
+
+// management explains the management cluster itself: what its own
+// condition, GSWorkloadClusterEndpointsReady, says of its workload
+// clusters' entries (where it waits, the chain stops there); then that
+// the rest of the chain is a workload cluster's.
+func management(ch *chain, u *unstructured.Unstructured) {
+	c := clusterlink.ConditionOf(u, clusterlink.ConditionGSWorkloadClusterEndpointsReady)
+	reason, _ := c["reason"].(string)
+	message, _ := c["message"].(string)
+	switch {
+	case c == nil:
+		ch.add(atMCEntries, StateSkipped, "no "+clusterlink.ConditionGSWorkloadClusterEndpointsReady+" yet (the operator writes it at its first pass of the management cluster)")
+	case c["status"] == "True":
+		ch.add(atMCEntries, StateOK, reason+": "+message)
+	default:
+		state := StateStop
+		if waits(reason) {
+			state = StateWaiting
+		}
+		ch.stop(atMCEntries, state, reason, message)
+	}
+	ch.stop("management cluster", StateStop, ReasonIsManagement, "this is the management cluster: explain one of its workload clusters")
 }

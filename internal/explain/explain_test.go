@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,6 +18,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/docgen"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/explain"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
@@ -56,17 +58,39 @@ func TestExplain(t *testing.T) {
 	w.Namespace(t, wcNS)
 	noLinks := testworld.Cluster{Namespace: wcNS, Name: "nolinks", Subscription: wcSub, Private: true, CIDR16: 13}
 	paused := wcCluster("paused", 14, true)
+	// notAllowed's link does not allow the MC's subscription; clash-b's
+	// link has clash-a's name; the MC holds an entry of taken's name for
+	// someone else; refused names a base domain the operator does not
+	// allow; a cluster named like the MC would shadow the MC's own domain.
+	notAllowed := wcCluster("notallowed", 15, true)
+	notAllowed.PrivateLinks[0].AllowedSubscriptions = []string{wcSub}
+	clashA, clashB := wcCluster("clash-a", 16, true), wcCluster("clash-b", 17, true)
+	clashA.PrivateLinks[0].Name, clashB.PrivateLinks[0].Name = "clash-api-privatelink", "clash-api-privatelink"
+	annotated := map[string]map[string]string{
+		"paused":  {capz.PausedAnnotation: ""},
+		"broken":  {capzsim.BrokenLinksAnnotation: "true"},
+		"refused": {clusterlink.DefaultAnnotationPrefix + "/" + clusterlink.BaseDomainAnnotation: "tenant.example"},
+	}
 	for _, c := range []testworld.Cluster{
 		{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10},
 		wcCluster("wired", 11, true), wcCluster("manual", 12, false), noLinks, paused,
+		notAllowed, clashA, clashB, wcCluster("taken", 18, true), wcCluster("broken", 19, true),
+		wcCluster("refused", 20, true), wcCluster("mc", 21, true),
 	} {
 		u := c.Object(testenv.SchemaFork)
-		if c.Name == "paused" {
-			u.SetAnnotations(map[string]string{capz.PausedAnnotation: ""})
+		u.SetAnnotations(annotated[c.Name])
+		if c.Namespace == mcNS {
+			holdForSomeoneElse(u, "taken-api-privatelink-privateendpoint")
 		}
-		if err := w.Client.Create(ctx, u); err != nil {
+		if err := w.Client.Create(ctx, u, client.FieldOwner("kubectl-edit")); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Before the operator runs: CAPZ's part is done, the operator's
+	// verdicts are missing.
+	o := explain.Options{ManagementCluster: mcKey}
+	if r := poll(ctx, t, "wired before the operator", o, w, "wired", func(r explain.Report) bool { return r.Reason == explain.ReasonConditionsMissing }); r.StoppedAt != "private links ready" {
+		t.Errorf("wired before the operator: %+v", r)
 	}
 	// DNS mode on, rereading its records only hourly: the Azure part of
 	// explain finds records changed behind the operator's back.
@@ -74,21 +98,10 @@ func TestExplain(t *testing.T) {
 		Enabled: true, BaseDomain: baseDomain, Check: time.Hour, ReadsPer5m: -1, WritesPer5m: -1}})
 	defer stop()
 
-	o := explain.Options{ManagementCluster: mcKey}
 	// until waits for the operator to get a cluster to where explain says.
 	until := func(name string, want func(explain.Report) bool) explain.Report {
 		t.Helper()
-		var r explain.Report
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			var err error
-			r, err = explain.Explain(ctx, w.Client, types.NamespacedName{Namespace: wcNS, Name: name}, o)
-			return err == nil && want(r), nil
-		})
-		if err != nil {
-			t.Fatalf("%s: %v; last report %+v", name, err, r)
-		}
-		checkTable(t, name, r)
-		return r
+		return poll(ctx, t, name, o, w, name, want)
 	}
 	stoppedWith := func(reason string) func(explain.Report) bool {
 		return func(r explain.Report) bool { return r.Reason == reason }
@@ -113,9 +126,54 @@ func TestExplain(t *testing.T) {
 	if r := until("gone", stoppedWith(explain.ReasonNotFound)); r.StoppedAt != "cluster" {
 		t.Errorf("gone: %+v", r)
 	}
+	for _, tc := range []struct{ name, reason, at, says string }{
+		{"broken", explain.ReasonPrivateLinksWait, "CAPZ's private links", "PrivateLinksReady"},
+		{"notallowed", clusterlink.ReasonSubscriptionNotAllowed, "private links ready", "notallowed-api-privatelink"},
+		{"clash-b", clusterlink.ReasonNameConflict, "private links ready", "clash-api-privatelink-privateendpoint"},
+		{"taken", clusterlink.ReasonPrivateEndpointNameTaken, "private links ready", "taken-api-privatelink-privateendpoint"},
+		{"refused", wiringdns.ReasonDNSNameRefused, "private DNS ready", "tenant.example"},
+		{"mc", wiringdns.ReasonDNSNameReserved, "private DNS ready", "mc." + baseDomain},
+	} {
+		r := until(tc.name, stoppedWith(tc.reason))
+		if r.StoppedAt != tc.at || r.Wired || r.Fix == "" || !strings.Contains(r.Message, tc.says) {
+			t.Errorf("%s: %+v; want a stop at %q whose message names %q", tc.name, r, tc.at, tc.says)
+		}
+	}
 	checkOptions(ctx, t, w.Client, o)
 	checkPlugin(t, w.Client)
 	checkAzure(ctx, t, w)
+}
+
+// poll waits until explain says of the workload cluster name what want
+// accepts, and checks it against the troubleshooting table.
+func poll(ctx context.Context, t *testing.T, what string, o explain.Options, w *testworld.World, name string, want func(explain.Report) bool) explain.Report {
+	t.Helper()
+	var r explain.Report
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		r, err = explain.Explain(ctx, w.Client, types.NamespacedName{Namespace: wcNS, Name: name}, o)
+		return err == nil && want(r), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v; last report %+v", what, err, r)
+	}
+	checkTable(t, what, r)
+	return r
+}
+
+// holdForSomeoneElse gives the MC an entry of name, to its own ingress
+// service, that the field manager creating it holds (not the operator).
+func holdForSomeoneElse(mc *unstructured.Unstructured, name string) {
+	subnets, _, _ := unstructured.NestedSlice(mc.Object, "spec", "networkSpec", "subnets")
+	nodes, _ := subnets[len(subnets)-1].(map[string]any)
+	nodes["privateEndpoints"] = []any{map[string]any{
+		"name": name,
+		"privateLinkServiceConnections": []any{map[string]any{
+			"name":                 name + "-connection",
+			"privateLinkServiceID": "/subscriptions/" + mcSub + "/resourceGroups/" + mc.GetName() + "-rg/providers/Microsoft.Network/privateLinkServices/" + mc.GetName() + "-ingress-privatelink",
+		}},
+	}}
+	_ = unstructured.SetNestedSlice(mc.Object, subnets, "spec", "networkSpec", "subnets")
 }
 
 // checkTable: where a report stops is where the troubleshooting table
@@ -135,7 +193,11 @@ func checkOptions(ctx context.Context, t *testing.T, c client.Reader, o explain.
 	if err != nil || filtered.Reason != explain.ReasonNotSelected || filtered.Wired {
 		t.Errorf("a cluster without the watch filter's label: %+v, %v", filtered, err)
 	}
-	if r, err := explain.Explain(ctx, c, mcKey, o); err != nil || r.Reason != explain.ReasonIsManagement {
+	// The MC: its own condition says its entries are written (the
+	// entry held for someone else keeps only taken waiting, which taken's
+	// own condition says; the MC's says it too).
+	if r, err := explain.Explain(ctx, c, mcKey, o); err != nil || r.StoppedAt != "workload clusters' entries" ||
+		r.Reason != clusterlink.ReasonPrivateEndpointNameTaken || !strings.Contains(r.Message, wcNS+"/taken") || !explain.StopsHere(r.Reason, r.StoppedAt) {
 		t.Errorf("the MC: %+v, %v", r, err)
 	}
 	if r, err := explain.Explain(ctx, c, types.NamespacedName{Namespace: wcNS, Name: "wired"}, explain.Options{ManagementCluster: types.NamespacedName{Namespace: mcNS, Name: "other"}}); err != nil || r.Reason != clusterlink.ReasonManagementClusterNotFound {

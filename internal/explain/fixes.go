@@ -83,6 +83,9 @@ const (
 	atLinksReady    = "private links ready"
 	atDNSReady      = "private DNS ready"
 	atFirstWait     = "the first step that waits (`..`)"
+	// atMCEntries: the management cluster's own condition, when explain
+	// is run for the management cluster.
+	atMCEntries = "workload clusters' entries"
 )
 
 // stopsAt says where each reason stops the chain. Tests hold it to what
@@ -107,6 +110,13 @@ var stopsAt = map[string][]string{
 	clusterlink.ReasonEndpointDisconnected:      {atAzureEndpoint, atLinksReady},
 	clusterlink.ReasonEndpointProvisioning:      {atAzureEndpoint, atLinksReady},
 	clusterlink.ReasonEndpointTargetMismatch:    {atAzureEndpoint, atLinksReady},
+	// Reasons of the management cluster's condition as well as of a
+	// workload cluster's.
+	clusterlink.ReasonEndpointLimit:            {atLinksReady, atMCEntries},
+	clusterlink.ReasonServiceLimit:             {atLinksReady, atMCEntries},
+	clusterlink.ReasonNameConflict:             {atLinksReady, atMCEntries},
+	clusterlink.ReasonPrivateEndpointNameTaken: {atLinksReady, atMCEntries},
+	clusterlink.ReasonInvalidSpec:              {atLinksReady, atMCEntries},
 }
 
 // StopsHere says whether reason may stop the chain at step (as the

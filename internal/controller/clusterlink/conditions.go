@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,7 @@ type conditionList struct {
 	v1beta2 bool
 }
 
-// wantCondition is the condition the operator writes on a WC.
+// wantCondition is a condition the operator writes on an AzureCluster.
 type wantCondition struct {
 	typ, status, reason, message string
 	// exact: a True condition is written again when its message differs.
@@ -146,10 +147,9 @@ func (w wantCondition) set(o *unstructured.Unstructured) {
 	}
 }
 
-// writeCondition writes one condition of a WC (status True or Unknown) in
-// every form its schema has.
-func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, status, reason, message string, exact bool) error {
-	w := wantCondition{typ: typ, status: status, reason: reason, message: message, exact: exact}
+// writeCondition writes one condition of an AzureCluster (status True or
+// Unknown) in every form its schema has.
+func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, w wantCondition, writes prometheus.Counter) error {
 	if w.current(u) {
 		return nil
 	}
@@ -171,7 +171,7 @@ func writeCondition(ctx context.Context, c client.Client, reader client.Reader, 
 			client.FieldOwner(capz.FieldManager)); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		wcWrites.Inc()
+		writes.Inc()
 		return nil
 	}
 	// A JSON patch of the one condition in each list, guarded by its type
@@ -185,6 +185,6 @@ func writeCondition(ctx context.Context, c client.Client, reader client.Reader, 
 	if err := c.Status().Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	wcWrites.Inc()
+	writes.Inc()
 	return nil
 }

@@ -432,6 +432,26 @@ func WithoutNamesInAzure(eps []Endpoint, existing Held, inAzure map[string]strin
 	return out, problems
 }
 
+// WithoutHeldForOthers leaves out of a WC's endpoints in the MC those
+// whose name the MC holds for another service (another cluster's, or an
+// entry on its way out), each with the PrivateEndpointNameConflict the
+// MC's pass gives it too (DesiredMC): the WC's own pass then says why it
+// waits, instead of observing the holder's endpoint in Azure
+// (PrivateEndpointTargetMismatch, which is left for a name Azure still
+// has after its entry went).
+func WithoutHeldForOthers(eps []Endpoint, held Held) ([]Endpoint, []Problem) {
+	var out []Endpoint
+	var problems []Problem
+	for _, ep := range eps {
+		if _, ok := held[ep.Name]; ok && !held.Holds(ep.Name, ep.Connections[0].PrivateLinkServiceID) {
+			problems = append(problems, nameConflict(ep, ""))
+			continue
+		}
+		out = append(out, ep)
+	}
+	return out, problems
+}
+
 // nameConflict is the Problem of a WC that needs an entry name another
 // cluster holds (other; "" when it is an entry on its way out). It names
 // the holder only when it is in the same namespace: a tenant learns

@@ -514,6 +514,33 @@ func TestWithoutNamesInAzure(t *testing.T) {
 	}
 }
 
+// TestWithoutHeldForOthers: a WC's own pass leaves out an MC entry whose
+// name the MC holds for another service, with the conflict; its own and
+// free names stay.
+func TestWithoutHeldForOthers(t *testing.T) {
+	ep := mcEndpoint(false)
+	other := strings.ToLower(PrivateLinkServiceID(wcSub, "wc3-resources", "wc1-api-privatelink"))
+	for _, tc := range []struct {
+		reason   string
+		held     Held
+		wantKept bool
+	}{
+		{reason: "a free name", held: Held{}, wantKept: true},
+		{reason: "the WC's own entry", held: heldWC1(), wantKept: true},
+		{reason: "held for another service", held: Held{ep.Name: other}},
+	} {
+		kept, problems := WithoutHeldForOthers([]Endpoint{ep}, tc.held)
+		if got := len(kept) == 1; got != tc.wantKept || got == (len(problems) == 1) {
+			t.Errorf("%s: kept %v, problems %v; want kept %v", tc.reason, kept, problems, tc.wantKept)
+		}
+		for _, p := range problems {
+			if p.Cluster != ep.Cluster || p.Reason != ReasonNameConflict || !strings.Contains(p.Message, ep.Name) || strings.Contains(p.Message, "wc3") {
+				t.Errorf("%s: problem %+v: want one on %s, reason %s, naming the endpoint and not the holder", tc.reason, p, ep.Cluster, ReasonNameConflict)
+			}
+		}
+	}
+}
+
 func TestFreshNames(t *testing.T) {
 	a, b := mcEndpoint(false).PrivateEndpoint, mcEndpoint(false).PrivateEndpoint
 	b.Name = "wc2-api-privatelink-privateendpoint"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/explain"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -28,11 +30,15 @@ const endpointsPerVNetExceeded = "PrivateEndpointsPerVirtualNetworkLimitExceeded
 func TestMCEndpointLimit(t *testing.T) {
 	w := twoWired(t, azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 2}, func(o *clusterlink.Options) { o.MCEndpointLimit = 2 })
 	waitEvent(t, w, mcKey, clusterlink.ReasonEndpointLimitNear)
+	mcSays(t, w, "True", clusterlink.ReasonEndpointLimitNear, "holds 2 private endpoint entries, the limit is 2")
 
 	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
 	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
 	waitEvent(t, w, wc3, clusterlink.ReasonEndpointLimit)
 	limited(t, w, "wc3", clusterlink.ReasonEndpointLimit)
+	mcSays(t, w, "Unknown", clusterlink.ReasonEndpointLimit, "1 workload cluster ("+wc3.String()+") get no private endpoint entry")
+	explains(t, w, wc3, "private links ready", clusterlink.ReasonEndpointLimit)
+	explains(t, w, mcKey, "workload clusters' entries", clusterlink.ReasonEndpointLimit)
 	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc3-api-privatelink-privateendpoint") || len(names) != 2 {
 		t.Errorf("the MC's entries: %v, want wc1's and wc2's only", names)
 	}
@@ -51,6 +57,7 @@ func TestMCEndpointLimit(t *testing.T) {
 	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc1-api-privatelink-privateendpoint") {
 		t.Errorf("the MC's entries: %v, wc1's should be gone", names)
 	}
+	mcSays(t, w, "True", clusterlink.ReasonEndpointLimitNear, "holds 2 private endpoint entries")
 }
 
 // endpointsPerServiceExceeded is the code azuresim answers beyond its limit
@@ -72,6 +79,9 @@ func TestMCServiceConnectionLimit(t *testing.T) {
 	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
 	waitEvent(t, w, wc3, clusterlink.ReasonServiceLimit)
 	limited(t, w, "wc3", clusterlink.ReasonServiceLimit)
+	mcSays(t, w, "Unknown", clusterlink.ReasonServiceLimit, "1 workload cluster ("+wc3.String()+") get no private endpoint to the management cluster's private link service mc-ingress-privatelink:")
+	explains(t, w, wc3, "private links ready", clusterlink.ReasonServiceLimit)
+	explains(t, w, mcKey, "workload clusters' entries", clusterlink.ReasonServiceLimit)
 	if names := endpointNames(t, w, wc3); slices.Contains(names, "wc3-to-mc-privatelink-privateendpoint") {
 		t.Errorf("wc3's entries: %v, want none to the MC's ingress", names)
 	}
@@ -83,6 +93,7 @@ func TestMCServiceConnectionLimit(t *testing.T) {
 	// refused once while Azure still holds wc2's endpoint).
 	deleteCluster(t, w, wcNS, "wc2")
 	wired(t, w, "wc3", true, true)
+	mcSays(t, w, "True", clusterlink.ReasonServiceLimitNear, "mc-ingress-privatelink has 2 connections")
 }
 
 // twoWired is a fork world whose azuresim enforces limits, with the MC's
@@ -110,5 +121,32 @@ func limited(t *testing.T, w *testworld.World, name, reason string) {
 		}
 		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
 		return c["status"] == "Unknown" && c["reason"] == reason, fmt.Sprint(c)
+	})
+}
+
+// mcSays waits until the MC's GSWorkloadClusterEndpointsReady has status
+// and reason and its message holds has.
+func mcSays(t *testing.T, w *testworld.World, status, reason, has string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, "the MC's GSWorkloadClusterEndpointsReady says "+status+" "+reason, func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, mcKey.Namespace, mcKey.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(u, clusterlink.ConditionGSWorkloadClusterEndpointsReady)
+		msg, _ := c["message"].(string)
+		return c["status"] == status && c["reason"] == reason && strings.Contains(msg, has), fmt.Sprint(c)
+	})
+}
+
+// explains waits until kubectl apeo explain says of a cluster that it
+// stops at with reason (a step before it, CAPZ's links, may still wait a
+// moment), with what to change, as the troubleshooting table says.
+func explains(t *testing.T, w *testworld.World, key types.NamespacedName, at, reason string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, "explain "+key.String()+" stops at "+at+" with "+reason, func(ctx context.Context) (bool, string) {
+		r, err := explain.Explain(ctx, w.Client, key, explain.Options{ManagementCluster: mcKey})
+		return err == nil && !r.Wired && r.StoppedAt == at && r.Reason == reason && r.Fix != "" && explain.StopsHere(r.Reason, r.StoppedAt),
+			fmt.Sprintf("%+v, %v", r, err)
 	})
 }

@@ -25,10 +25,13 @@ import (
 // and applies it in one write. Every WC event maps to the one MC key, so a
 // burst of events collapses into a few writes (docs/design.md, *One write to the MC*).
 type MCReconciler struct {
-	Client   client.Client
-	Opts     Options
-	Recorder events.EventRecorder
-	Orphans  orphanSweeper
+	Client client.Client
+	// APIReader reads past the cache before the MC's condition is
+	// written (c when nil).
+	APIReader client.Reader
+	Opts      Options
+	Recorder  events.EventRecorder
+	Orphans   orphanSweeper
 	// Endpoints reads Azure's endpoints in the MC's resource group: a new
 	// entry's name must not be one Azure still gives another service's
 	// endpoint (WithoutNamesInAzure). Nil: not asked (unit tests).
@@ -67,7 +70,10 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		}
 		plan = decideMC(seen, r.Opts)
 	}
-	r.report(ctx, seen, plan)
+	use := r.report(ctx, seen, plan)
+	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, r.Opts), mcWrites); err != nil {
+		return ctrl.Result{}, err
+	}
 	if !plan.want.Equal(seen.current) {
 		// seen.u is stale after the apply: the next pass removes what an
 		// older operator left and sweeps. It is asked for here rather than
@@ -119,6 +125,9 @@ type mcSeen struct {
 	// until asked. azureErr: Azure could not be read, new entries wait.
 	inAzure  map[string]string
 	azureErr error
+	// serviceRefused are the WCs whose GSPrivateLinksReady says they got
+	// no endpoint to a full MC service ("namespace/name").
+	serviceRefused []string
 }
 
 // gather reads the MC and the selected WCs; nil when there is nothing to
@@ -137,13 +146,14 @@ func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
 		}
 		return nil, err
 	}
-	active, held, publishing, err := r.workloadClusters(ctx)
+	wcs, err := r.workloadClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &mcSeen{
-		u: u, mc: mc, specErr: errs.ToAggregate(), active: active, held: held, publishing: publishing,
-		current: capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
+		u: u, mc: mc, specErr: errs.ToAggregate(), active: wcs.active, held: wcs.held, publishing: wcs.publishing,
+		serviceRefused: wcs.serviceRefused,
+		current:        capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
 	}, nil
 }
 
@@ -159,6 +169,11 @@ type mcPlan struct {
 	recheck   bool
 	conflicts []Problem // two WCs needing one name: a Warning on the WC
 	taken     []Problem // a name held by someone else: a Warning on the MC
+	// problems are the WCs kept from new entries by the MC's side (its
+	// limit, names held for others), for the MC's condition; unread are
+	// the WCs whose new entries wait because Azure could not be read.
+	problems []Problem
+	unread   []string
 }
 
 // decideMC decides an MC pass. Nothing new is wired into a malformed MC,
@@ -171,9 +186,16 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 	held := heldTargets(seen.current.Endpoints)
 	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, held)
 	recheck := false
+	var unread []string
 	switch {
 	case seen.azureErr != nil:
-		desired = slices.DeleteFunc(desired, func(ep Endpoint) bool { _, ok := held[ep.Name]; return !ok })
+		desired = slices.DeleteFunc(desired, func(ep Endpoint) bool {
+			if _, ok := held[ep.Name]; ok {
+				return false
+			}
+			unread = append(unread, ep.Cluster)
+			return true
+		})
 		recheck = true
 	case seen.inAzure != nil:
 		var inUse []Problem
@@ -183,12 +205,16 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 	}
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
 	want := CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)
-	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken, recheck: recheck}
+	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken, recheck: recheck, unread: unread}
 	for _, p := range problems {
-		// The others (waiting for private links) are the WC's own
-		// reconcile's to report.
-		if p.Reason == ReasonNameConflict {
+		// The others (waiting for private links, a WC's own spec) are the
+		// WC's own reconcile's to report, and not the MC's doing.
+		switch p.Reason {
+		case ReasonNameConflict:
 			plan.conflicts = append(plan.conflicts, p)
+			plan.problems = append(plan.problems, p)
+		case ReasonEndpointLimit:
+			plan.problems = append(plan.problems, p)
 		}
 	}
 	if !plan.want.Equal(seen.current) {
@@ -205,11 +231,13 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 }
 
 // report emits the pass's Warnings: a malformed MC and taken names on the
-// MC, once while they last; name conflicts on the WC concerned.
-func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) {
+// MC, once while they last; name conflicts on the WC concerned. It returns
+// the connections of each MC service a WC connects to (mcServiceUse; nil
+// for a malformed or public MC).
+func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) map[string]int {
 	if seen.specErr != nil {
 		r.warnOnce(seen.u, ReasonInvalidSpec, seen.specErr.Error())
-		return
+		return nil
 	}
 	for _, p := range plan.conflicts {
 		r.eventOn(ctx, p)
@@ -229,20 +257,21 @@ func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) {
 			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonEndpointLimitNear, "Wire", "%s", msg)
 		}
 	}
-	reported = append(reported, r.reportServices(seen)...)
+	var use map[string]int
+	if seen.mc.APIServerLBType == capz.LBTypeInternal { // a public MC: no WC connects to its services
+		use = mcServiceUse(seen.mc, slices.Concat(seen.active, seen.held), r.Opts.mcServices(seen.mc.Name))
+	}
+	reported = append(reported, r.reportServices(seen, use)...)
 	r.memory.keepOnly(key(seen.mc), reported)
+	return use
 }
 
 // reportServices publishes the connections of the MC's services a WC
-// connects to, and warns once per service from 90 % of the limit; it
+// connects to (use), and warns once per service from 90 % of the limit; it
 // returns the memory keys of the Warnings that last.
-func (r *MCReconciler) reportServices(seen *mcSeen) []string {
-	if seen.mc.APIServerLBType != capz.LBTypeInternal {
-		return nil // a public MC: no WC connects to its services
-	}
+func (r *MCReconciler) reportServices(seen *mcSeen, use map[string]int) []string {
 	var reported []string
 	scope := key(seen.mc)
-	use := mcServiceUse(seen.mc, slices.Concat(seen.active, seen.held), r.Opts.mcServices(seen.mc.Name))
 	for _, link := range slices.Sorted(maps.Keys(use)) {
 		limitmetrics.Set(limitmetrics.MCServiceConnections, scope+"/"+link, use[link], r.Opts.MCServiceConnectionLimit)
 		if msg := nearServiceLimit(link, use[link], r.Opts.MCServiceConnectionLimit); msg != "" {
@@ -288,6 +317,19 @@ func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {
 	return out
 }
 
+// mcWCs are the workload clusters one MC pass reads.
+type mcWCs struct {
+	// active are the WCs to wire; held are those whose current endpoints
+	// stay exactly as they are.
+	active, held []*capz.AzureCluster
+	// publishing is what each active WC publishes (publishingOf): the
+	// entries that stay until nothing publishes their addresses.
+	publishing []Publishing
+	// serviceRefused are the WCs refused an endpoint to a full MC service
+	// (refusedByServiceLimit).
+	serviceRefused []string
+}
+
 // workloadClusters returns the WCs to wire and, separately, those whose
 // current endpoints stay exactly as they are: paused ones, ones whose
 // AzureCluster cannot be read (their own reconcile reports why), and ones
@@ -297,25 +339,21 @@ func deletingOnly(wcs []*capz.AzureCluster) []*capz.AzureCluster {
 // for the next cluster's endpoint). A deleting WC that is not paused is in
 // neither, so its endpoints go (deletion ignores the watch filter, as the
 // wiring's and DNS mode's releases do).
-//
-// Of the WCs to wire it also returns what each publishes (publishingOf):
-// the entries that stay until nothing publishes their addresses.
-func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureCluster, []*capz.AzureCluster, []Publishing, error) {
+func (r *MCReconciler) workloadClusters(ctx context.Context) (mcWCs, error) {
+	var out mcWCs
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 	// Read only: no deep copy of every WC on every MC reconcile.
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, nil, err
+		return out, err
 	}
 	var links map[types.NamespacedName]*v1alpha1.AzurePrivateLinkService
 	if r.Opts.PrivateLinkServices {
 		var err error
 		if links, err = managedLinks(ctx, r.Client); err != nil {
-			return nil, nil, nil, err
+			return out, err
 		}
 	}
-	var active, held []*capz.AzureCluster
-	var publishing []Publishing
 	for i := range list.Items {
 		u := &list.Items[i]
 		if (types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}) == r.Opts.ManagementCluster {
@@ -326,28 +364,31 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) ([]*capz.AzureClust
 		view = asWired(view, pls, false, r.Opts) // managedLinks holds only the clusters' own
 		isPaused, err := Paused(ctx, r.Client, u, view)
 		if err != nil {
-			return nil, nil, nil, err
+			return out, err
 		}
 		switch {
 		case isPaused:
-			held = append(held, view)
+			out.held = append(out.held, view)
 			continue
 		case view.Deleting:
-			active = append(active, view) // DesiredMC gives it nothing
+			out.active = append(out.active, view) // DesiredMC gives it nothing
 		case !r.Opts.Selected(u):
-			held = append(held, view)
+			out.held = append(out.held, view)
 			continue
 		case len(errs) > 0:
-			held = append(held, view)
+			out.held = append(out.held, view)
 			continue
 		default:
-			active = append(active, view)
+			out.active = append(out.active, view)
+			if refusedByServiceLimit(u) {
+				out.serviceRefused = append(out.serviceRefused, key(view))
+			}
 		}
 		if p := publishingOf(u, view, r.Opts); p != nil {
-			publishing = append(publishing, *p)
+			out.publishing = append(out.publishing, *p)
 		}
 	}
-	return active, held, publishing, nil
+	return out, nil
 }
 
 func (r *MCReconciler) warnOnce(u *unstructured.Unstructured, reason, msg string) {

@@ -134,12 +134,23 @@ func entryChanges(old, cur *unstructured.Unstructured) (changedEntries, bool) {
 
 // withoutEntries is the object without what entryChanges looks at itself:
 // the subnets' privateEndpoints, managedFields, resourceVersion and
-// generation (a spec write bumps it).
+// generation (a spec write bumps it); and without the MC's own condition,
+// GSWorkloadClusterEndpointsReady, in either form: the MC pass writes it
+// from the WCs, and no WC plans from it.
 func withoutEntries(u *unstructured.Unstructured) map[string]any {
 	c := u.DeepCopy()
 	c.SetManagedFields(nil)
 	c.SetResourceVersion("")
 	c.SetGeneration(0)
+	for _, l := range []conditionList{v1beta1List, v1beta2List} {
+		if conds, found, _ := unstructured.NestedSlice(c.Object, l.path...); found {
+			conds = slices.DeleteFunc(conds, func(e any) bool {
+				m, _ := e.(map[string]any)
+				return m["type"] == ConditionGSWorkloadClusterEndpointsReady
+			})
+			_ = unstructured.SetNestedSlice(c.Object, conds, l.path...)
+		}
+	}
 	subnets, _, _ := unstructured.NestedSlice(c.Object, "spec", "networkSpec", "subnets")
 	for _, s := range subnets {
 		if m, ok := s.(map[string]any); ok {

@@ -1,6 +1,7 @@
 package clusterlink
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,6 +85,21 @@ func TestEntryChanges(t *testing.T) {
 			reason: "its status: every WC",
 			old:    mcWith(nil, a), cur: mcWith(func(u *unstructured.Unstructured) { u.Object["status"] = map[string]any{"ready": true} }, a),
 		},
+		{
+			reason: "the MC's own condition written, in both forms: nobody (no WC plans from it)",
+			old:    mcWith(withConditions(capzReady), a, b),
+			cur:    mcWith(withConditions(capzReady, mcCond("Unknown")), a, b), onlyEntries: true, unconcerned: []*unstructured.Unstructured{wcA, wcB},
+		},
+		{
+			reason: "the MC's own condition changed: nobody",
+			old:    mcWith(withConditions(mcCond("Unknown"), capzReady), a),
+			cur:    mcWith(withConditions(mcCond("True"), capzReady), a), onlyEntries: true, unconcerned: []*unstructured.Unstructured{wcA, wcB},
+		},
+		{
+			reason: "a condition of CAPZ's beside it: every WC",
+			old:    mcWith(withConditions(mcCond("True")), a),
+			cur:    mcWith(withConditions(mcCond("True"), capzReady), a),
+		},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			changed, only := entryChanges(tc.old, tc.cur)
@@ -102,4 +118,22 @@ func TestEntryChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withConditions sets an object's conditions, in the v1beta1 list and in
+// the v1beta2 one.
+func withConditions(conds ...map[string]any) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		list := make([]any, 0, len(conds))
+		for _, c := range conds {
+			list = append(list, c)
+		}
+		u.Object["status"] = map[string]any{"conditions": list, "v1beta2": map[string]any{"conditions": slices.Clone(list)}}
+	}
+}
+
+var capzReady = map[string]any{"type": "Ready", "status": "True"}
+
+func mcCond(status string) map[string]any {
+	return map[string]any{"type": ConditionGSWorkloadClusterEndpointsReady, "status": status, "reason": ReasonEndpointEntriesWritten}
 }

@@ -26,6 +26,7 @@ func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcSt
 	mc := mcs.view
 	toMC, p1 := WCToMC(mc, wc, opts.Config)
 	toWC, p2 := MCToWC(mc, wc, opts.Config, mcs.held)
+	toWC, p6 := WithoutHeldForOthers(toWC, mcs.held)
 	// The MC's pass decides the same, and may fill the last room with
 	// clusters served before this one: this cluster then waits one more
 	// pass and sees the limit reached.
@@ -33,5 +34,5 @@ func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcSt
 	wcOwners := capz.EndpointOwners(u)
 	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, opts.olderInWC(wc, mc)), key(wc))
 	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, opts.olderInMC()), key(mc))
-	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p5, p3, p4)}
+	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p6, p5, p3, p4)}
 }

@@ -54,7 +54,10 @@ func TestFlapsAndCollisions(t *testing.T) {
 	wc2 := types.NamespacedName{Namespace: wcNS, Name: "wc2"}
 	waitEvent(t, w, wc2, clusterlink.ReasonPrivateEndpointNameTaken)
 	waitEvent(t, w, mcKey, clusterlink.ReasonPrivateEndpointNameTaken)
-	u2 := wired(t, w, "wc2", false, true)
+	// wc2's only link gives the MC no endpoint: it says why, not True,
+	// while its endpoint to the MC's ingress is wired.
+	limited(t, w, "wc2", clusterlink.ReasonPrivateEndpointNameTaken)
+	u2 := annotatedOnly(t, w, "wc2", ingAnn)
 	if _, ok := u2.GetAnnotations()[apiAnn]; ok {
 		t.Errorf("wc2 was annotated from the user's endpoint: %s", testworld.Describe(u2))
 	}
@@ -359,4 +362,21 @@ func TestPauseAndDeletionFirst(t *testing.T) {
 			return false, testworld.Describe(u) + fmt.Sprint(endpointNames(t, w, mcKey))
 		})
 	}
+}
+
+// annotatedOnly waits until of the two IP annotations a WC has exactly
+// want.
+func annotatedOnly(t *testing.T, w *testworld.World, name, want string) *unstructured.Unstructured {
+	t.Helper()
+	var u *unstructured.Unstructured
+	testworld.Eventually(t, testworld.Timeout, name+" annotated with "+want+" only", func(ctx context.Context) (bool, string) {
+		var err error
+		if u, err = w.Get(ctx, wcNS, name); err != nil {
+			return false, err.Error()
+		}
+		_, api := u.GetAnnotations()[apiAnn]
+		_, ing := u.GetAnnotations()[ingAnn]
+		return api == (want == apiAnn) && ing == (want == ingAnn), testworld.Describe(u)
+	})
+	return u
 }

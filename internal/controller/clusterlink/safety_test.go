@@ -240,9 +240,37 @@ func TestWhyWaiting(t *testing.T) {
 		{"a limit that kept an endpoint back comes before another problem", fresh,
 			[]Problem{{Reason: ReasonSubscriptionNotAllowed}, {Reason: ReasonServiceLimit}}, observation{}, 1, ReasonServiceLimit},
 		{"the MC's limit, the other endpoints ready", had, []Problem{{Reason: ReasonEndpointLimit}}, observation{ready: true}, 1, ReasonEndpointLimit},
+		{"no link allows the MC's subscription, the endpoint to the MC's ingress ready", had, []Problem{{Reason: ReasonSubscriptionNotAllowed}}, observation{ready: true}, 1, ReasonSubscriptionNotAllowed},
 	} {
 		if got, _ := whyWaiting(c.u, c.problems, c.o, c.wired); got != c.want {
 			t.Errorf("%s: reason %q, want %q", c.reason, got, c.want)
+		}
+	}
+}
+
+// TestAPIRefused: a private cluster whose links give the MC no endpoint
+// (none allows its subscription, or each name is held by someone else)
+// is not ready; one link refused among others wired, a public cluster, or
+// a problem of another kind leave GSPrivateLinksReady as it was.
+func TestAPIRefused(t *testing.T) {
+	private, public := wc("wc1"), wc("wc1", func(a *capz.AzureCluster) { a.APIServerLBType = capz.LBTypePublic; a.PrivateLinks = nil })
+	one := []Endpoint{mcEndpoint(false)}
+	for _, c := range []struct {
+		reason   string
+		wc       *capz.AzureCluster
+		problems []Problem
+		toWC     []Endpoint
+		want     bool
+	}{
+		{"no link allows the MC's subscription", private, []Problem{{Reason: ReasonSubscriptionNotAllowed}}, nil, true},
+		{"the only name is held for another cluster", private, []Problem{{Reason: ReasonNameConflict}}, nil, true},
+		{"the only name belongs to another field manager", private, []Problem{{Reason: ReasonPrivateEndpointNameTaken}}, nil, true},
+		{"one link refused, another wired", private, []Problem{{Reason: ReasonSubscriptionNotAllowed}}, one, false},
+		{"links not ready yet", private, []Problem{{Reason: ReasonWaitingForPrivateLinks}}, nil, false},
+		{"a public cluster", public, []Problem{{Reason: ReasonPrivateEndpointNameTaken}}, nil, false},
+	} {
+		if got := apiRefused(c.wc, c.problems, c.toWC); got != c.want {
+			t.Errorf("%s: %v, want %v", c.reason, got, c.want)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}
 	endpoints := AzureEndpoints{Clients: clients, Observer: observer}
-	mcr := &MCReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: rec, Orphans: orphans, Endpoints: endpoints}
+	mcr := &MCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Orphans: orphans, Endpoints: endpoints}
 	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: endpoints, Orphans: orphans}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}

@@ -229,7 +229,8 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 	// Ready only with nothing withheld by a limit: a cluster whose
 	// requested endpoints are ready but one of which a limit kept back
 	// says why, not True (a test saw a cluster at the MC's limit True).
-	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 && !withheldByLimit(w.problems) {
+	// Nor when no link gives the MC a way to the API server.
+	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 && !withheldByLimit(w.problems) && !apiRefused(w.wc, w.problems, w.toWC) {
 		return r.setCondition(ctx, w.u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated", false)
 	}
 	if reason, msg := whyWaiting(w.u, w.problems, w.o, len(w.toWC)+len(w.toMC)); reason != "" {
@@ -238,9 +239,25 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 	return nil
 }
 
+// apiRefused says the management cluster gets no endpoint to the private
+// API server of a cluster that declares private links, because none of
+// them allows the MC's subscription or each one's endpoint name is held
+// by someone else: the MC cannot reach it, so GSPrivateLinksReady says
+// why, not True (explain's test saw such clusters True, their endpoint to
+// the MC's ingress being ready).
+func apiRefused(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
+	if len(toWC) > 0 || wc.APIServerLBType != capz.LBTypeInternal || len(wc.PrivateLinks) == 0 {
+		return false
+	}
+	return slices.ContainsFunc(problems, func(p Problem) bool {
+		return p.Reason == ReasonSubscriptionNotAllowed || p.Reason == ReasonNameConflict || p.Reason == ReasonPrivateEndpointNameTaken
+	})
+}
+
 // withheldByLimit says a limit kept back one of the cluster's endpoints
-// (limits.go, servicelimit.go). Other problems, such as a link that does
-// not allow the MC's subscription, leave the condition True as before.
+// (limits.go, servicelimit.go). Other problems, such as one link of
+// several that does not allow the MC's subscription (another consumer's),
+// leave the condition True as before.
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
 		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit

@@ -78,7 +78,7 @@ func (r *WCReconciler) setCondition(ctx context.Context, u *unstructured.Unstruc
 // SetTrueCondition is setCondition for either controller that writes a
 // WC's conditions; reader (c when nil) reads past the cache.
 func SetTrueCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string, exact bool) error {
-	return writeCondition(ctx, c, reader, u, typ, "True", reason, message, exact)
+	return writeCondition(ctx, c, reader, u, wantCondition{typ: typ, status: "True", reason: reason, message: message, exact: exact}, wcWrites)
 }
 
 // SetWaitingCondition writes a compatibility condition Unknown, with the
@@ -90,7 +90,7 @@ func SetTrueCondition(ctx context.Context, c client.Client, reader client.Reader
 // CAPZ's (mergePriority in cluster-api's util/conditions, v1.14). Gates
 // (--azure-cluster-gates) and people read the reason either way.
 func SetWaitingCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, typ, reason, message string) error {
-	return writeCondition(ctx, c, reader, u, typ, "Unknown", reason, message, true)
+	return writeCondition(ctx, c, reader, u, wantCondition{typ: typ, status: "Unknown", reason: reason, message: message, exact: true}, wcWrites)
 }
 
 // applyMC applies the operator's endpoints to the MC when they differ.
