@@ -139,7 +139,8 @@ func StopsHere(reason, step string) bool {
 	return false
 }
 
-// where is the table's column: where a reason stops the chain.
+// where is the table's column: where a reason stops the chain, as
+// explain prints that step's line (its state's mark, its name).
 func where(reason string) string {
 	at, ok := stopsAt[reason]
 	if !ok {
@@ -148,13 +149,17 @@ func where(reason string) string {
 			at = []string{atDNSReady}
 		}
 	}
+	mark := stateMarks[StateStop]
+	if waits(reason) {
+		mark = stateMarks[StateWaiting]
+	}
 	out := make([]string, 0, len(at))
 	for _, a := range at {
 		if a == atFirstWait {
 			out = append(out, a)
 			continue
 		}
-		out = append(out, "`"+a+"`")
+		out = append(out, "`"+mark+"  "+a+"`")
 	}
 	return strings.Join(out, " or ")
 }
@@ -190,7 +195,7 @@ func ReasonTable() string {
 	}
 	slices.Sort(reasons)
 	var b strings.Builder
-	b.WriteString("| Reason | explain stops at | Waits by itself | What to change |\n| --- | --- | --- | --- |\n")
+	b.WriteString("| Reason | explain prints, where it stops | Waits by itself | What to change |\n| --- | --- | --- | --- |\n")
 	for _, r := range reasons {
 		by := "no"
 		if waits(r) {

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -125,9 +125,9 @@ func setConditions(u *unstructured.Unstructured, conds ...map[string]any) {
 	_ = unstructured.SetNestedSlice(u.Object, list, "status", "conditions")
 }
 
-func scheme(t *testing.T) *runtime.Scheme {
+func scheme(t *testing.T) *k8sruntime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
+	s := k8sruntime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestMCEndpointLimit(t *testing.T) {
 	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
 	waitEvent(t, w, wc3, clusterlink.ReasonEndpointLimit)
 	limited(t, w, "wc3", clusterlink.ReasonEndpointLimit)
-	mcSays(t, w, "Unknown", clusterlink.ReasonEndpointLimit, "1 workload cluster ("+wc3.String()+") get no private endpoint entry")
+	mcSays(t, w, "Unknown", clusterlink.ReasonEndpointLimit, "no private endpoint entry for 1 workload cluster ("+wc3.String()+"):")
 	explains(t, w, wc3, "private links ready", clusterlink.ReasonEndpointLimit)
 	explains(t, w, mcKey, "workload clusters' entries", clusterlink.ReasonEndpointLimit)
 	if names := endpointNames(t, w, mcKey); slices.Contains(names, "wc3-api-privatelink-privateendpoint") || len(names) != 2 {
@@ -79,7 +79,7 @@ func TestMCServiceConnectionLimit(t *testing.T) {
 	wc3 := types.NamespacedName{Namespace: wcNS, Name: "wc3"}
 	waitEvent(t, w, wc3, clusterlink.ReasonServiceLimit)
 	limited(t, w, "wc3", clusterlink.ReasonServiceLimit)
-	mcSays(t, w, "Unknown", clusterlink.ReasonServiceLimit, "1 workload cluster ("+wc3.String()+") get no private endpoint to the management cluster's private link service mc-ingress-privatelink:")
+	mcSays(t, w, "Unknown", clusterlink.ReasonServiceLimit, "no private endpoint to the management cluster's private link service mc-ingress-privatelink for 1 workload cluster ("+wc3.String()+"):")
 	explains(t, w, wc3, "private links ready", clusterlink.ReasonServiceLimit)
 	explains(t, w, mcKey, "workload clusters' entries", clusterlink.ReasonServiceLimit)
 	if names := endpointNames(t, w, wc3); slices.Contains(names, "wc3-to-mc-privatelink-privateendpoint") {

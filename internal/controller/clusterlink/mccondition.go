@@ -19,8 +19,8 @@ import (
 // SetWaitingCondition gives. Written in both condition forms, like a WC's.
 const ConditionGSWorkloadClusterEndpointsReady = "GSWorkloadClusterEndpointsReady"
 
-// ReasonEndpointEntriesWritten: the MC holds the entries of every workload
-// cluster that can be wired (a WC that waits for itself says why on its
+// ReasonEndpointEntriesWritten says the MC holds the entries of every
+// workload cluster that can be wired (a WC that waits for itself says why on its
 // own GSPrivateLinksReady).
 const ReasonEndpointEntriesWritten = "PrivateEndpointEntriesWritten"
 
@@ -52,22 +52,22 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 			"so the new entries of %s wait (a name Azure still gives another service's endpoint must not be given again): %s",
 			clusters(plan.unread), c.Message)
 	case len(byReason[ReasonPrivateEndpointNameTaken]) > 0:
-		w.reason, w.message = ReasonPrivateEndpointNameTaken, fmt.Sprintf("%s wait: an entry of the name the operator would write "+
+		w.reason, w.message = ReasonPrivateEndpointNameTaken, fmt.Sprintf("the entries of %s wait: an entry of the name the operator would write "+
 			"belongs to another field manager (the management cluster's Events name it); rename or remove that entry, or rename the link",
 			clusters(byReason[ReasonPrivateEndpointNameTaken]))
 	case len(byReason[ReasonEndpointLimit]) > 0:
-		w.reason, w.message = ReasonEndpointLimit, fmt.Sprintf("%s get no private endpoint entry: the AzureCluster holds %d entries, "+
+		w.reason, w.message = ReasonEndpointLimit, fmt.Sprintf("no private endpoint entry for %s: the AzureCluster holds %d entries, "+
 			"the limit is %d (--mc-private-endpoint-limit; Azure allows %d private endpoints per virtual network, 5,000 with high-scale "+
 			"private endpoints); enable high-scale private endpoints on the network and raise the limit, or remove private links no cluster needs",
 			clusters(byReason[ReasonEndpointLimit]), EntryCount(seen.mc), opts.MCEndpointLimit, AzureEndpointsPerVNet)
 	case len(byReason[ReasonServiceLimit]) > 0:
-		w.reason, w.message = ReasonServiceLimit, fmt.Sprintf("%s get no private endpoint to the management cluster's %s: "+
+		w.reason, w.message = ReasonServiceLimit, fmt.Sprintf("no private endpoint to the management cluster's %s for %s: "+
 			"the limit is %d connections from clusters (--mc-service-connection-limit; Azure allows %d private endpoints per private link service); "+
 			"remove endpoints no one needs from the service, or serve new workload clusters from another management cluster",
-			clusters(byReason[ReasonServiceLimit]), fullServices(use, opts.MCServiceConnectionLimit), opts.MCServiceConnectionLimit, AzureEndpointsPerService)
+			fullServices(use, opts.MCServiceConnectionLimit), clusters(byReason[ReasonServiceLimit]), opts.MCServiceConnectionLimit, AzureEndpointsPerService)
 	case len(byReason[ReasonNameConflict]) > 0:
-		w.reason, w.message = ReasonNameConflict, fmt.Sprintf("%s need a private endpoint entry whose name the management cluster "+
-			"holds for another workload cluster, or Azure still gives another service's endpoint; each says which on its GSPrivateLinksReady: rename its private link",
+		w.reason, w.message = ReasonNameConflict, fmt.Sprintf("the entries of %s wait: each needs a name the management cluster "+
+			"holds for another workload cluster, or that Azure still gives another service's endpoint (each says which on its GSPrivateLinksReady); rename its private link",
 			clusters(byReason[ReasonNameConflict]))
 	default:
 		w.status, w.reason = "True", ReasonEndpointEntriesWritten

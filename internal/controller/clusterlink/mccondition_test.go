@@ -88,7 +88,7 @@ func TestMCCondition(t *testing.T) {
 			reason: "a WC refused by a full MC service (its own reconcile says so)",
 			seen:   with(held("wc1", "wc2"), func(s *mcSeen) { active("wc1", "wc2", "wc3")(s); s.serviceRefused = []string{"org-a/wc3"} }),
 			use:    map[string]int{ingress: 2, "mc-other": 0}, conns: 2,
-			status: "Unknown", want: ReasonServiceLimit, messageHas: []string{"1 workload cluster (org-a/wc3)", "private link service " + ingress + ":"},
+			status: "Unknown", want: ReasonServiceLimit, messageHas: []string{"1 workload cluster (org-a/wc3)", "private link service " + ingress + " for 1 workload cluster"},
 		},
 		{
 			reason: "two WCs needing one name: the second is named",
@@ -123,17 +123,23 @@ func TestMCCondition(t *testing.T) {
 			if got.typ != ConditionGSWorkloadClusterEndpointsReady || got.status != tc.status || got.reason != tc.want || !got.exact {
 				t.Errorf("got %s %s %s (exact %v), want %s %s", got.typ, got.status, got.reason, got.exact, tc.status, tc.want)
 			}
-			for _, s := range tc.messageHas {
-				if !strings.Contains(got.message, s) {
-					t.Errorf("message %q lacks %q", got.message, s)
-				}
-			}
-			for _, s := range tc.hasNot {
-				if strings.Contains(got.message, s) {
-					t.Errorf("message %q names %q", got.message, s)
-				}
-			}
+			checkMessage(t, got.message, tc.messageHas, tc.hasNot)
 		})
+	}
+}
+
+// checkMessage: msg holds every string of has and none of hasNot.
+func checkMessage(t *testing.T, msg string, has, hasNot []string) {
+	t.Helper()
+	for _, s := range has {
+		if !strings.Contains(msg, s) {
+			t.Errorf("message %q lacks %q", msg, s)
+		}
+	}
+	for _, s := range hasNot {
+		if strings.Contains(msg, s) {
+			t.Errorf("message %q names %q", msg, s)
+		}
 	}
 }
 
