@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -490,4 +491,69 @@ func TestDashboardUsesDocumentedMetrics(t *testing.T) {
 			t.Errorf("the dashboard queries %s, which docs/operations.md does not document", n)
 		}
 	}
+}
+
+// TestChartPrometheusRule: prometheusRule.enabled renders the alerts; each
+// has a severity, a text and a duration where it should wait, queries
+// only metrics docs/operations.md documents (or controller-runtime's), and
+// only the release's namespace, so that another operator's metrics in the
+// same Prometheus never fire it.
+func TestChartPrometheusRule(t *testing.T) {
+	rules := find(t, "PrometheusRule")
+	if len(rules) != 1 || rules[0].GetNamespace() != namespace {
+		t.Fatalf("PrometheusRules: %d, namespace %q", len(rules), rules[0].GetNamespace())
+	}
+	docs, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, _, _ := unstructured.NestedSlice(rules[0].Object, "spec", "groups")
+	var alerts []string
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		rs, _, _ := unstructured.NestedSlice(gm, "rules")
+		for _, r := range rs {
+			m, _ := r.(map[string]any)
+			alerts = append(alerts, checkAlert(t, m, string(docs)))
+		}
+	}
+	if len(alerts) < 6 {
+		t.Errorf("alerts %v", alerts)
+	}
+	// Off by default.
+	if out := helm(t, "template", release, chartDir, "--namespace", namespace, "--set", "managementCluster.name=mc,managementCluster.namespace=org-giantswarm"); strings.Contains(out, "kind: PrometheusRule") {
+		t.Error("the default values render a PrometheusRule")
+	}
+}
+
+// selector is a metric with its label matchers in a PromQL expression.
+var selector = regexp.MustCompile(`([a-z_]+)\{[^}]*\}`)
+
+// checkAlert checks one alerting rule (see TestChartPrometheusRule) and
+// returns its name.
+func checkAlert(t *testing.T, m map[string]any, docs string) string {
+	t.Helper()
+	alert, _ := m["alert"].(string)
+	expr, _ := m["expr"].(string)
+	severity, _, _ := unstructured.NestedString(m, "labels", "severity")
+	description, _, _ := unstructured.NestedString(m, "annotations", "description")
+	if !slices.Contains([]string{"info", "warning", "critical"}, severity) || description == "" || strings.Contains(description, "{{ .") {
+		t.Errorf("%s: severity %q, description %q", alert, severity, description)
+	}
+	if _, waits := m["for"]; !waits && severity != "info" {
+		t.Errorf("%s fires at the first evaluation: no for", alert)
+	}
+	found := selector.FindAllStringSubmatch(expr, -1)
+	if len(found) == 0 {
+		t.Errorf("%s: no metric selector in %q", alert, expr)
+	}
+	for _, s := range found {
+		if !strings.Contains(s[0], `namespace="`+namespace+`"`) {
+			t.Errorf("%s: %s is not scoped to the release's namespace", alert, s[0])
+		}
+		if strings.HasPrefix(s[1], "azure_private_endpoint_operator_") && !strings.Contains(docs, "`"+s[1]+"`") {
+			t.Errorf("%s queries %s, which docs/operations.md does not document", alert, s[1])
+		}
+	}
+	return alert
 }
