@@ -248,11 +248,12 @@ func TestWhyWaiting(t *testing.T) {
 	}
 }
 
-// TestAPIRefused: a private cluster whose links give the MC no endpoint
-// (none allows its subscription, or each name is held by someone else)
-// is not ready; one link refused among others wired, a public cluster, or
-// a problem of another kind leave GSPrivateLinksReady as it was.
-func TestAPIRefused(t *testing.T) {
+// TestHeldBack: a cluster with an endpoint kept back by a limit, or a
+// private cluster whose links give the MC no endpoint (none allows its
+// subscription, or each name is held by someone else), is not ready; one
+// link refused among others wired, a public cluster, or a problem of
+// another kind leave GSPrivateLinksReady as it was.
+func TestHeldBack(t *testing.T) {
 	private, public := wc("wc1"), wc("wc1", func(a *capz.AzureCluster) { a.APIServerLBType = capz.LBTypePublic; a.PrivateLinks = nil })
 	one := []Endpoint{mcEndpoint(false)}
 	for _, c := range []struct {
@@ -268,8 +269,10 @@ func TestAPIRefused(t *testing.T) {
 		{"one link refused, another wired", private, []Problem{{Reason: ReasonSubscriptionNotAllowed}}, one, false},
 		{"links not ready yet", private, []Problem{{Reason: ReasonWaitingForPrivateLinks}}, nil, false},
 		{"a public cluster", public, []Problem{{Reason: ReasonPrivateEndpointNameTaken}}, nil, false},
+		{"the MC's limit kept one endpoint back, another wired", private, []Problem{{Reason: ReasonEndpointLimit}}, one, true},
+		{"a full MC service kept the endpoint to the MC back", public, []Problem{{Reason: ReasonServiceLimit}}, nil, true},
 	} {
-		if got := apiRefused(c.wc, c.problems, c.toWC); got != c.want {
+		if got := heldBack(c.wc, c.problems, c.toWC); got != c.want {
 			t.Errorf("%s: %v, want %v", c.reason, got, c.want)
 		}
 	}

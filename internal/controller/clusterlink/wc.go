@@ -226,11 +226,7 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 		return err
 	}
 	endpointStates.set(key(w.wc), w.o.states)
-	// Ready only with nothing withheld by a limit: a cluster whose
-	// requested endpoints are ready but one of which a limit kept back
-	// says why, not True (a test saw a cluster at the MC's limit True).
-	// Nor when no link gives the MC a way to the API server.
-	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 && !withheldByLimit(w.problems) && !apiRefused(w.wc, w.problems, w.toWC) {
+	if w.o.ready && len(w.toWC)+len(w.toMC) > 0 && !heldBack(w.wc, w.problems, w.toWC) {
 		return r.setCondition(ctx, w.u, ConditionGSPrivateLinksReady, "PrivateEndpointsReady", "private endpoints are approved and their IPs annotated", false)
 	}
 	if reason, msg := whyWaiting(w.u, w.problems, w.o, len(w.toWC)+len(w.toMC)); reason != "" {
@@ -239,13 +235,19 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 	return nil
 }
 
-// apiRefused says the management cluster gets no endpoint to the private
-// API server of a cluster that declares private links, because none of
-// them allows the MC's subscription or each one's endpoint name is held
-// by someone else: the MC cannot reach it, so GSPrivateLinksReady says
-// why, not True (explain's test saw such clusters True, their endpoint to
-// the MC's ingress being ready).
-func apiRefused(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
+// heldBack says the pass kept back something the cluster needs, so that
+// GSPrivateLinksReady says why rather than True although every endpoint
+// it has is ready: a limit kept one of its endpoints back (a test saw a
+// cluster at the MC's limit True), or the MC gets no endpoint to its
+// private API server because no declared link allows the MC's
+// subscription or each one's name is held by someone else (explain's test
+// saw such clusters True, their endpoint to the MC's ingress being
+// ready). Other problems, such as one link of several that does not allow
+// the MC's subscription (another consumer's), leave it True as before.
+func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
+	if withheldByLimit(problems) {
+		return true
+	}
 	if len(toWC) > 0 || wc.APIServerLBType != capz.LBTypeInternal || len(wc.PrivateLinks) == 0 {
 		return false
 	}
@@ -255,9 +257,7 @@ func apiRefused(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool
 }
 
 // withheldByLimit says a limit kept back one of the cluster's endpoints
-// (limits.go, servicelimit.go). Other problems, such as one link of
-// several that does not allow the MC's subscription (another consumer's),
-// leave the condition True as before.
+// (limits.go, servicelimit.go).
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
 		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit
