@@ -41,7 +41,7 @@ GO_BUILD_ENV = CGO_ENABLED=0 GOFLAGS="-trimpath $(GOFLAGS)"
 # go test starts packages in the order given (two at a time on two cores),
 # so the longest go first and the short ones fill the gaps after them;
 # ./... adds the rest once each.
-PKGS ?= ./internal/controller/clusterlink/ ./internal/controller/privateendpoint/ ./test/e2e/ \
+PKGS ?= ./internal/controller/clusterlink/ ./internal/controller/privateendpoint/ ./test/e2e/ ./test/realcapz/ \
 	./test/scale/ ./internal/controller/privatelinkservice/ ./cmd/demo/ ./test/chaos/ ./test/simulate/ ./charts/ ./...
 
 .PHONY: help

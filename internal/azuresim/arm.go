@@ -99,11 +99,19 @@ type armPath struct {
 	provider string
 	types    []string
 	names    []string
+	// tags says the path is the Tags API at the scope of the resource the
+	// rest of it names (tags.go).
+	tags bool
 }
 
 // parseARMPath splits an ARM path. ARM paths are case-insensitive; the
 // returned segments keep the caller's casing.
 func parseARMPath(path string) (armPath, bool) {
+	if scope, ok := splitTagsPath(path); ok {
+		p, ok := parseARMPath(scope)
+		p.tags = true
+		return p, ok && p.rg != "" && p.provider != "" && !p.isCollection()
+	}
 	segs := strings.Split(strings.Trim(path, "/"), "/")
 	var p armPath
 	if len(segs) < 2 || !strings.EqualFold(segs[0], "subscriptions") || segs[1] == "" {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,6 +114,7 @@ type Server struct {
 	faults   *faultSet
 	counters *counters
 	dnsRate  dnsTimeline
+	unserved unservedLog
 
 	httpSrv *http.Server
 	ln      net.Listener
@@ -279,6 +281,7 @@ func (s *Server) serveARMRequest(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	if !ok {
+		s.unserved.note(r)
 		writeError(rec, newError(http.StatusNotFound, "InvalidResourceType", "The resource path '%s' is not served by the emulator.", r.URL.Path))
 		return
 	}
@@ -344,6 +347,8 @@ func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, p armPath, pr 
 	}
 
 	switch {
+	case p.tags:
+		s.serveTags(w, r, p)
 	case p.provider == "" && p.rg != "":
 		s.serveResourceGroup(w, r, p)
 	case p.provider == "" && p.rg == "" && len(p.types) == 1:
@@ -352,11 +357,15 @@ func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, p armPath, pr 
 		s.serveOperation(w, r, p)
 	case isPrivateDNSOperationPath(p):
 		s.servePrivateDNSOperation(w, r, p)
+	case isSKUList(p):
+		serveSKUs(w, r)
 	case p.rg == "" && !p.isCollection():
+		s.unserved.note(r)
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' is not served by the emulator.", p.typeKey()))
 	default:
 		k, ok := kinds[p.typeKey()]
 		if !ok {
+			s.unserved.note(r)
 			writeError(w, newError(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' could not be found in the namespace '%s'.", strings.Join(p.types, "/"), p.provider))
 			return
 		}
@@ -884,4 +893,35 @@ func counterType(p armPath, ok bool) string {
 	default:
 		return canonicalType(p.typeKey())
 	}
+}
+
+// unservedLog lists the requests the emulator answered InvalidResourceType
+// because it does not model what they ask for, so that a test world whose
+// clients are not ours (the real CAPZ and ASO) can name each one.
+type unservedLog struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	list []string
+}
+
+func (l *unservedLog) note(r *http.Request) {
+	what := r.Method + " " + r.URL.Path + "?api-version=" + r.URL.Query().Get("api-version")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	if !l.seen[what] {
+		l.seen[what] = true
+		l.list = append(l.list, what)
+	}
+}
+
+// Unserved returns each distinct request ("METHOD path?api-version=…") the
+// emulator answered InvalidResourceType because it does not serve that
+// path or resource type, in the order first seen.
+func (s *Server) Unserved() []string {
+	s.unserved.mu.Lock()
+	defer s.unserved.mu.Unlock()
+	return slices.Clone(s.unserved.list)
 }

@@ -16,6 +16,9 @@ import (
 var (
 	ChinaCloudHosts        = []string{"management.chinacloudapi.cn", "login.chinacloudapi.cn"}
 	USGovernmentCloudHosts = []string{"management.usgovcloudapi.net", "login.microsoftonline.us"}
+	// PublicCloudHosts are Azure's public cloud's (the real CAPZ knows no other
+	// way to the emulator: Options.RealControllers).
+	PublicCloudHosts = []string{"management.azure.com", "login.microsoftonline.com"}
 )
 
 // CloudProxy is an HTTPS proxy (CONNECT only) that sends a connection to

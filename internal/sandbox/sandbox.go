@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,12 @@ type Options struct {
 	// APIProxy puts a TCP proxy between Kubeconfig (the operator binary's
 	// way in) and kube-apiserver, for Sandbox.APIOutage.
 	APIProxy bool
+	// RealControllers runs Cluster API Provider Azure's and Azure Service
+	// Operator's own controllers (real.go) in place of capzsim and its ASO
+	// stand-in. It needs testenv.SchemaV127. Ingress, KeepRemovedEndpoints,
+	// CAPZMode, CAPZResync and CAPZConcurrency are capzsim's and are
+	// ignored.
+	RealControllers bool
 	// Logf receives progress lines while starting; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -125,6 +132,8 @@ type Sandbox struct {
 	CAPZCredential azcore.TokenCredential
 	// AuditLog is kube-apiserver's audit log with Options.Audit, else "".
 	AuditLog string
+	// Real are the real controllers with Options.RealControllers, else nil.
+	Real *RealControllers
 
 	stopCAPZ func() error
 	capzOpts Options
@@ -176,6 +185,15 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 			return nil, err
 		}
 	}
+	if opts.RealControllers {
+		if opts.Schema != testenv.SchemaV127 {
+			return nil, fmt.Errorf("sandbox: the real controllers are CAPZ v1.27's; the schema is %q", opts.Schema)
+		}
+		if err := sb.startRealControllers(ctx, opts); err != nil {
+			return nil, err
+		}
+		return sb, nil
+	}
 	if err := sb.startCAPZ(opts); err != nil {
 		return nil, err
 	}
@@ -184,8 +202,12 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 
 func (sb *Sandbox) startAzure(opts Options) error {
 	principals := append([]azuresim.Principal{{TenantID: CAPZTenantID, ClientID: CAPZClientID, ClientSecret: CAPZSecret}}, opts.Principals...)
+	hosts := opts.CloudHosts
+	if opts.RealControllers {
+		hosts = append(slices.Clone(hosts), PublicCloudHosts...)
+	}
 	sim := azuresim.New(azuresim.Options{
-		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals, Hosts: opts.CloudHosts,
+		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals, Hosts: hosts,
 		Limits: opts.Limits,
 	})
 	if err := sim.Start("127.0.0.1:0"); err != nil {

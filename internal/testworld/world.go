@@ -63,6 +63,10 @@ type Options struct {
 	// Limits are the Azure limits the emulator enforces (zero fields:
 	// Azure's).
 	Limits azuresim.Limits
+	// RealControllers runs CAPZ's and ASO's own controllers in place of
+	// capzsim (sandbox.Options.RealControllers); Schema must be
+	// testenv.SchemaV127.
+	RealControllers bool
 }
 
 // World is a running test world: a sandbox, plus the AzureClusterIdentity
@@ -87,7 +91,7 @@ func Start(t testing.TB, opts Options) *World {
 	sb, err := sandbox.Start(context.Background(), sandbox.Options{
 		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond, CAPZSyncPeriod: opts.CAPZSyncPeriod,
 		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency, CloudHosts: opts.CloudHosts,
-		Limits:     opts.Limits,
+		Limits: opts.Limits, RealControllers: opts.RealControllers,
 		Principals: []azuresim.Principal{{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret}},
 	})
 	if err != nil {

@@ -1,0 +1,330 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+)
+
+// The real-controller world (Options.RealControllers) runs, in place of
+// capzsim and its ASO stand-in, Cluster API Provider Azure's own AzureCluster
+// and ASOSecret controllers (hack/capzmanager) and Azure Service
+// Operator's own controllers and webhooks for the kinds CAPZ uses
+// (hack/asomanager), each in a process of its own. CAPZ knows Azure's
+// well-known clouds only, so both reach the emulator as the public cloud
+// (management.azure.com, login.microsoftonline.com) through an HTTPS proxy
+// (StartCloudProxy), trusting its certificate through SSL_CERT_FILE. ASO's
+// CRDs are served in all their versions, stored in ASO's hub version and
+// converted by ASO's webhook, as in a cluster where ASO is installed.
+
+const (
+	// realStartLimit bounds the wait until ASO's webhooks answer.
+	realStartLimit = 3 * time.Minute
+	// realStopGrace is how long a stopping controller may take.
+	realStopGrace = 30 * time.Second
+	// asoNamespace is where the real ASO "runs" (POD_NAMESPACE).
+	asoNamespace = "azureserviceoperator-system"
+)
+
+// RealControllers is what a real-controller world runs beside the API
+// server.
+type RealControllers struct {
+	// Proxy is the HTTPS proxy the controllers reach the emulator through.
+	Proxy *CloudProxy
+	// ASO and CAPZ are the two controller processes.
+	ASO, CAPZ *Process
+}
+
+// Process is a controller running in a process of its own; its output
+// goes to a log file in the sandbox's directory.
+type Process struct {
+	Name    string
+	LogFile string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	mu      sync.Mutex
+	waitErr error
+}
+
+func startProcess(name, logFile string, env []string, bin string, args ...string) (*Process, error) {
+	f, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// The controller dies with the test process, even one killed by a timeout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		_ = f.Close()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Exited tells whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.exited:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// Tail returns the last n bytes of the process's log.
+func (p *Process) Tail(n int) string {
+	b, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// stop ends the process; it reports one that had died on its own.
+func (p *Process) stop() error {
+	if gone, err := p.Exited(); gone {
+		return fmt.Errorf("%s exited during the test (%w); log %s ends: %s", p.Name, err, p.LogFile, p.Tail(4096))
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(realStopGrace):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	return nil
+}
+
+// startRealControllers starts ASO, then CAPZ, through the cloud proxy.
+func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error {
+	asoBin, err := testenv.RealControllerBinary(ctx, "asomanager")
+	if err != nil {
+		return err
+	}
+	capzBin, err := testenv.RealControllerBinary(ctx, "capzmanager")
+	if err != nil {
+		return err
+	}
+	proxy, err := StartCloudProxy(strings.TrimPrefix(sb.Sim.URL(), "https://"), PublicCloudHosts)
+	if err != nil {
+		return err
+	}
+	rc := &RealControllers{Proxy: proxy}
+	sb.Real = rc
+	sb.stopCAPZ = rc.stop
+	env := []string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + sb.CAFile}
+
+	addr, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	certDir, ca := sb.Env.WebhookServing()
+	crds, err := testenv.RealASOCRDs(ctx, "https://"+addr+"/convert", ca)
+	if err != nil {
+		return err
+	}
+	if err := installCRDs(ctx, sb.Client, crds); err != nil {
+		return err
+	}
+	if err := installASOWebhooks(ctx, sb.Client, crds, addr, ca); err != nil {
+		return err
+	}
+	if err := sb.EnsureNamespace(ctx, asoNamespace); err != nil {
+		return err
+	}
+	asoEnv := append([]string{"POD_NAMESPACE=" + asoNamespace, "AZURE_SYNC_PERIOD=" + durationOr(opts.ASOSyncPeriod, 15*time.Minute).String()}, env...)
+	rc.ASO, err = startProcess("Azure Service Operator", filepath.Join(opts.Dir, "aso.log"), asoEnv, asoBin,
+		"--kubeconfig", sb.Kubeconfig, "--webhook-host", host, "--webhook-port", port, "--webhook-cert-dir", certDir)
+	if err != nil {
+		return err
+	}
+	if err := waitASOWebhooks(ctx, sb.Client, rc.ASO); err != nil {
+		return err
+	}
+	rc.CAPZ, err = startProcess("CAPZ", filepath.Join(opts.Dir, "capz.log"), env, capzBin,
+		"--kubeconfig", sb.Kubeconfig, "--sync-period", durationOr(opts.CAPZSyncPeriod, 10*time.Minute).String())
+	return err
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (rc *RealControllers) stop() error {
+	var errs []error
+	for _, p := range []*Process{rc.CAPZ, rc.ASO} {
+		if p != nil {
+			errs = append(errs, p.stop())
+		}
+	}
+	if rc.Proxy != nil {
+		errs = append(errs, rc.Proxy.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// installCRDs creates CRDs, or replaces those the test API server
+// installed already (the single-version PrivateEndpoint and
+// PrivateLinkService capzsim's world uses), and waits until the API server
+// serves them.
+func installCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	for _, crd := range crds {
+		err := c.Create(ctx, crd)
+		if apierrors.IsAlreadyExists(err) {
+			var cur apiextensionsv1.CustomResourceDefinition
+			if err = c.Get(ctx, client.ObjectKey{Name: crd.Name}, &cur); err == nil {
+				cur.Spec = crd.Spec
+				err = c.Update(ctx, &cur)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			if !served(ctx, c, crd) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// served tells whether the API server serves every version of crd.
+func served(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) bool {
+	var got apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, &got); err != nil {
+		return false
+	}
+	for _, cond := range got.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return len(got.Spec.Versions) == len(crd.Spec.Versions)
+		}
+	}
+	return false
+}
+
+// installASOWebhooks registers ASO's defaulting and validating webhooks for
+// every served version that is not a storage version, at the paths
+// controller-runtime gives them (/mutate-<group with dashes>-<version>-<kind>).
+func installASOWebhooks(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition, addr string, ca []byte) error {
+	mut := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "azureserviceoperator-mutating-webhook-configuration"}}
+	val := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "azureserviceoperator-validating-webhook-configuration"}}
+	fail := admissionv1.Fail
+	none := admissionv1.SideEffectClassNone
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if strings.HasSuffix(v.Name, "storage") {
+				continue
+			}
+			g, kind := crd.Spec.Group, strings.ToLower(crd.Spec.Names.Kind)
+			rule := admissionv1.RuleWithOperations{
+				Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+				Rule:       admissionv1.Rule{APIGroups: []string{g}, APIVersions: []string{v.Name}, Resources: []string{crd.Spec.Names.Plural}},
+			}
+			suffix := strings.ReplaceAll(g, ".", "-") + "-" + v.Name + "-" + kind
+			mutURL, valURL := "https://"+addr+"/mutate-"+suffix, "https://"+addr+"/validate-"+suffix
+			name := fmt.Sprintf("%s.%s.%s", v.Name, kind, g)
+			mut.Webhooks = append(mut.Webhooks, admissionv1.MutatingWebhook{
+				Name: "default." + name, Rules: []admissionv1.RuleWithOperations{rule}, FailurePolicy: &fail, SideEffects: &none,
+				AdmissionReviewVersions: []string{"v1"}, ClientConfig: admissionv1.WebhookClientConfig{URL: &mutURL, CABundle: ca},
+			})
+			rule.Operations = append(rule.Operations, admissionv1.Delete)
+			val.Webhooks = append(val.Webhooks, admissionv1.ValidatingWebhook{
+				Name: "validate." + name, Rules: []admissionv1.RuleWithOperations{rule}, FailurePolicy: &fail, SideEffects: &none,
+				AdmissionReviewVersions: []string{"v1"}, ClientConfig: admissionv1.WebhookClientConfig{URL: &valURL, CABundle: ca},
+			})
+		}
+	}
+	if err := c.Create(ctx, mut); err != nil {
+		return fmt.Errorf("ASO's mutating webhooks: %w", err)
+	}
+	if err := c.Create(ctx, val); err != nil {
+		return fmt.Errorf("ASO's validating webhooks: %w", err)
+	}
+	return nil
+}
+
+// waitASOWebhooks waits until the API server calls ASO: a dry-run
+// ResourceGroup without spec.azureName comes back with ASO's default (the
+// object's name), stored through the conversion webhook.
+func waitASOWebhooks(ctx context.Context, c client.Client, aso *Process) error {
+	ctx, cancel := context.WithTimeout(ctx, realStartLimit)
+	defer cancel()
+	var last error
+	for {
+		rg := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
+			"metadata": map[string]any{"name": "aso-probe", "namespace": asoNamespace},
+			"spec":     map[string]any{"location": "westeurope"},
+		}}
+		last = c.Create(ctx, rg, client.DryRunAll)
+		if last == nil {
+			if name, _, _ := unstructured.NestedString(rg.Object, "spec", "azureName"); name == "aso-probe" {
+				return nil
+			}
+			last = fmt.Errorf("the probe ResourceGroup came back without ASO's default azureName: %v", rg.Object["spec"])
+		}
+		if gone, err := aso.Exited(); gone {
+			return fmt.Errorf("ASO exited (%w); log %s ends: %s", err, aso.LogFile, aso.Tail(4096))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ASO's webhooks not called within %s: %w; log %s ends: %s", realStartLimit, last, aso.LogFile, aso.Tail(4096))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Processes are the controllers that run.
+func (rc *RealControllers) Processes() []*Process {
+	var out []*Process
+	for _, p := range []*Process{rc.ASO, rc.CAPZ} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

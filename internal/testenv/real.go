@@ -1,0 +1,86 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// The real-controller test world (internal/sandbox, Options.RealControllers)
+// runs Cluster API Provider Azure's and Azure Service Operator's own
+// controllers, compiled from their modules by hack/build-cached.sh, and
+// serves ASO's CRDs in all their versions (hack/asocrds/generate.sh --real).
+
+// realBuildLimit bounds building one of the real controllers on a cold
+// machine (about 4 minutes on 2 cores for CAPZ's).
+const realBuildLimit = 20 * time.Minute
+
+var (
+	realMu       sync.Mutex
+	realBinaries = map[string]string{}
+)
+
+// RealControllerBinary returns the path of hack/<name>'s binary
+// ("asomanager" or "capzmanager"), building it the first time (cached
+// outside the clone).
+func RealControllerBinary(ctx context.Context, name string) (string, error) {
+	realMu.Lock()
+	defer realMu.Unlock()
+	if p, ok := realBinaries[name]; ok {
+		return p, nil
+	}
+	p, err := runHackScript(ctx, realBuildLimit, "building "+name, "hack/build-cached.sh", name)
+	if err != nil {
+		return "", err
+	}
+	realBinaries[name] = p
+	return p, nil
+}
+
+// RealASOCRDs returns the CRDs of every kind CAPZ makes through ASO, with
+// all of ASO's versions of it, stored in the newest storage version and
+// converted by ASO's webhook at convertURL (trusted through caBundle).
+func RealASOCRDs(ctx context.Context, convertURL string, caBundle []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	dir, err := runHackScript(ctx, asoGenerateLimit, "generating the real ASO's CRDs", "hack/asocrds/generate.sh", "--real")
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.azure.com_*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		crds, err := readCRDs(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, crd := range crds {
+			url := convertURL
+			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{
+					ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+					ConversionReviewVersions: []string{"v1"},
+				},
+			}
+		}
+		out = append(out, crds...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no ASO CRD", dir)
+	}
+	return out, nil
+}
+
+// WebhookServing returns the directory holding the certificate (tls.crt,
+// tls.key) envtest made for webhook servers on 127.0.0.1, and the CA that
+// signed it, for another webhook server of the test world.
+func (e *Env) WebhookServing() (certDir string, caPEM []byte) {
+	o := e.env.WebhookInstallOptions
+	return o.LocalServingCertDir, o.LocalServingCAData
+}
