@@ -220,7 +220,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 .PHONY: tidy
 tidy: ## Tidy every Go module in the repository.
 	$(GO) mod tidy
-	for m in hack/tools hack/helm hack/image hack/asocrds hack/capzwebhooks hack/envtest/kube-apiserver hack/envtest/kubectl hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
+	for m in hack/tools hack/helm hack/image hack/asocrds hack/capzwebhooks hack/capzmanager hack/asomanager hack/envtest/kube-apiserver hack/envtest/kubectl hack/envtest/etcd; do (cd $$m && $(GO) mod tidy); done
 	cd hack/capzwebhooks && $(GO) mod tidy -modfile=go.v1.23.0.mod
 
 .PHONY: clean

@@ -145,9 +145,19 @@
 //
 // # What is not modelled
 //
-// Anything not listed above is not served: public IP addresses (a public
-// frontend is accepted but not checked), network security groups, route
-// tables, NAT gateways, PATCH of tags, record types other than A, public
+// Kept but not modelled, for the real CAPZ of test/realcapz (generic.go,
+// skus.go, tags.go): network security groups, route tables, public IP
+// addresses, NAT gateways and bastion hosts are stored as sent (location
+// required, long-running PUT and DELETE, provisioningState Succeeded; no
+// rule checked, no address allocated, nothing held in use); Compute's SKU
+// list is a fixed catalogue of three virtual machine sizes in zones 1-3 of
+// the location asked; the Tags API at a resource's scope (GET, PUT, PATCH
+// with Merge, Replace or Delete) reads and writes that resource's tags.
+// Server.Unserved lists every request answered InvalidResourceType because
+// the emulator serves neither its path nor its type.
+//
+// Anything not listed above is not served: a public frontend is accepted
+// but not checked, PATCH of a resource's own tags, record types other than A, public
 // DNS and DNS forwarding, regions (locations are stored, not validated,
 // except that private DNS zones must be global; request windows are per
 // subscription, Azure's per subscription and region), quotas beyond

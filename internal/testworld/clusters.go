@@ -1,8 +1,11 @@
 package testworld
 
 import (
+	"context"
 	"fmt"
+	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -97,4 +100,28 @@ func strs(in []string) []any {
 		out = append(out, s)
 	}
 	return out
+}
+
+// CreateOwned creates a Cluster API Cluster and the cluster's AzureCluster
+// for a schema, owned by the Cluster and labelled with its name, as Cluster
+// API's Cluster controller leaves them (no Cluster API controller runs in
+// a test world).
+func (w *World) CreateOwned(t testing.TB, c Cluster, schema testenv.Schema) {
+	t.Helper()
+	ctx := context.Background()
+	cl := capz.Object(capz.ClusterGVK)
+	cl.SetNamespace(c.Namespace)
+	cl.SetName(c.Name)
+	cl.Object["spec"] = map[string]any{
+		"infrastructureRef": map[string]any{"apiGroup": capz.AzureClusterGVK.Group, "kind": "AzureCluster", "name": c.Name},
+	}
+	if err := w.Client.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	ac := c.Object(schema)
+	ac.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capz.ClusterGVK.GroupVersion().String(), Kind: "Cluster", Name: c.Name, UID: cl.GetUID()}})
+	ac.SetLabels(map[string]string{capz.ClusterNameLabel: c.Name})
+	if err := w.Client.Create(ctx, ac); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -77,10 +77,10 @@ func TestClusterctlMove(t *testing.T) {
 	labelProviderCRDs(t, src.Client)
 	apps.Seed(t, src.Sim)
 
-	cluster(t, src, testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10})
+	src.CreateOwned(t, testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}, testenv.SchemaFork)
 	for i, name := range wcs {
-		cluster(t, src, testworld.Cluster{Namespace: wcNS, Name: name, Subscription: wcSub, Private: true, CIDR16: 20 + i,
-			PrivateLinks: []testworld.PrivateLink{{Name: name + "-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub}}}})
+		src.CreateOwned(t, testworld.Cluster{Namespace: wcNS, Name: name, Subscription: wcSub, Private: true, CIDR16: 20 + i,
+			PrivateLinks: []testworld.PrivateLink{{Name: name + "-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub}}}}, testenv.SchemaFork)
 	}
 	opts := clusterlink.Options{ManagementCluster: mcKey, DeleteOrphanedEndpoints: true}
 	src.StartOperator(t, opts)
@@ -229,28 +229,6 @@ func labelProviderCRDs(t *testing.T, c client.Client) {
 		if err := c.Patch(ctx, crd, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// cluster creates a Cluster API Cluster and its AzureCluster, owned by it
-// as Cluster API makes it.
-func cluster(t *testing.T, w *testworld.World, c testworld.Cluster) {
-	t.Helper()
-	ctx := context.Background()
-	cl := capz.Object(capz.ClusterGVK)
-	cl.SetNamespace(c.Namespace)
-	cl.SetName(c.Name)
-	cl.Object["spec"] = map[string]any{
-		"infrastructureRef": map[string]any{"apiGroup": capz.AzureClusterGVK.Group, "kind": "AzureCluster", "name": c.Name},
-	}
-	if err := w.Client.Create(ctx, cl); err != nil {
-		t.Fatal(err)
-	}
-	ac := c.Object(testenv.SchemaFork)
-	ac.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capz.ClusterGVK.GroupVersion().String(), Kind: "Cluster", Name: c.Name, UID: cl.GetUID()}})
-	ac.SetLabels(map[string]string{capz.ClusterNameLabel: c.Name})
-	if err := w.Client.Create(ctx, ac); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -16,12 +16,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
@@ -57,29 +55,6 @@ func start(t *testing.T) *testworld.World {
 		}
 	})
 	return w
-}
-
-// createOwned creates a Cluster API Cluster and its AzureCluster, owned by
-// it and labelled with its name, as Cluster API's Cluster controller
-// leaves them (no Cluster API controller runs here).
-func createOwned(t *testing.T, w *testworld.World, c testworld.Cluster) {
-	t.Helper()
-	ctx := context.Background()
-	cl := capz.Object(capz.ClusterGVK)
-	cl.SetNamespace(c.Namespace)
-	cl.SetName(c.Name)
-	cl.Object["spec"] = map[string]any{
-		"infrastructureRef": map[string]any{"apiGroup": capz.AzureClusterGVK.Group, "kind": "AzureCluster", "name": c.Name},
-	}
-	if err := w.Client.Create(ctx, cl); err != nil {
-		t.Fatal(err)
-	}
-	ac := c.Object(testenv.SchemaV127)
-	ac.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capz.ClusterGVK.GroupVersion().String(), Kind: "Cluster", Name: c.Name, UID: cl.GetUID()}})
-	ac.SetLabels(map[string]string{capz.ClusterNameLabel: c.Name})
-	if err := w.Client.Create(ctx, ac); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // waitReady waits until CAPZ says the AzureCluster is ready, and fails
@@ -125,8 +100,8 @@ func TestWiringWithRealCAPZ(t *testing.T) {
 	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}
 	wc := testworld.Cluster{Namespace: wcNS, Name: "wc1", Subscription: wcSub, Private: true, CIDR16: 20,
 		PrivateLinks: []testworld.PrivateLink{{Name: "wc1-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub}}}}
-	createOwned(t, w, mc)
-	createOwned(t, w, wc)
+	w.CreateOwned(t, mc, testenv.SchemaV127)
+	w.CreateOwned(t, wc, testenv.SchemaV127)
 	waitReady(t, w, mcNS, "mc")
 	createIngress(t, w, "mc", mcSub, "mc-rg", "mc-vnet", "mc-nodes", wcSub)
 	waitReady(t, w, wcNS, "wc1")
