@@ -18,10 +18,9 @@
 // emulator reachable as management.azure.com and login.microsoftonline.com
 // through HTTPS_PROXY and SSL_CERT_FILE.
 //
-// Why the module path is under sigs.k8s.io/cluster-api-provider-azure: the
-// scheme setup CAPZ uses lives beside internal packages; the path keeps
-// the same import rules as hack/capzwebhooks. This module is never
-// published.
+// The module path is under sigs.k8s.io/cluster-api-provider-azure as
+// hack/capzwebhooks' is (which needs it for CAPZ's internal packages);
+// this one imports only CAPZ's public packages. It is never published.
 package main
 
 import (
