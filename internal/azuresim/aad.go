@@ -47,6 +47,8 @@ type authority struct {
 	principals map[string]*principal // lower client ID
 	tokens     map[string]issuedToken
 	now        func() time.Time
+	// unserved is the server's list of requests it cannot answer.
+	unserved *unservedLog
 }
 
 func newAuthority(ps []Principal, now func() time.Time) *authority {
@@ -104,6 +106,9 @@ func (a *authority) serve(w http.ResponseWriter, r *http.Request, base string) {
 	case strings.HasSuffix(r.URL.Path, "/token") && r.Method == http.MethodPost:
 		a.token(w, r, tenant)
 	default:
+		if a.unserved != nil {
+			a.unserved.note(r)
+		}
 		aadError(w, http.StatusNotFound, "invalid_request", 90002, "The endpoint %s is not served by the emulator.", r.URL.Path)
 	}
 }

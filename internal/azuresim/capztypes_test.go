@@ -126,8 +126,9 @@ func TestGenericStoreAndTags(t *testing.T) {
 		t.Errorf("unserved: %v", u)
 	}
 	do(http.MethodGet, "/subscriptions/"+providerSub+"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworkGateways/gw?api-version=2023-05-01", nil)
-	if u := srv.Unserved(); len(u) != 1 || !strings.Contains(u[0], "virtualNetworkGateways/gw") {
-		t.Errorf("Unserved() = %v, want the gateway's GET", u)
+	do(http.MethodGet, "/"+tenant+"/oauth2/v2.0/devicecode", nil)
+	if u := srv.Unserved(); len(u) != 2 || !strings.Contains(u[0], "virtualNetworkGateways/gw") || !strings.Contains(u[1], "/oauth2/v2.0/devicecode") {
+		t.Errorf("Unserved() = %v, want the gateway's GET and the token endpoint's device code path", u)
 	}
 }
 

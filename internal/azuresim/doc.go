@@ -154,7 +154,8 @@
 // the location asked; the Tags API at a resource's scope (GET, PUT, PATCH
 // with Merge, Replace or Delete) reads and writes that resource's tags.
 // Server.Unserved lists every request answered InvalidResourceType because
-// the emulator serves neither its path nor its type.
+// the emulator serves neither its path nor its type, and every path of the
+// token endpoint it answers 404.
 //
 // Anything not listed above is not served: a public frontend is accepted
 // but not checked, PATCH of a resource's own tags, record types other than A, public

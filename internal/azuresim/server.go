@@ -139,6 +139,7 @@ func New(opts Options) *Server {
 	s.st.latency = opts.Latency
 	s.st.limits = opts.Limits.withDefaults()
 	s.auth = newAuthority(opts.Principals, opts.Now)
+	s.auth.unserved = &s.unserved
 	s.throttle = newThrottler(opts.Throttling, opts.Now)
 	s.counters = newCounters()
 	s.faults = &faultSet{hit: s.counters.fault}
@@ -896,7 +897,8 @@ func counterType(p armPath, ok bool) string {
 }
 
 // unservedLog lists the requests the emulator answered InvalidResourceType
-// because it does not model what they ask for, so that a test world whose
+// (or, at its token endpoint, 404) because it does not model what they ask
+// for, so that a test world whose
 // clients are not ours (the real CAPZ and ASO) can name each one.
 type unservedLog struct {
 	mu   sync.Mutex
@@ -919,7 +921,8 @@ func (l *unservedLog) note(r *http.Request) {
 
 // Unserved returns each distinct request ("METHOD path?api-version=…") the
 // emulator answered InvalidResourceType because it does not serve that
-// path or resource type, in the order first seen.
+// path or resource type, or answered 404 at its token endpoint (an
+// authority path it does not serve), in the order first seen.
 func (s *Server) Unserved() []string {
 	s.unserved.mu.Lock()
 	defer s.unserved.mu.Unlock()

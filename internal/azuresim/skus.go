@@ -8,13 +8,17 @@ import (
 
 // Compute's resource SKU list (GET /subscriptions/{sub}/providers/
 // Microsoft.Compute/skus, Azure's "Resource Skus - List"), which CAPZ
-// reads for the availability zones of its cluster's location
-// (azure/services/resourceskus: an AzureCluster's failure domains). It is
-// a catalogue, not modelled state: a few virtual machine sizes, each in
-// zones 1, 2 and 3 of whatever location the $filter names (every location
-// the emulator is asked about has three zones), with no restrictions. The
-// shape is Azure's ResourceSku: resourceType, name, tier, size, family,
-// locations, locationInfo (location, zones), capabilities, restrictions.
+// reads for the availability zones of its cluster's location (CAPZ
+// v1.27.0's azure/services/resourceskus/cache.go, GetZones: an
+// AzureCluster's failure domains; the request, api-version 2021-07-01 with
+// $filter=location eq '<location>', was seen from the real CAPZ in
+// test/realcapz). It is a catalogue, not modelled state: a few virtual
+// machine sizes, each in zones 1, 2 and 3 of whatever location the $filter
+// names (every location the emulator is asked about has three zones),
+// with no restrictions. The shape is armcompute's ResourceSKU (its JSON
+// names: resourceType, name, tier, size, family, locations, locationInfo
+// with location, zones and zoneDetails, capabilities, restrictions); the
+// sizes and capability values are illustrative, not read from Azure.
 
 var skuLocationFilter = regexp.MustCompile(`(?i)location\s+eq\s+'([^']+)'`)
 
@@ -36,7 +40,7 @@ func serveSKUs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusMethodNotAllowed, "MethodNotAllowed", "The method '%s' is not allowed on 'Microsoft.Compute/skus'.", r.Method))
 		return
 	}
-	loc := DefaultSKULocation
+	loc := defaultSKULocation
 	if m := skuLocationFilter.FindStringSubmatch(r.URL.Query().Get("$filter")); m != nil {
 		loc = strings.ToLower(m[1])
 	}
@@ -63,6 +67,6 @@ func serveSKUs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"value": value})
 }
 
-// DefaultSKULocation is the location of the SKU list when the request
+// defaultSKULocation is the location of the SKU list when the request
 // names none.
-const DefaultSKULocation = "westeurope"
+const defaultSKULocation = "westeurope"

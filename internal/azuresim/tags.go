@@ -9,24 +9,31 @@ import (
 )
 
 // The Tags API at a resource's scope ({resource ID}/providers/
-// Microsoft.Resources/tags/default; Azure's "Tags - Get At Scope",
-// "Create Or Update At Scope" and "Update At Scope", api-version
-// 2021-04-01, all synchronous there), which CAPZ uses to keep the tags of
-// what it does not PUT again (its private DNS zones and their links). It
-// reads and writes the tags the resource itself shows: GET answers them as
-// a TagsResource, PUT replaces them, PATCH merges, replaces or deletes
-// them by its "operation". Only resources inside a resource group are
-// served here.
+// Microsoft.Resources/tags/default), which CAPZ uses to keep the tags of
+// what it does not PUT again: its private DNS zones and their links
+// (azure/services/tags in CAPZ v1.27.0; the requests, at api-version
+// 2021-04-01, were seen from the real CAPZ in test/realcapz). Where the
+// shapes come from: Azure's REST reference for "Tags - Get At Scope",
+// "Create Or Update At Scope" and "Update At Scope" (TagsResource: id,
+// name "default", type "Microsoft.Resources/tags", properties.tags;
+// TagsPatchResource: operation Merge, Replace or Delete), which are
+// synchronous at that version (armresources v1's TagsClient has no
+// poller for them). The emulator reads and writes the tags the resource
+// itself shows. Only resources inside a resource group are served. The
+// error for an unknown operation, InvalidTagOperation, is the emulator's
+// own: no recording of Azure's was found.
 
 const tagsSuffix = "/providers/microsoft.resources/tags/default"
 
-// splitTagsPath returns the scope of a Tags API path.
+// splitTagsPath returns the scope of a Tags API path. It runs for every
+// ARM request: it compares the suffix in place, without copying the path.
 func splitTagsPath(path string) (string, bool) {
 	trimmed := strings.TrimRight(path, "/")
-	if !strings.HasSuffix(strings.ToLower(trimmed), tagsSuffix) {
+	n := len(trimmed) - len(tagsSuffix)
+	if n < 0 || !strings.EqualFold(trimmed[n:], tagsSuffix) {
 		return "", false
 	}
-	return trimmed[:len(trimmed)-len(tagsSuffix)], true
+	return trimmed[:n], true
 }
 
 type tagsResource struct {
