@@ -182,8 +182,8 @@ test-loaded: envtest-assets $(HELM) ## Run the Go tests while every core is also
 envtest-assets: ## Build kube-apiserver and etcd, generate ASO's CRDs, build CAPZ's webhooks (v1.23.0, v1.27.0) for tests (cached; ~8-15 min the first time).
 	@hack/envtest/build.sh >/dev/null
 	@hack/asocrds/generate.sh >/dev/null
-	@hack/capzwebhooks/build.sh v1.23.0 >/dev/null
-	@hack/capzwebhooks/build.sh v1.27.0 >/dev/null
+	@hack/build-cached.sh capzwebhooks go.v1.23.0.mod >/dev/null
+	@hack/build-cached.sh capzwebhooks >/dev/null
 
 # golangci-lint type-checks every package, tests included, inside its own
 # timeout. On a cold build cache and a busy machine, compiling the Azure SDK

@@ -177,8 +177,13 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// storageTypes are the hub versions ASO reconciles (its
-// controller_resources_gen.go registers the same ones).
+// storageTypes are the hub versions ASO reconciles (ASO v2.20.0's
+// internal/controllers/controller_resources_gen.go, getKnownStorageTypes,
+// registers the same ones), for the kinds CAPZ v1.27.0's AzureCluster
+// controller asks ASO for (its RBAC markers in
+// controllers/azurecluster_controller.go: resourcegroups; natgateways,
+// bastionhosts, privateendpoints, privatelinkservices, virtualnetworks,
+// virtualnetworkssubnets).
 func storageTypes() []*registration.StorageType {
 	return []*registration.StorageType{
 		{Obj: new(resources20200601s.ResourceGroup)},
@@ -327,9 +332,12 @@ func controllerName(obj client.Object) string {
 	return group + "_" + kind
 }
 
-// controllerOptions are ASO's: exponential back-off from 1 s to 1 min for
-// the happy path (polling long-running operations), and its interval
-// calculator for errors and the sync period.
+// controllerOptions are ASO v2.20.0's (cmd/controller/app/setup.go,
+// makeControllerOptions, without the optional bucket rate limit):
+// exponential back-off from 1 s to 1 min for the happy path (polling
+// long-running operations), and its interval calculator for errors (1 s
+// base, 30 s fast, 3 min slow, the sync period for very slow) and the
+// sync period.
 func controllerOptions(cfg config.Values) generic.Options {
 	verySlow := config.DefaultSyncInterval
 	if cfg.SyncPeriod != nil {

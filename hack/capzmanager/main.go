@@ -114,6 +114,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// 10 workers: CAPZ's --azurecluster-concurrency default (its main.go).
 	if err := controllers.NewAzureClusterReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("azurecluster-reconciler"),
 		timeouts, "", creds,
 	).SetupWithManager(ctx, mgr, controllers.Options{Options: controller.Options{MaxConcurrentReconciles: 10}, Cache: clusterCache}); err != nil {

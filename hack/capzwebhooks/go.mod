@@ -1,6 +1,6 @@
 // Module capzwebhooks builds CAPZ v1.27.0's admission webhooks for the test
 // world (main.go says why its path is under CAPZ's). go.v1.23.0.mod pins
-// v1.23.0 instead; hack/capzwebhooks/build.sh builds either. It is separate
+// v1.23.0 instead; hack/build-cached.sh builds either. It is separate
 // from the operator's module, which must not import CAPZ.
 module sigs.k8s.io/cluster-api-provider-azure/hack/apeo-capzwebhooks
 

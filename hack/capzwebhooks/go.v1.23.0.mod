@@ -1,5 +1,5 @@
 // The module capzwebhooks with CAPZ v1.23.0 instead of go.mod's v1.27.0:
-// hack/capzwebhooks/build.sh builds with -modfile=go.v1.23.0.mod to get
+// hack/build-cached.sh builds with -modfile=go.v1.23.0.mod to get
 // v1.23.0's admission webhooks for the test world. main.go says why the
 // module path is under CAPZ's.
 module sigs.k8s.io/cluster-api-provider-azure/hack/apeo-capzwebhooks

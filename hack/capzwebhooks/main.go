@@ -3,7 +3,8 @@
 // test world (internal/testenv) refuses and defaults what CAPZ refuses and
 // defaults in production. The code that validates and defaults is CAPZ's,
 // compiled from CAPZ's module at the version pinned here: go.mod pins
-// v1.27.0, go.v1.23.0.mod pins v1.23.0 (build.sh picks one with -modfile).
+// v1.27.0, go.v1.23.0.mod pins v1.23.0 (hack/build-cached.sh picks one with
+// -modfile).
 //
 // Only the webhook server runs: no controller, no cache, no leader
 // election. CAPZ's main (registerWebhooks) registers the same two webhooks

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -49,88 +45,19 @@ const (
 type RealControllers struct {
 	// Proxy is the HTTPS proxy the controllers reach the emulator through.
 	Proxy *CloudProxy
-	// ASO and CAPZ are the two controller processes.
-	ASO, CAPZ *Process
-}
-
-// Process is a controller running in a process of its own; its output
-// goes to a log file in the sandbox's directory.
-type Process struct {
-	Name    string
-	LogFile string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	mu      sync.Mutex
-	waitErr error
-}
-
-func startProcess(name, logFile string, env []string, bin string, args ...string) (*Process, error) {
-	f, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	// The controller dies with the test process, even one killed by a timeout.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &Process{Name: name, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		err := cmd.Wait()
-		_ = f.Close()
-		p.mu.Lock()
-		p.waitErr = err
-		p.mu.Unlock()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-// Exited tells whether the process has ended, and how.
-func (p *Process) Exited() (bool, error) {
-	select {
-	case <-p.exited:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return true, p.waitErr
-	default:
-		return false, nil
-	}
-}
-
-// Tail returns the last n bytes of the process's log.
-func (p *Process) Tail(n int) string {
-	b, err := os.ReadFile(p.LogFile)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
-// stop ends the process; it reports one that had died on its own.
-func (p *Process) stop() error {
-	if gone, err := p.Exited(); gone {
-		return fmt.Errorf("%s exited during the test (%w); log %s ends: %s", p.Name, err, p.LogFile, p.Tail(4096))
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(realStopGrace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	return nil
+	// ASO and CAPZ are the two controller processes; each logs to a file
+	// in the sandbox's directory (aso.log, capz.log).
+	ASO, CAPZ *testenv.Process
 }
 
 // startRealControllers starts ASO, then CAPZ, through the cloud proxy.
 func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error {
+	if opts.Schema != testenv.SchemaV127 {
+		return fmt.Errorf("sandbox: the real controllers are CAPZ v1.27's; the schema is %q", opts.Schema)
+	}
+	if opts.CAPZMode != "" || len(opts.Ingress) > 0 || opts.KeepRemovedEndpoints || opts.CAPZResync > 0 || opts.CAPZConcurrency > 0 {
+		return errors.New("sandbox: CAPZMode, Ingress, KeepRemovedEndpoints, CAPZResync and CAPZConcurrency are capzsim's; the real controllers have none of them (make an ingress in Azure as a test would)")
+	}
 	asoBin, err := testenv.RealControllerBinary(ctx, "asomanager")
 	if err != nil {
 		return err
@@ -170,8 +97,14 @@ func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error
 	if err := sb.EnsureNamespace(ctx, asoNamespace); err != nil {
 		return err
 	}
-	asoEnv := append([]string{"POD_NAMESPACE=" + asoNamespace, "AZURE_SYNC_PERIOD=" + durationOr(opts.ASOSyncPeriod, 15*time.Minute).String()}, env...)
-	rc.ASO, err = startProcess("Azure Service Operator", filepath.Join(opts.Dir, "aso.log"), asoEnv, asoBin,
+	// As CAPZ installs ASO (CAPZ v1.27.0's config/aso/settings.yaml): its
+	// user agent suffix, and AZURE_SYNC_PERIOD empty, so ASO's own
+	// default (1h, internal/config/vars.go) unless the world sets one.
+	asoEnv := append([]string{"POD_NAMESPACE=" + asoNamespace, "AZURE_USER_AGENT_SUFFIX=cluster-api-provider-azure/main"}, env...)
+	if opts.ASOSyncPeriod > 0 {
+		asoEnv = append(asoEnv, "AZURE_SYNC_PERIOD="+opts.ASOSyncPeriod.String())
+	}
+	rc.ASO, err = testenv.StartProcess("Azure Service Operator", filepath.Join(opts.Dir, "aso.log"), asoEnv, asoBin,
 		"--kubeconfig", sb.Kubeconfig, "--webhook-host", host, "--webhook-port", port, "--webhook-cert-dir", certDir)
 	if err != nil {
 		return err
@@ -179,7 +112,7 @@ func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error
 	if err := waitASOWebhooks(ctx, sb.Client, rc.ASO); err != nil {
 		return err
 	}
-	rc.CAPZ, err = startProcess("CAPZ", filepath.Join(opts.Dir, "capz.log"), env, capzBin,
+	rc.CAPZ, err = testenv.StartProcess("CAPZ", filepath.Join(opts.Dir, "capz.log"), env, capzBin,
 		"--kubeconfig", sb.Kubeconfig, "--sync-period", durationOr(opts.CAPZSyncPeriod, 10*time.Minute).String())
 	return err
 }
@@ -193,9 +126,9 @@ func durationOr(d, def time.Duration) time.Duration {
 
 func (rc *RealControllers) stop() error {
 	var errs []error
-	for _, p := range []*Process{rc.CAPZ, rc.ASO} {
+	for _, p := range []*testenv.Process{rc.CAPZ, rc.ASO} {
 		if p != nil {
-			errs = append(errs, p.stop())
+			errs = append(errs, p.Stop(realStopGrace))
 		}
 	}
 	if rc.Proxy != nil {
@@ -290,7 +223,7 @@ func installASOWebhooks(ctx context.Context, c client.Client, crds []*apiextensi
 // waitASOWebhooks waits until the API server calls ASO: a dry-run
 // ResourceGroup without spec.azureName comes back with ASO's default (the
 // object's name), stored through the conversion webhook.
-func waitASOWebhooks(ctx context.Context, c client.Client, aso *Process) error {
+func waitASOWebhooks(ctx context.Context, c client.Client, aso *testenv.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, realStartLimit)
 	defer cancel()
 	var last error
@@ -319,9 +252,9 @@ func waitASOWebhooks(ctx context.Context, c client.Client, aso *Process) error {
 }
 
 // Processes are the controllers that run.
-func (rc *RealControllers) Processes() []*Process {
-	var out []*Process
-	for _, p := range []*Process{rc.ASO, rc.CAPZ} {
+func (rc *RealControllers) Processes() []*testenv.Process {
+	var out []*testenv.Process
+	for _, p := range []*testenv.Process{rc.ASO, rc.CAPZ} {
 		if p != nil {
 			out = append(out, p)
 		}

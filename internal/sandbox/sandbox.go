@@ -104,9 +104,10 @@ type Options struct {
 	APIProxy bool
 	// RealControllers runs Cluster API Provider Azure's and Azure Service
 	// Operator's own controllers (real.go) in place of capzsim and its ASO
-	// stand-in. It needs testenv.SchemaV127. Ingress, KeepRemovedEndpoints,
-	// CAPZMode, CAPZResync and CAPZConcurrency are capzsim's and are
-	// ignored.
+	// stand-in. It needs testenv.SchemaV127 and refuses capzsim's options
+	// (CAPZMode, Ingress, KeepRemovedEndpoints, CAPZResync,
+	// CAPZConcurrency); CAPZSyncPeriod and ASOSyncPeriod apply to the real
+	// controllers (default: CAPZ's 10m, ASO's 1h).
 	RealControllers bool
 	// Logf receives progress lines while starting; nil discards them.
 	Logf func(format string, args ...any)
@@ -186,9 +187,6 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 	}
 	if opts.RealControllers {
-		if opts.Schema != testenv.SchemaV127 {
-			return nil, fmt.Errorf("sandbox: the real controllers are CAPZ v1.27's; the schema is %q", opts.Schema)
-		}
 		if err := sb.startRealControllers(ctx, opts); err != nil {
 			return nil, err
 		}

@@ -134,17 +134,9 @@ func ASOCRDs(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "network.azure.com_*.yaml"))
+	out, err := readCRDGlob(filepath.Join(dir, "network.azure.com_*.yaml"))
 	if err != nil {
 		return nil, err
-	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		crds, err := readCRDs(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, crds...)
 	}
 	if len(out) != 2 {
 		return nil, fmt.Errorf("%s holds %d ASO CRDs, want PrivateEndpoint and PrivateLinkService", dir, len(out))
@@ -165,6 +157,30 @@ func asoCRDDir(ctx context.Context) (string, error) {
 	}
 	asoCRDsDir = dir
 	return dir, nil
+}
+
+var (
+	hackBinariesMu sync.Mutex
+	hackBinaries   = map[string]string{}
+)
+
+// hackBinary returns the path of a hack/ module's binary, building it
+// with hack/build-cached.sh (args: NAME [MODFILE]) the first time in this
+// process; the script's own cache outside the clone makes later processes
+// find it at once.
+func hackBinary(ctx context.Context, limit time.Duration, what string, args ...string) (string, error) {
+	hackBinariesMu.Lock()
+	defer hackBinariesMu.Unlock()
+	key := strings.Join(args, " ")
+	if p, ok := hackBinaries[key]; ok {
+		return p, nil
+	}
+	p, err := runHackScript(ctx, limit, what, "hack/build-cached.sh", args...)
+	if err != nil {
+		return "", err
+	}
+	hackBinaries[key] = p
+	return p, nil
 }
 
 // runHackScript runs one of the repository's scripts (a path relative to
@@ -224,6 +240,24 @@ func capzAndCAPICRDs(ctx context.Context, s Schema) ([]*apiextensionsv1.CustomRe
 		}
 	}
 	return crds, nil
+}
+
+// readCRDGlob decodes every CustomResourceDefinition in the YAML files a
+// pattern matches.
+func readCRDGlob(pattern string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		crds, err := readCRDs(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, crds...)
+	}
+	return out, nil
 }
 
 // readCRDs decodes every CustomResourceDefinition in a YAML file.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,26 +18,11 @@ import (
 // machine (about 4 minutes on 2 cores for CAPZ's).
 const realBuildLimit = 20 * time.Minute
 
-var (
-	realMu       sync.Mutex
-	realBinaries = map[string]string{}
-)
-
 // RealControllerBinary returns the path of hack/<name>'s binary
 // ("asomanager" or "capzmanager"), building it the first time (cached
 // outside the clone).
 func RealControllerBinary(ctx context.Context, name string) (string, error) {
-	realMu.Lock()
-	defer realMu.Unlock()
-	if p, ok := realBinaries[name]; ok {
-		return p, nil
-	}
-	p, err := runHackScript(ctx, realBuildLimit, "building "+name, "hack/build-cached.sh", name)
-	if err != nil {
-		return "", err
-	}
-	realBinaries[name] = p
-	return p, nil
+	return hackBinary(ctx, realBuildLimit, "building "+name, name)
 }
 
 // RealASOCRDs returns the CRDs of every kind CAPZ makes through ASO, with
@@ -49,27 +33,19 @@ func RealASOCRDs(ctx context.Context, convertURL string, caBundle []byte) ([]*ap
 	if err != nil {
 		return nil, err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.azure.com_*.yaml"))
+	out, err := readCRDGlob(filepath.Join(dir, "*.azure.com_*.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		crds, err := readCRDs(f)
-		if err != nil {
-			return nil, err
+	for _, crd := range out {
+		url := convertURL
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+				ConversionReviewVersions: []string{"v1"},
+			},
 		}
-		for _, crd := range crds {
-			url := convertURL
-			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-				Strategy: apiextensionsv1.WebhookConverter,
-				Webhook: &apiextensionsv1.WebhookConversion{
-					ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-					ConversionReviewVersions: []string{"v1"},
-				},
-			}
-		}
-		out = append(out, crds...)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s holds no ASO CRD", dir)

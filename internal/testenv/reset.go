@@ -149,7 +149,7 @@ func (e *Env) reset(ctx context.Context) error {
 		return errors.New("CAPZ's webhooks are not running")
 	}
 	select {
-	case <-e.webhooks.exited:
+	case <-e.webhooks.Done():
 		return errors.New("CAPZ's webhook server exited")
 	default:
 	}

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -52,26 +50,15 @@ const (
 	webhookProbeNamespace = "default"
 )
 
-var (
-	webhookBinariesMu sync.Mutex
-	webhookBinaries   = map[string]string{}
-)
-
 // capzWebhookBinary returns the path of the webhook server of a CAPZ
-// release, building it with hack/capzwebhooks/build.sh the first time
-// (cached outside the clone, so later processes find it at once).
+// release (hack/capzwebhooks, built by hack/build-cached.sh with the
+// release's module file).
 func capzWebhookBinary(ctx context.Context, version string) (string, error) {
-	webhookBinariesMu.Lock()
-	defer webhookBinariesMu.Unlock()
-	if p, ok := webhookBinaries[version]; ok {
-		return p, nil
+	modfile := map[string]string{CAPZPrivateLinksVersion: "go.mod", CAPZVersion: "go.v1.23.0.mod"}[version]
+	if modfile == "" {
+		return "", fmt.Errorf("no module file of hack/capzwebhooks pins CAPZ %s", version)
 	}
-	p, err := runHackScript(ctx, webhookBuildLimit, "building CAPZ "+version+"'s webhooks", "hack/capzwebhooks/build.sh", version)
-	if err != nil {
-		return "", err
-	}
-	webhookBinaries[version] = p
-	return p, nil
+	return hackBinary(ctx, webhookBuildLimit, "building CAPZ "+version+"'s webhooks", "capzwebhooks", modfile)
 }
 
 // capzWebhookConfigs reads the webhook configurations CAPZ publishes for a
@@ -166,10 +153,7 @@ func localClientConfig(c admissionv1.WebhookClientConfig, hostPort string, caDat
 // capzWebhooks is one running CAPZ webhook server.
 type capzWebhooks struct {
 	version string
-	cmd     *exec.Cmd
-	out     *tailBuffer
-	exited  chan struct{}
-	waitErr error
+	*Process
 }
 
 // startCAPZWebhooks starts the webhook server of a CAPZ release on the
@@ -179,41 +163,19 @@ func startCAPZWebhooks(ctx context.Context, version, kubeconfig string, opts *en
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
+	p, err := StartProcess("CAPZ "+version+"'s webhook server", "", nil, bin,
 		"--kubeconfig", kubeconfig,
 		"--host", opts.LocalServingHost,
 		"--port", strconv.Itoa(opts.LocalServingPort),
 		"--cert-dir", opts.LocalServingCertDir)
-	// The server dies with the test process, even one killed by a timeout.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	w := &capzWebhooks{version: version, cmd: cmd, out: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = w.out, w.out
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting CAPZ %s's webhooks: %w", version, err)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		w.waitErr = cmd.Wait()
-		close(w.exited)
-	}()
-	return w, nil
+	return &capzWebhooks{version: version, Process: p}, nil
 }
 
 // stop ends the server; it reports a server that had died on its own.
-func (w *capzWebhooks) stop() error {
-	select {
-	case <-w.exited:
-		return fmt.Errorf("CAPZ %s's webhook server exited during the test (%w): %s", w.version, w.waitErr, w.out.String())
-	default:
-	}
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-w.exited:
-	case <-time.After(webhookStopGrace):
-		_ = w.cmd.Process.Kill()
-		<-w.exited
-	}
-	return nil
-}
+func (w *capzWebhooks) stop() error { return w.Stop(webhookStopGrace) }
 
 // waitServing waits until the API server calls the webhooks: a dry-run
 // AzureCluster without spec.resourceGroup comes back defaulted by CAPZ (its
@@ -229,10 +191,11 @@ func (w *capzWebhooks) waitServing(ctx context.Context, c client.Client) error {
 			return nil
 		}
 		select {
-		case <-w.exited:
-			return fmt.Errorf("CAPZ %s's webhook server exited (%w): %s", w.version, w.waitErr, w.out.String())
+		case <-w.Done():
+			_, err := w.Exited()
+			return fmt.Errorf("CAPZ %s's webhook server exited (%w): %s", w.version, err, w.Tail(64<<10))
 		case <-ctx.Done():
-			return fmt.Errorf("CAPZ %s's webhooks not called by the API server within %s: %w; server output: %s", w.version, webhookReadyLimit, last, w.out.String())
+			return fmt.Errorf("CAPZ %s's webhooks not called by the API server within %s: %w; server output: %s", w.version, webhookReadyLimit, last, w.Tail(64<<10))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

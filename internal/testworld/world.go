@@ -88,8 +88,12 @@ func Start(t testing.TB, opts Options) *World {
 		}
 		ctrl.SetLogger(logr.Discard())
 	})
+	resync := 200 * time.Millisecond // capzsim's; the real CAPZ has its own
+	if opts.RealControllers {
+		resync = 0
+	}
 	sb, err := sandbox.Start(context.Background(), sandbox.Options{
-		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: 200 * time.Millisecond, CAPZSyncPeriod: opts.CAPZSyncPeriod,
+		Dir: t.TempDir(), Schema: opts.Schema, CAPZMode: opts.CAPZMode, CAPZResync: resync, CAPZSyncPeriod: opts.CAPZSyncPeriod,
 		Ingress: opts.Ingress, KeepRemovedEndpoints: opts.KeepRemovedEndpoints, Latency: opts.Latency, CloudHosts: opts.CloudHosts,
 		Limits: opts.Limits, RealControllers: opts.RealControllers,
 		Principals: []azuresim.Principal{{TenantID: TenantID, ClientID: OperatorClient, ClientSecret: OperatorSecret}},

@@ -8,7 +8,6 @@ package realcapz
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,19 +229,8 @@ func startOperator(t *testing.T, w *testworld.World) *sandbox.Operator {
 	t.Cleanup(func() {
 		_ = op.Stop(30 * time.Second)
 		if t.Failed() {
-			t.Logf("operator log ends:\n%s", tailFile(op.LogFile, 8192))
+			t.Logf("operator log ends:\n%s", testenv.TailFile(op.LogFile, 8192))
 		}
 	})
 	return op
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
