@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +122,77 @@ func reconciles(t *testing.T, controller string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestDeletedASOObjectIsNotNews: the MC's endpoint to wc1 is deleted in
+// Azure behind its ASO object, and the operator withdraws its address at
+// the next drift check. Then the ASO object is deleted (and the MC nudged,
+// so that CAPZ makes it again): ASO finds nothing
+// to delete, removes its finalizer in that one pass, and the object leaves
+// with its status as it was — Ready, with the old endpoint's address. The
+// operator must not take a deleted object's status for news of the
+// endpoint: the API server annotation never holds an address no endpoint
+// of the MC holds, and it comes back with the endpoint CAPZ and ASO make
+// again. (Found by the differential suite, make test-capz: capzsim's ASO
+// stand-in kept a deleting object Ready, and the operator learned from
+// the deleted object and published an address nobody held.)
+func TestDeletedASOObjectIsNotNews(t *testing.T) {
+	w, _, _ := managedWorld(t, testenv.SchemaUpstream, func(o *clusterlink.Options) { o.DriftCheck = time.Second })
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
+	id := "/subscriptions/" + mcSub + "/resourceGroups/mc-rg/providers/Microsoft.Network/privateEndpoints/" + asoPE
+	if err := w.Sim.Delete(id); err != nil {
+		t.Fatal(err)
+	}
+	testworld.Eventually(t, testworld.Timeout, "the address of the deleted endpoint withdrawn", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		return u.GetAnnotations()[apiAnn] == "", testworld.Describe(u)
+	})
+	l := watchWC(t, w, key)
+	stale := testworld.Watch(t, func() string {
+		l.mu.Lock()
+		ip := ""
+		if n := len(l.states); n > 0 {
+			ip = l.states[n-1].api
+		}
+		l.mu.Unlock()
+		if ip == "" {
+			return ""
+		}
+		for _, e := range w.Sim.Endpoints() {
+			if e.IP == ip && e.ConnectionState == "Approved" && strings.Contains(e.ID, "/resourceGroups/mc-rg/") {
+				return ""
+			}
+		}
+		return ip
+	})
+	obj := asoEndpoint()
+	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: asoPE}, obj); err != nil {
+		t.Fatal(err)
+	}
+	if !capz.ReadASO(obj).Ready {
+		t.Fatalf("the ASO object is not Ready before it is deleted: %+v", capz.ReadASO(obj))
+	}
+	if err := w.Client.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	// CAPZ watches no ASO object: a change of the MC has it make the
+	// object again now, not at its sync period.
+	mergePatch(t, w, mcKey, `{"metadata":{"annotations":{"test.giantswarm.io/nudge":"1"}}}`)
+	testworld.Eventually(t, testworld.Timeout, "wc1's annotation on the endpoint made again", func(ctx context.Context) (bool, string) {
+		u, err := w.Get(ctx, wcNS, "wc1")
+		if err != nil {
+			return false, err.Error()
+		}
+		ip := u.GetAnnotations()[apiAnn]
+		return ip != "" && ip == azureIPIfAny(t, w, mcSub, "mc-rg", asoPE), testworld.Describe(u)
+	})
+	if v := stale(); len(v) > 0 {
+		t.Errorf("the API server annotation held an address no endpoint of the MC held (%d times): %v", len(v), slices.Compact(v))
+	}
 }
 
 // TestHealsThroughASO: on upstream CAPZ v1.23 the WC's endpoint to the MC

@@ -64,7 +64,16 @@ func linkIDs(o client.Object) []string {
 // resourceVersion): at 1,000 WCs it is about 450 KiB, and each of its
 // endpoints' events needs its entries.
 func asoEvents(c client.Client, mc types.NamespacedName, snap *mcSnapshot, observer *privateendpoints.Observer, scopeOf func(context.Context, *capz.AzureCluster) (string, error)) handler.EventHandler {
-	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	// learn is false for a deletion: the last state of a deleted object
+	// (or one being deleted) describes an endpoint that is gone or going.
+	// ASO marks an object Ready False (Deleting) only after its first
+	// delete call, and removes the finalizer in that same pass when Azure
+	// answers at once (the endpoint was gone already): the object then
+	// leaves still saying Ready, with the old endpoint's address
+	// (azure-service-operator v2.20.0, internal/reconcilers/generic/
+	// generic_reconciler.go). Learning that would publish an address no
+	// endpoint holds, until the next read of Azure.
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], learn bool) {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			return
@@ -79,7 +88,7 @@ func asoEvents(c client.Client, mc types.NamespacedName, snap *mcSnapshot, obser
 			asoEventsIgnored.Inc()
 			return
 		}
-		if ob, ok := ASOObservationOf(obj, asoObservation(u), ac); ok && obj.Ready {
+		if ob, ok := ASOObservationOf(obj, asoObservation(u), ac); ok && obj.Ready && learn && !obj.Deleting {
 			if scope, err := scopeOf(ctx, ac); err == nil {
 				observer.Learn(scope, ob)
 			}
@@ -96,11 +105,11 @@ func asoEvents(c client.Client, mc types.NamespacedName, snap *mcSnapshot, obser
 	return handler.Funcs{
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if readyOf(e.ObjectOld) != readyOf(e.ObjectNew) {
-				add(ctx, e.ObjectNew, q)
+				add(ctx, e.ObjectNew, q, true)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
+			add(ctx, e.Object, q, false)
 		},
 	}
 }
