@@ -303,7 +303,12 @@ func (r *Reconciler) ensureASOEndpoints(ctx context.Context, u *unstructured.Uns
 }
 
 // ensureASOLinks creates v1.27's private link services through ASO and
-// sets PrivateLinksReady once ASO reports them all Ready.
+// sets PrivateLinksReady once ASO reports them all Ready — also on a
+// cluster with none, as CAPZ v1.27.0 does: its privatelinks service is an
+// aso.Service, whose Reconcile reports the service's condition (True
+// without an error) whatever the number of specs
+// (azure/services/aso/service.go, UpdatePutStatus; seen on the MC in the
+// real-controller world, test/realcapz TestDiffNativeLinks).
 func (r *Reconciler) ensureASOLinks(ctx context.Context, u *unstructured.Unstructured, s *clusterSpec) error {
 	want := map[string]map[string]any{}
 	if s.lbInternal {
@@ -317,9 +322,6 @@ func (r *Reconciler) ensureASOLinks(ctx context.Context, u *unstructured.Unstruc
 	}
 	if waiting {
 		return errWait
-	}
-	if len(want) == 0 {
-		return nil
 	}
 	broken := u.GetAnnotations()[BrokenLinksAnnotation] == "true"
 	if s.view.PrivateLinksReady != broken {

@@ -140,7 +140,13 @@ func (a *ASOSim) finalize(ctx context.Context, u *unstructured.Unstructured, res
 			if err := res.delete(ctx); err != nil && !busy(err) && !azure.IsNotFound(err) {
 				return ctrl.Result{}, err
 			}
-			return ctrl.Result{RequeueAfter: a.Resync}, nil
+			// As ASO: Ready False (Deleting) once the delete is under way;
+			// when there was nothing to delete, the finalizer goes in the
+			// same pass and the object leaves with its status as it was
+			// (azure-service-operator v2.20.0, internal/reconcilers/generic/
+			// generic_reconciler.go; the difference was found by the
+			// differential suite, test/realcapz).
+			return ctrl.Result{RequeueAfter: a.Resync}, a.setStatus(ctx, u, got, "False", "Deleting", "Info", "The resource is being deleted")
 		}
 	}
 	controllerutil.RemoveFinalizer(u, asoFinalizer)
