@@ -4,7 +4,8 @@
 #
 #   capzwebhooks  Cluster API Provider Azure's admission webhooks (go.mod
 #                 pins CAPZ v1.27.0, go.v1.23.0.mod v1.23.0)
-#   capzmanager   CAPZ v1.27.0's AzureCluster and ASOSecret controllers
+#   capzmanager   CAPZ's AzureCluster and ASOSecret controllers (go.mod
+#                 pins CAPZ v1.27.0, go.v1.23.0.mod v1.23.0)
 #   asomanager    Azure Service Operator v2.20.0's controllers for the kinds
 #                 CAPZ uses
 #

@@ -1,9 +1,11 @@
 // Command capzmanager runs Cluster API Provider Azure's (CAPZ) own
 // AzureCluster and ASOSecret controllers, compiled from CAPZ's module at
-// the release pinned in go.mod, for the project's real-controller test
-// world (test/realcapz): the code that makes a cluster's network, load
-// balancers, private endpoints and private link services in Azure, and
-// the credential secret Azure Service Operator (ASO) uses, is CAPZ's.
+// the release its module file pins (go.mod: v1.27.0; go.v1.23.0.mod:
+// v1.23.0, whose controllers package has the same API), for the project's
+// real-controller test world (test/realcapz): the code that makes a
+// cluster's network, load balancers, private endpoints and private link
+// services in Azure, and the credential secret Azure Service Operator
+// (ASO) uses, is CAPZ's.
 //
 // CAPZ's own main also registers the AzureMachine, machine pool, AKS and
 // AzureJSON controllers and CAPZ's webhooks. None of them touches a

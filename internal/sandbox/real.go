@@ -46,23 +46,25 @@ type RealControllers struct {
 	// Proxy is the HTTPS proxy the controllers reach the emulator through.
 	Proxy *CloudProxy
 	// ASO and CAPZ are the two controller processes; each logs to a file
-	// in the sandbox's directory (aso.log, capz.log).
+	// in the sandbox's directory (aso.log; capz.log, capz-2.log after an
+	// upgrade).
 	ASO, CAPZ *testenv.Process
+
+	env      []string // reach the emulator through the proxy
+	opts     Options
+	kubecfg  string
+	upgrades int
 }
 
 // startRealControllers starts ASO, then CAPZ, through the cloud proxy.
 func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error {
-	if opts.Schema != testenv.SchemaV127 {
-		return fmt.Errorf("sandbox: the real controllers are CAPZ v1.27's; the schema is %q", opts.Schema)
+	if err := realSchema(opts.Schema); err != nil {
+		return err
 	}
 	if opts.CAPZMode != "" || len(opts.Ingress) > 0 || opts.KeepRemovedEndpoints || opts.CAPZResync > 0 || opts.CAPZConcurrency > 0 {
 		return errors.New("sandbox: CAPZMode, Ingress, KeepRemovedEndpoints, CAPZResync and CAPZConcurrency are capzsim's; the real controllers have none of them (make an ingress in Azure as a test would)")
 	}
-	asoBin, err := testenv.RealControllerBinary(ctx, "asomanager")
-	if err != nil {
-		return err
-	}
-	capzBin, err := testenv.RealControllerBinary(ctx, "capzmanager")
+	asoBin, err := testenv.RealASOBinary(ctx)
 	if err != nil {
 		return err
 	}
@@ -70,10 +72,10 @@ func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error
 	if err != nil {
 		return err
 	}
-	rc := &RealControllers{Proxy: proxy}
+	env := []string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + sb.CAFile}
+	rc := &RealControllers{Proxy: proxy, env: env, opts: opts, kubecfg: sb.Kubeconfig}
 	sb.Real = rc
 	sb.stopCAPZ = rc.stop
-	env := []string{"HTTPS_PROXY=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=" + sb.CAFile}
 
 	addr, err := freeAddress()
 	if err != nil {
@@ -97,9 +99,11 @@ func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error
 	if err := sb.EnsureNamespace(ctx, asoNamespace); err != nil {
 		return err
 	}
-	// As CAPZ installs ASO (CAPZ v1.27.0's config/aso/settings.yaml): its
-	// user agent suffix, and AZURE_SYNC_PERIOD empty, so ASO's own
-	// default (1h, internal/config/vars.go) unless the world sets one.
+	// As CAPZ installs ASO (config/aso/settings.yaml of CAPZ v1.23.0 and
+	// v1.27.0 alike): its user agent suffix, and AZURE_SYNC_PERIOD empty,
+	// so ASO's own default (1h, internal/config/vars.go) unless the world
+	// sets one. CAPZ v1.23.0 installs ASO v2.13.0; this world runs v2.20.0
+	// for both releases (docs/azuresim.md says why).
 	asoEnv := append([]string{"POD_NAMESPACE=" + asoNamespace, "AZURE_USER_AGENT_SUFFIX=cluster-api-provider-azure/main"}, env...)
 	if opts.ASOSyncPeriod > 0 {
 		asoEnv = append(asoEnv, "AZURE_SYNC_PERIOD="+opts.ASOSyncPeriod.String())
@@ -112,9 +116,50 @@ func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error
 	if err := waitASOWebhooks(ctx, sb.Client, rc.ASO); err != nil {
 		return err
 	}
-	rc.CAPZ, err = testenv.StartProcess("CAPZ", filepath.Join(opts.Dir, "capz.log"), env, capzBin,
-		"--kubeconfig", sb.Kubeconfig, "--sync-period", durationOr(opts.CAPZSyncPeriod, 10*time.Minute).String())
+	return rc.startCAPZ(ctx, opts.Schema)
+}
+
+// startCAPZ starts the CAPZ manager of a schema's release.
+func (rc *RealControllers) startCAPZ(ctx context.Context, schema testenv.Schema) error {
+	bin, err := testenv.RealCAPZBinary(ctx, schema)
+	if err != nil {
+		return err
+	}
+	log := "capz.log"
+	if rc.upgrades > 0 {
+		log = fmt.Sprintf("capz-%d.log", rc.upgrades+1)
+	}
+	rc.CAPZ, err = testenv.StartProcess("CAPZ "+schema.CAPZVersion(), filepath.Join(rc.opts.Dir, log), rc.env, bin,
+		"--kubeconfig", rc.kubecfg, "--sync-period", durationOr(rc.opts.CAPZSyncPeriod, 10*time.Minute).String())
 	return err
+}
+
+// realSchema refuses a schema whose CAPZ the world cannot run (the fork's
+// is not a public module).
+func realSchema(s testenv.Schema) error {
+	if s != testenv.SchemaV127 && s != testenv.SchemaUpstream {
+		return fmt.Errorf("sandbox: the real controllers are CAPZ v1.23.0's or v1.27.0's; the schema is %q", s)
+	}
+	return nil
+}
+
+// upgradeRealCAPZ replaces the running CAPZ with the manager of another
+// release, as a CAPZ upgrade does: the old one stops, the API server gets
+// the new release's AzureCluster CRD and webhooks, the new one starts. ASO
+// keeps running.
+func (sb *Sandbox) upgradeRealCAPZ(ctx context.Context, schema testenv.Schema) error {
+	rc := sb.Real
+	if err := realSchema(schema); err != nil {
+		return err
+	}
+	if err := rc.CAPZ.Stop(realStopGrace); err != nil {
+		return fmt.Errorf("stopping %s: %w", rc.CAPZ.Name, err)
+	}
+	if err := sb.Env.InstallSchema(ctx, schema); err != nil {
+		return err
+	}
+	rc.upgrades++
+	return rc.startCAPZ(ctx, schema)
 }
 
 func durationOr(d, def time.Duration) time.Duration {

@@ -104,10 +104,11 @@ type Options struct {
 	APIProxy bool
 	// RealControllers runs Cluster API Provider Azure's and Azure Service
 	// Operator's own controllers (real.go) in place of capzsim and its ASO
-	// stand-in. It needs testenv.SchemaV127 and refuses capzsim's options
-	// (CAPZMode, Ingress, KeepRemovedEndpoints, CAPZResync,
-	// CAPZConcurrency); CAPZSyncPeriod and ASOSyncPeriod apply to the real
-	// controllers (default: CAPZ's 10m, ASO's 1h).
+	// stand-in. It needs testenv.SchemaV127 or testenv.SchemaUpstream
+	// (CAPZ v1.27.0 or v1.23.0; UpgradeCAPZ moves between them) and
+	// refuses capzsim's options (CAPZMode, Ingress, KeepRemovedEndpoints,
+	// CAPZResync, CAPZConcurrency); CAPZSyncPeriod and ASOSyncPeriod apply
+	// to the real controllers (default: CAPZ's 10m, ASO's 1h).
 	RealControllers bool
 	// Logf receives progress lines while starting; nil discards them.
 	Logf func(format string, args ...any)
@@ -257,9 +258,12 @@ func (sb *Sandbox) DNS(sub string) (*armprivatedns.ClientFactory, error) {
 }
 
 // UpgradeCAPZ replaces the AzureCluster CRD with the schema's and restarts
-// capzsim as the CAPZ of that schema, as a CAPZ upgrade does. Objects keep
-// what they hold.
+// capzsim (or, in a real-controller world, the real CAPZ) as the CAPZ of
+// that schema, as a CAPZ upgrade does. Objects keep what they hold.
 func (sb *Sandbox) UpgradeCAPZ(ctx context.Context, schema testenv.Schema) error {
+	if sb.Real != nil {
+		return sb.upgradeRealCAPZ(ctx, schema)
+	}
 	if sb.stopCAPZ != nil {
 		if err := sb.stopCAPZ(); err != nil {
 			return err

@@ -18,11 +18,24 @@ import (
 // machine (about 4 minutes on 2 cores for CAPZ's).
 const realBuildLimit = 20 * time.Minute
 
-// RealControllerBinary returns the path of hack/<name>'s binary
-// ("asomanager" or "capzmanager"), building it the first time (cached
-// outside the clone).
-func RealControllerBinary(ctx context.Context, name string) (string, error) {
-	return hackBinary(ctx, realBuildLimit, "building "+name, name)
+// RealASOBinary returns the path of hack/asomanager's binary, building it
+// the first time (cached outside the clone).
+func RealASOBinary(ctx context.Context) (string, error) {
+	return hackBinary(ctx, realBuildLimit, "building asomanager", "asomanager")
+}
+
+// RealCAPZBinary returns the path of hack/capzmanager's binary for the
+// CAPZ release of a schema (v1.23.0 for SchemaUpstream, v1.27.0 for
+// SchemaV127), building it the first time (cached outside the clone).
+func RealCAPZBinary(ctx context.Context, s Schema) (string, error) {
+	if s == SchemaFork {
+		return "", fmt.Errorf("the fork's CAPZ is not a module the test world can build (schema %q)", s)
+	}
+	modfile, err := capzModFile("capzmanager", s.CAPZVersion())
+	if err != nil {
+		return "", err
+	}
+	return hackBinary(ctx, realBuildLimit, "building CAPZ "+s.CAPZVersion()+"'s manager", "capzmanager", modfile)
 }
 
 // RealASOCRDs returns the CRDs of every kind CAPZ makes through ASO, with

@@ -54,11 +54,22 @@ const (
 // release (hack/capzwebhooks, built by hack/build-cached.sh with the
 // release's module file).
 func capzWebhookBinary(ctx context.Context, version string) (string, error) {
-	modfile := map[string]string{CAPZPrivateLinksVersion: "go.mod", CAPZVersion: "go.v1.23.0.mod"}[version]
-	if modfile == "" {
-		return "", fmt.Errorf("no module file of hack/capzwebhooks pins CAPZ %s", version)
+	modfile, err := capzModFile("capzwebhooks", version)
+	if err != nil {
+		return "", err
 	}
 	return hackBinary(ctx, webhookBuildLimit, "building CAPZ "+version+"'s webhooks", "capzwebhooks", modfile)
+}
+
+// capzModFile names the module file of a hack/ module that compiles CAPZ
+// (capzwebhooks, capzmanager) pinning a CAPZ release: go.mod pins
+// v1.27.0, go.v1.23.0.mod v1.23.0.
+func capzModFile(module, version string) (string, error) {
+	modfile := map[string]string{CAPZPrivateLinksVersion: "go.mod", CAPZVersion: "go.v1.23.0.mod"}[version]
+	if modfile == "" {
+		return "", fmt.Errorf("no module file of hack/%s pins CAPZ %s", module, version)
+	}
+	return modfile, nil
 }
 
 // capzWebhookConfigs reads the webhook configurations CAPZ publishes for a

@@ -65,7 +65,7 @@ type Options struct {
 	Limits azuresim.Limits
 	// RealControllers runs CAPZ's and ASO's own controllers in place of
 	// capzsim (sandbox.Options.RealControllers); Schema must be
-	// testenv.SchemaV127.
+	// testenv.SchemaV127 or testenv.SchemaUpstream.
 	RealControllers bool
 }
 

@@ -7,15 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -135,57 +130,9 @@ type wcState struct {
 
 func watchWC(t *testing.T, w *testworld.World, key types.NamespacedName) *wcLog {
 	t.Helper()
-	dc, err := dynamic.NewForConfig(w.Env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvr := schema.GroupVersionResource{Group: capz.AzureClusterGVK.Group, Version: capz.AzureClusterGVK.Version, Resource: "azureclusters"}
-	ctx, cancel := context.WithCancel(context.Background())
-	open := func() (watch.Interface, error) {
-		return dc.Resource(gvr).Namespace(key.Namespace).Watch(ctx, metav1ListOptionsFor(key.Name))
-	}
-	wi, err := open()
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	l := &wcLog{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for wi != nil {
-			l.drain(wi)
-			// The API server ends a watch now and then, and always when the
-			// CRD is replaced (a CAPZ upgrade): open it again, which shows
-			// the current state first.
-			wi = reopen(ctx, open)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	w.WatchClusters(t, key.Namespace, key.Name, l.record)
 	return l
-}
-
-// drain records every state wi shows until it ends.
-func (l *wcLog) drain(wi watch.Interface) {
-	for ev := range wi.ResultChan() {
-		if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Deleted {
-			l.record(u)
-		}
-	}
-}
-
-// reopen opens a watch again until it succeeds; nil once ctx is done.
-func reopen(ctx context.Context, open func() (watch.Interface, error)) watch.Interface {
-	for ctx.Err() == nil {
-		if wi, err := open(); err == nil {
-			return wi
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
 }
 
 // record appends a WC's state as a watch shows it.
@@ -244,10 +191,6 @@ func (l *wcLog) check(t *testing.T, what string) {
 			}
 		}
 	}
-}
-
-func metav1ListOptionsFor(name string) metav1.ListOptions {
-	return metav1.ListOptions{FieldSelector: "metadata.name=" + name}
 }
 
 // azureIPIfAny is the endpoint's IP in Azure, or "" while it has none.
