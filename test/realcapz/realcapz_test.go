@@ -40,11 +40,12 @@ const (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// start starts a real-controller world and, when the test ends, fails it
-// for every request CAPZ or ASO made that azuresim does not serve.
-func start(t *testing.T) *testworld.World {
+// start starts a real-controller world with the CAPZ of a schema and,
+// when the test ends, fails it for every request CAPZ or ASO made that
+// azuresim does not serve.
+func start(t *testing.T, schema testenv.Schema) *testworld.World {
 	t.Helper()
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaV127, RealControllers: true})
+	w := testworld.Start(t, testworld.Options{Schema: schema, RealControllers: true})
 	t.Cleanup(func() {
 		if u := w.Sim.Unserved(); len(u) > 0 {
 			t.Errorf("azuresim does not serve what the real controllers asked (%d):\n  %s", len(u), strings.Join(u, "\n  "))
@@ -93,7 +94,7 @@ func waitReady(t *testing.T, w *testworld.World, ns, name string) {
 // adds to the MC's AzureCluster, an ASO PrivateEndpoint, an endpoint in
 // Azure), the WC's endpoint to the MC's ingress is the operator's own.
 func TestWiringWithRealCAPZ(t *testing.T) {
-	w := start(t)
+	w := start(t, testenv.SchemaV127)
 	w.Namespace(t, mcNS)
 	w.Namespace(t, wcNS)
 	mc := testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}
@@ -126,7 +127,7 @@ func TestWiringWithRealCAPZ(t *testing.T) {
 	if got, want := u.GetAnnotations()[apiAnn], w.EndpointIP(t, mcSub, "mc-rg", "wc1-api-privatelink-privateendpoint"); got != want {
 		t.Errorf("%s = %s, want the address of the endpoint ASO made, %s", apiAnn, got, want)
 	}
-	checkASOEndpoint(t, w, mcNS, "wc1-api-privatelink-privateendpoint")
+	checkASOEndpoint(t, w, "wc1-api-privatelink-privateendpoint")
 }
 
 // createIngress makes what a platform team's ingress controller and its
@@ -195,8 +196,9 @@ func createIngress(t *testing.T, w *testworld.World, mc, sub, rg, vnet, subnet, 
 // endpoint is Ready: the endpoint came through ASO. (The operator can see
 // the endpoint in Azure before ASO's poll of its operation marks the
 // object Ready.)
-func checkASOEndpoint(t *testing.T, w *testworld.World, ns, name string) {
+func checkASOEndpoint(t *testing.T, w *testworld.World, name string) {
 	t.Helper()
+	ns := mcNS
 	testworld.Eventually(t, readyLimit, "ASO's PrivateEndpoint "+ns+"/"+name+" Ready", func(ctx context.Context) (bool, string) {
 		pe := &unstructured.Unstructured{}
 		pe.SetAPIVersion("network.azure.com/v1api20220701")
@@ -214,15 +216,16 @@ func checkASOEndpoint(t *testing.T, w *testworld.World, ns, name string) {
 	})
 }
 
-// startOperator runs the operator binary for the world's MC.
-func startOperator(t *testing.T, w *testworld.World) *sandbox.Operator {
+// startOperator runs the operator binary for the world's MC, with args
+// added to the flags every test here uses.
+func startOperator(t *testing.T, w *testworld.World, args ...string) *sandbox.Operator {
 	t.Helper()
 	bin, err := sandbox.SharedOperator(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	op, err := w.Sandbox.StartOperator(bin, filepath.Join(t.TempDir(), "operator.log"),
-		"--management-cluster-name=mc", "--management-cluster-namespace="+mcNS, "--pending-recheck-interval=1s", "--mc-write-delay=200ms")
+		append([]string{"--management-cluster-name=mc", "--management-cluster-namespace=" + mcNS, "--pending-recheck-interval=1s", "--mc-write-delay=200ms"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
