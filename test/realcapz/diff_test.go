@@ -122,8 +122,9 @@ func (s *scene) step(t *testing.T, what string) {
 	t.Logf("%6.1fs %s", time.Since(s.began).Seconds(), what)
 }
 
-// start starts the scene's world with the given CAPZ schema, and the
-// watch that records the WCs' annotations.
+// start starts the scene's world with the given CAPZ schema and the watch
+// that records the WCs' annotations, creates the private MC, and makes its
+// ingress once CAPZ made its network.
 func (s *scene) start(t *testing.T, schema testenv.Schema) {
 	t.Helper()
 	if s.real {
@@ -134,6 +135,8 @@ func (s *scene) start(t *testing.T, schema testenv.Schema) {
 	s.w.Namespace(t, mcNS)
 	s.w.Namespace(t, wcNS)
 	s.w.WatchClusters(t, wcNS, "", s.record)
+	s.cluster(t, testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}, schema)
+	s.mcNetwork(t)
 }
 
 // record appends a WC's annotations to their timelines, each address
@@ -319,8 +322,6 @@ func TestDiffNativeLinks(t *testing.T) {
 	runDiff(t, func(t *testing.T, s *scene) {
 		ctx := context.Background()
 		s.start(t, testenv.SchemaV127)
-		s.cluster(t, testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}, testenv.SchemaV127)
-		s.mcNetwork(t)
 		for i, name := range []string{"wc1", "wc2", "wc3"} {
 			link := testworld.PrivateLink{Name: name + "-api-privatelink", AllowedSubscriptions: []string{mcSub}, AutoApprovedSubscriptions: []string{mcSub}}
 			if name == "wc3" {
@@ -400,8 +401,6 @@ func TestDiffManagedToNative(t *testing.T) {
 	runDiff(t, func(t *testing.T, s *scene) {
 		ctx := context.Background()
 		s.start(t, testenv.SchemaUpstream)
-		s.cluster(t, testworld.Cluster{Namespace: mcNS, Name: "mc", Subscription: mcSub, Private: true, CIDR16: 10}, testenv.SchemaUpstream)
-		s.mcNetwork(t)
 		s.cluster(t, testworld.Cluster{Namespace: wcNS, Name: "wc1", Subscription: wcSub, Private: true, CIDR16: 20}, testenv.SchemaUpstream)
 		s.operator(t, "--manage-private-link-services")
 		s.wired(t, "wc1", "wc1-api-privatelink-privateendpoint")
