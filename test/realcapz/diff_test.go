@@ -155,7 +155,8 @@ func (s *scene) record(u *unstructured.Unstructured) {
 }
 
 // nameOf names an address by the endpoint instance holding it: its name
-// and the how-manieth instance of that name it is ("" for no address).
+// and the how-manieth instance of that name it is ("-" for no address;
+// what Azure holds, for an address no endpoint holds).
 // Callers hold s.mu.
 func (s *scene) nameOf(eps []azuresim.EndpointInfo, ip string) string {
 	if ip == "" {
