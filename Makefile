@@ -137,7 +137,7 @@ test-upgrade: envtest-assets ## Upgrade test: the operator of an earlier revisio
 	KUBEBUILDER_ASSETS="$$(hack/envtest/build.sh --print-dir)" APEO_UPGRADE_FROM=$(UPGRADE_FROM) $(GO) test -tags upgrade -count=1 -v -timeout 30m ./test/upgrade/
 
 .PHONY: test-capz
-test-capz: envtest-assets ## Differential suite: each scenario with the operator binary in capzsim's world and with the real CAPZ (v1.23.0, v1.27.0) and ASO (v2.20.0); fails on any difference test/realcapz does not list (~25 min; builds the real controllers the first time, ~8 min).
+test-capz: envtest-assets ## Differential suite: each scenario with the operator binary in capzsim's world and with the real CAPZ (v1.23.0, v1.27.0) and ASO (v2.20.0); fails on any difference test/realcapz does not list (~20 min; ~40 min on a new machine, which first builds kube-apiserver and the real controllers).
 	@hack/build-cached.sh asomanager >/dev/null
 	@hack/build-cached.sh capzmanager >/dev/null
 	@hack/build-cached.sh capzmanager go.v1.23.0.mod >/dev/null

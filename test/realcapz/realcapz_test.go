@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
@@ -198,21 +199,13 @@ func createIngress(t *testing.T, w *testworld.World, mc, sub, rg, vnet, subnet, 
 // object Ready.)
 func checkASOEndpoint(t *testing.T, w *testworld.World, name string) {
 	t.Helper()
-	ns := mcNS
-	testworld.Eventually(t, readyLimit, "ASO's PrivateEndpoint "+ns+"/"+name+" Ready", func(ctx context.Context) (bool, string) {
-		pe := &unstructured.Unstructured{}
-		pe.SetAPIVersion("network.azure.com/v1api20220701")
-		pe.SetKind("PrivateEndpoint")
-		if err := w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pe); err != nil {
+	testworld.Eventually(t, readyLimit, "ASO's PrivateEndpoint "+mcNS+"/"+name+" Ready", func(ctx context.Context) (bool, string) {
+		pe := capz.Object(capz.ASOPrivateEndpointGVK)
+		if err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: name}, pe); err != nil {
 			return false, err.Error()
 		}
-		conds, _, _ := unstructured.NestedSlice(pe.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprint(conds)
+		a := capz.ReadASO(pe)
+		return a.Ready, fmt.Sprintf("%+v", a)
 	})
 }
 
