@@ -51,8 +51,16 @@ type credEnv struct {
 
 func newCredEnv(t *testing.T) *credEnv {
 	t.Helper()
+	return newCredEnvWith(t, azuresim.Options{})
+}
+
+// newCredEnvWith is newCredEnv with azuresim's timing options (Latency,
+// MaxPollInterval) from opts.
+func newCredEnvWith(t *testing.T, opts azuresim.Options) *credEnv {
+	t.Helper()
 	env := testenv.StartT(t, testenv.Options{})
-	sim := azuresim.New(azuresim.Options{TLS: true, Principals: []azuresim.Principal{{ClientID: "placeholder", ClientSecret: "x"}}})
+	sim := azuresim.New(azuresim.Options{TLS: true, Principals: []azuresim.Principal{{ClientID: "placeholder", ClientSecret: "x"}},
+		Latency: opts.Latency, MaxPollInterval: opts.MaxPollInterval})
 	if err := sim.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func (r *Reconciler) retarget(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	was := pe.Observe(observed, nil).PrivateLinkServiceID
 	if observed.Properties != nil && ptr.Deref(observed.Properties.ProvisioningState, "") == armnetwork.ProvisioningStateDeleting {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonTargetMoved, "waiting for Azure to delete the endpoint that connects to "+was)
-		return r.requeueSoon(), nil
+		return r.requeueSoon(ctx), nil
 	}
 	ctx = azure.WithDeletionReason(ctx, "the target service moved from "+was+": the endpoint is made again against the new one")
 	if res, err := r.removeRecords(ctx, obj, api); err != nil {
@@ -103,5 +103,5 @@ func (r *Reconciler) retarget(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	setCondition(obj, v1alpha1.ConditionConnectionApproved, metav1.ConditionFalse, ReasonTargetMoved, "the endpoint is being replaced to connect to "+want.Target)
 	st := &obj.Status
 	st.ProvisioningState, st.ConnectionState, st.ConnectionDescription = "", "", ""
-	return r.requeueSoon(), nil
+	return r.requeueSoon(ctx), nil
 }

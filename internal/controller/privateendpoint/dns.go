@@ -108,7 +108,7 @@ func (r *Reconciler) dnsInfra(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		zoneReady, linked = zoneReady && ready, linked && l
 	}
 	if !zoneReady || !linked {
-		return r.requeueSoon(), zoneReady, linked, true, nil
+		return r.requeueSoon(ctx), zoneReady, linked, true, nil
 	}
 	return ctrl.Result{}, true, true, true, nil
 }
@@ -182,7 +182,7 @@ func (r *Reconciler) dnsRecords(ctx context.Context, obj *v1alpha1.AzurePrivateE
 			strings.Join(taken, ", "), dns.OwnerMetadata))
 	}
 	if !linked {
-		return r.requeueSoon(), nil
+		return r.requeueSoon(ctx), nil
 	}
 	fqdns := allFQDNs(obj)
 	setCondition(obj, cond, metav1.ConditionTrue, ReasonReady,
@@ -390,7 +390,7 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 		// without reading Azure. Every read counts against the
 		// subscription's Private DNS window, which they need to finish.
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
-		return false, r.requeueSoon(), nil
+		return false, r.requeueSoon(ctx), nil
 	}
 	pending, err := r.dropSlotLinks(ctx, t, s)
 	if err != nil {
@@ -398,11 +398,11 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 	}
 	if pending {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "removing virtual network links of private DNS zone "+zone.Name)
-		return false, r.requeueSoon(), nil
+		return false, r.requeueSoon(ctx), nil
 	}
 	if others.waiting() {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, waitingMessage(zone, others))
-		return false, r.requeueSoon(), nil
+		return false, r.requeueSoon(ctx), nil
 	}
 	done, err := r.dnsEngine().DropZone(ctx, t, -1)
 	if err != nil {
@@ -410,7 +410,7 @@ func (r *Reconciler) releaseSlot(ctx context.Context, obj *v1alpha1.AzurePrivate
 	}
 	if !done {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting private DNS zone "+zone.Name)
-		return false, r.requeueSoon(), nil
+		return false, r.requeueSoon(ctx), nil
 	}
 	if s.st.id == &obj.Status.DNSZoneID {
 		obj.Status.DNSZoneID, obj.Status.DNSIdentityRef = "", nil

@@ -91,7 +91,7 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return ctrl.Result{RequeueAfter: r.Opts.TerminalRecheck}, false, nil
 	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "Azure reports provisioningState "+string(st))
-		return r.requeueSoon(), false, nil
+		return r.requeueSoon(ctx), false, nil
 	}
 	if diff := pe.Drift(want, observed); len(diff) > 0 {
 		if err := api.Put(ctx, rg, want.Name, pe.Body(want, observed)); err != nil {
@@ -100,7 +100,7 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		}
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUpdated, "Update", "updating private endpoint %s: %s differ", want.Name, strings.Join(diff, ", "))
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "updating "+strings.Join(diff, ", "))
-		return r.requeueSoon(), false, nil
+		return r.requeueSoon(ctx), false, nil
 	}
 	if err := r.address(ctx, obj, api, observed); err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
@@ -170,7 +170,7 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "creating")
 	st := &obj.Status
 	st.ProvisioningState, st.ConnectionState, st.ConnectionDescription = "", "", ""
-	return r.requeueSoon(), nil
+	return r.requeueSoon(ctx), nil
 }
 
 // untargeted runs while the target cannot be resolved (the Service's
@@ -286,7 +286,7 @@ func (r *Reconciler) connection(ctx context.Context, obj *v1alpha1.AzurePrivateE
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventHealed, "Heal",
 		"private endpoint %s was %s for longer than %s: deleted to create it again against the private link service as it is now", name, st, r.Opts.Heal.DisconnectedAfter)
 	setCondition(obj, cond, metav1.ConditionFalse, reason, msg+"; the operator deleted the endpoint to create it again")
-	return r.requeueSoon(), false, nil
+	return r.requeueSoon(ctx), false, nil
 }
 
 // askAgain answers a new spec.requestRevision while the connection is
@@ -313,7 +313,7 @@ func (r *Reconciler) askAgain(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventAskedAgain, "RequestAgain",
 		"spec.requestRevision %q: asked the provider again (it had rejected the connection: %q)", obj.Spec.RequestRevision, rejected)
 	setCondition(obj, cond, metav1.ConditionFalse, ReasonWaitingForApproval, fmt.Sprintf("asked the provider again (spec.requestRevision %q); it had rejected the connection: %s", obj.Spec.RequestRevision, rejected))
-	return r.requeueSoon(), nil
+	return r.requeueSoon(ctx), nil
 }
 
 // dnsWaits says on DNSReady why no record is written while the connection

@@ -97,7 +97,7 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "deleting private endpoint %s", name)
 	}
 	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting")
-	return false, r.requeueSoon(), nil
+	return false, r.requeueSoon(ctx), nil
 }
 
 // release deletes what the object published (its owner references would

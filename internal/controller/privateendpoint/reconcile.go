@@ -14,6 +14,7 @@ import (
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/admission"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/azureobject"
@@ -111,6 +112,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj.DeletionTimestamp != nil {
 		return r.finalize(ctx, obj)
 	}
+	// The operations this reconcile starts say when to look again
+	// (requeueSoon). Not while deleting: deletion is paced by Azure's
+	// read budget, and reads at each delete's hint measured 429s there
+	// (docs/dns.md); it keeps the recheck interval.
+	ctx, _ = azure.WithOperationHints(ctx)
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(obj, Finalizer)
@@ -238,8 +244,12 @@ func isPaused(obj *v1alpha1.AzurePrivateEndpoint) bool {
 	return a || b
 }
 
-// requeueSoon is the result while Azure works on something.
-func (r *Reconciler) requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter: r.Opts.Recheck} }
+// requeueSoon is the result while Azure works on something: back when
+// Azure asked to be asked again about the operations this reconcile
+// started, never later than the recheck interval.
+func (r *Reconciler) requeueSoon(ctx context.Context) ctrl.Result {
+	return ctrl.Result{RequeueAfter: azure.RecheckAfter(ctx, r.Opts.Recheck)}
+}
 
 // owner is the owner value written on what the object creates.
 func owner(obj *v1alpha1.AzurePrivateEndpoint) string { return obj.Namespace + "/" + obj.Name }

@@ -82,7 +82,7 @@ func (r *Reconciler) deleteService(ctx context.Context, obj *v1alpha1.AzurePriva
 	rg, name := obj.Spec.ResourceGroup, obj.AzurePrivateLinkServiceName()
 	if ptr.Deref(observed.Properties.ProvisioningState, "") == armnetwork.ProvisioningStateDeleting {
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting")
-		return r.requeueSoon(), nil
+		return r.requeueSoon(ctx), nil
 	}
 	conns := pls.Connections(observed)
 	for _, c := range conns {
@@ -96,14 +96,14 @@ func (r *Reconciler) deleteService(ctx context.Context, obj *v1alpha1.AzurePriva
 	}
 	if len(conns) > 0 {
 		setCondition(obj, cond, metav1.ConditionFalse, azure.ReasonInUse, "deleting: removing the private endpoint connections first")
-		return r.requeueSoon(), nil
+		return r.requeueSoon(ctx), nil
 	}
 	if err := api.Delete(ctx, rg, name); err != nil {
 		return r.fail(ctx, obj, cond, err)
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "deleting private link service %s", name)
 	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting")
-	return r.requeueSoon(), nil
+	return r.requeueSoon(ctx), nil
 }
 
 // deleteSubnet deletes the NAT subnet if the operator created it; Azure
@@ -127,7 +127,7 @@ func (r *Reconciler) deleteSubnet(ctx context.Context, obj *v1alpha1.AzurePrivat
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventNATSubnetDeleted, "Delete", "deleting NAT subnet %s, which the operator created", id)
 	setCondition(obj, v1alpha1.ConditionNATSubnetReady, metav1.ConditionFalse, ReasonProvisioning, "deleting")
-	return false, r.requeueSoon(), nil
+	return false, r.requeueSoon(ctx), nil
 }
 
 func (r *Reconciler) release(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService) error {

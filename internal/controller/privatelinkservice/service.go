@@ -78,7 +78,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 		return next, nil
 	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "Azure reports provisioningState "+string(st))
-		return r.requeueSoon(), nil
+		return r.requeueSoon(ctx), nil
 	}
 	diff := pls.Diff(want, observed)
 	if len(diff) > 0 && diff[0] == "frontend" {
@@ -92,7 +92,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 		}
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUpdated, "Update", "updating private link service %s: %s differ", name, strings.Join(diff, ", "))
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "updating "+strings.Join(diff, ", "))
-		return r.requeueSoon(), nil
+		return r.requeueSoon(ctx), nil
 	}
 	if err := r.decide(ctx, obj, api); err != nil {
 		return r.fail(ctx, obj, cond, err)
@@ -138,7 +138,7 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateLinkS
 	}
 	obj.Status.ProvisioningState, obj.Status.Connections = "", nil
 	obj.Status.ApprovedConnections, obj.Status.PendingConnections = 0, 0
-	return r.requeueSoon(), nil
+	return r.requeueSoon(ctx), nil
 }
 
 // checkOwner refuses a service the operator did not create, unless the

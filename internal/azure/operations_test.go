@@ -1,0 +1,64 @@
+package azure_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+)
+
+// TestOperationHintsFromAzure: through the operator's clients (the real
+// SDK against azuresim, whose operations take 3 s and whose hints are the
+// time left, up to 30 s as Azure's Private DNS asks), a reconcile's
+// context learns when to look again at the operations it starts — a
+// network PUT and a Private DNS PUT — and nothing from reads.
+func TestOperationHintsFromAzure(t *testing.T) {
+	const latency, recheck = 3 * time.Second, 10 * time.Second
+	ce := newCredEnvWith(t, azuresim.Options{Latency: latency, MaxPollInterval: 30 * time.Second})
+	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "pw"})
+	ce.secret(t, "sp-secret", "pw")
+	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+	clients := &azure.Clients{Credentials: ce.creds}
+	bg := context.Background()
+	network, _, err := clients.Network(bg, cluster("sp"), simSubscribed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	privateDNS, err := clients.PrivateDNSFor(bg, azure.SubjectOf(cluster("sp")), simSubscribed)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, _ := azure.WithOperationHints(bg)
+	if _, err := network.NewVirtualNetworksClient().NewListPager("rg", nil).NextPage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := azure.RecheckAfter(ctx, recheck); got != recheck {
+		t.Errorf("after a read: %s, want the recheck interval %s", got, recheck)
+	}
+
+	start := time.Now()
+	vnet := armnetwork.VirtualNetwork{Location: new("westeurope"), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new("10.0.0.0/16")}}}}
+	if _, err := network.NewVirtualNetworksClient().BeginCreateOrUpdate(ctx, "rg", "vnet", vnet, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := azure.RecheckAfter(ctx, recheck)
+	if got <= 0 || got > latency || got < latency-time.Since(start)-time.Second {
+		t.Errorf("after a network PUT of a %s operation: %s", latency, got)
+	}
+
+	ctx, _ = azure.WithOperationHints(bg)
+	zone := armprivatedns.PrivateZone{Location: new("global")}
+	if _, err := privateDNS.NewPrivateZonesClient().BeginCreateOrUpdate(ctx, "rg", "example.internal", zone, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := azure.RecheckAfter(ctx, recheck); got <= 0 || got > latency {
+		t.Errorf("after a Private DNS PUT of a %s operation: %s", latency, got)
+	}
+}
