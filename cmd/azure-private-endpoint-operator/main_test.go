@@ -72,8 +72,8 @@ func TestParseFlags(t *testing.T) {
 			publishSecrets:           false,
 			secretRecheck:            5 * time.Minute,
 			azureObserveTTL:          10 * time.Second,
-			kubeAPIQPS:               50,
-			kubeAPIBurst:             100,
+			kubeAPIQPS:               100,
+			kubeAPIBurst:             200,
 			memoryLimitFraction:      0.9,
 			plsController:            true,
 			plsDrift:                 10 * time.Minute,
@@ -258,7 +258,7 @@ func TestParseFlags(t *testing.T) {
 		{
 			reason:  "a client-side API limit of zero is refused",
 			args:    []string{"--kube-api-qps=0"},
-			wantErr: "--kube-api-qps=0 and --kube-api-burst=100: both must be positive",
+			wantErr: "--kube-api-qps=0 and --kube-api-burst=200: both must be positive",
 		},
 		{
 			reason:  "a soft memory limit above the container's is refused",

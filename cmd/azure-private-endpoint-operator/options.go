@@ -292,9 +292,9 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("azure-private-endpoint-operator", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Only needed out of cluster; otherwise KUBECONFIG, the in-cluster config, then ~/.kube/config are used.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50,
-		"Requests per second the operator may send to the Kubernetes API server (client-side limit).")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100,
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100,
+		"Requests per second the operator may send to the Kubernetes API server (client-side limit; the API server's priority and fairness limits it too).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200,
 		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps.")
 	fs.Float64Var(&o.memoryLimitFraction, "memory-limit-fraction", 0.9,
 		"Fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes) set as the Go runtime's soft memory limit, so the garbage collector works harder before the kernel would OOM-kill the process. 0 turns it off; GOMEMLIMIT, when set, wins; without a container limit nothing is set.")
