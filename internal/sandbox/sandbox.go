@@ -84,6 +84,10 @@ type Options struct {
 	KeepRemovedEndpoints bool
 	// Latency of Azure's long-running operations. Default 0.
 	Latency time.Duration
+	// MaxPollInterval caps the hint (Retry-After) with which azuresim
+	// answers the start of an operation: the time the operation has left,
+	// at most this. Default: azuresim's (1 s).
+	MaxPollInterval time.Duration
 	// PageSize of Azure's lists. Default: azuresim's (100).
 	PageSize int
 	// Throttling of ARM requests. Default: none.
@@ -206,7 +210,7 @@ func (sb *Sandbox) startAzure(opts Options) error {
 		hosts = append(slices.Clone(hosts), PublicCloudHosts...)
 	}
 	sim := azuresim.New(azuresim.Options{
-		TLS: true, Latency: opts.Latency, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals, Hosts: hosts,
+		TLS: true, Latency: opts.Latency, MaxPollInterval: opts.MaxPollInterval, PageSize: opts.PageSize, Throttling: opts.Throttling, Principals: principals, Hosts: hosts,
 		Limits: opts.Limits,
 	})
 	if err := sim.Start("127.0.0.1:0"); err != nil {

@@ -37,6 +37,9 @@ type Config struct {
 	// OperatorEnv is added to the operator's environment (e.g. GOMEMLIMIT,
 	// as the binary sets it from a container's memory limit).
 	OperatorEnv []string
+	// OperatorFlags are added to the operator's command line (after the
+	// scenario's own, so they win).
+	OperatorFlags []string
 	// AzureLatency is how long Azure's long-running operations take.
 	AzureLatency time.Duration
 	// SteadyDrift is --drift-check-interval during the steady phase; the
@@ -173,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		subs = append(subs, sandbox.FleetWCSubscription(i, cfg.Subscriptions))
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: cfg.Dir, Schema: cfg.Schema, Audit: true, Latency: cfg.AzureLatency, Throttling: throttling,
+		Dir: cfg.Dir, Schema: cfg.Schema, Audit: true, Latency: cfg.AzureLatency, MaxPollInterval: azureMaxPollInterval, Throttling: throttling,
 		CAPZResync: time.Second, CAPZConcurrency: 16,
 		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
@@ -225,6 +228,7 @@ func (b *bench) startOperator(ctx context.Context, name string, extra ...string)
 			args = append(args, "--wiring-dns-mc-zone={{.BaseDomain}}", "--wiring-dns-mc-records=api.{{.Cluster}}")
 		}
 	}
+	args = append(args, b.cfg.OperatorFlags...)
 	op, err := b.sb.StartOperatorWithEnv(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), b.cfg.OperatorEnv, args...)
 	if err != nil {
 		return err

@@ -21,6 +21,13 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
+// azureMaxPollInterval caps the hint with which azuresim answers the start
+// of an operation (the time it has left): Azure's recorded hints are 10 s
+// for private endpoints and 30 s for Private DNS zones and links
+// (internal/azuresim/conformance/testdata), so with --azure-latency below
+// them the hint is exactly when the operation ends.
+const azureMaxPollInterval = 30 * time.Second
+
 // ConsumerConfig is one run of the consumer scenario: N AzurePrivateEndpoint
 // objects with DNS over Subscriptions consumer subscriptions, all to one
 // provider's private link service that auto-approves them.
@@ -32,6 +39,7 @@ type ConsumerConfig struct {
 	// has a zone of its own.
 	SharedZone     bool
 	OperatorBinary string
+	OperatorFlags  []string
 	AzureLatency   time.Duration
 	// SteadyDrift is --private-endpoint-drift-interval during the steady
 	// phase (default 10m); the DNS check (default 1h) is compressed by the
@@ -40,6 +48,9 @@ type ConsumerConfig struct {
 	SteadyWindow time.Duration
 	Timeout      time.Duration
 	Concurrency  int
+	// ConvergeOnly stops after the convergence (no restart, steady state or
+	// deletion): a quick look while working on the operator.
+	ConvergeOnly bool
 	Dir          string
 	Logf         func(format string, args ...any)
 }
@@ -54,9 +65,16 @@ type ConsumerResult struct {
 	ReadySeconds float64 `json:"readySeconds"`
 	// MinWritesPerEndpoint is the fewest ARM writes an endpoint needs
 	// (endpoint, records, and for an own zone the zone and its link);
-	// FloorSeconds is the time ARM's write limit allows for N of them: per
-	// subscription, (writes - burst) / rate, all subscriptions in parallel.
+	// WriteFloorSeconds is the time ARM's write limit allows for N of them:
+	// per subscription, (writes - burst) / rate, all subscriptions in
+	// parallel. ChainSeconds is Azure's operation chain, the operations one
+	// object waits for one after the other: an own zone and then its link
+	// (the endpoint beside them), two operations; with a shared zone the
+	// endpoint, one (the subscription's zone and link are made once, at the
+	// start). FloorSeconds is their sum.
 	MinWritesPerEndpoint float64 `json:"minWritesPerEndpoint"`
+	WriteFloorSeconds    float64 `json:"writeFloorSeconds"`
+	ChainSeconds         float64 `json:"chainSeconds"`
 	FloorSeconds         float64 `json:"floorSeconds"`
 	Converge             Phase   `json:"converge"`
 	// KubeWritesPerObject are the operator's writes to AzurePrivateEndpoint
@@ -106,12 +124,12 @@ func RunConsumer(ctx context.Context, cfg ConsumerConfig) (ConsumerResult, error
 		zone = "shared"
 	}
 	b := &consumerBench{ccfg: cfg, cres: ConsumerResult{N: cfg.N, Subscriptions: cfg.Subscriptions, Zone: zone, AzureLatencySeconds: cfg.AzureLatency.Seconds()}}
-	b.cfg = Config{N: cfg.N, Subscriptions: cfg.Subscriptions, OperatorBinary: cfg.OperatorBinary, Timeout: cfg.Timeout, Dir: cfg.Dir, Logf: cfg.Logf,
+	b.cfg = Config{N: cfg.N, Subscriptions: cfg.Subscriptions, OperatorBinary: cfg.OperatorBinary, OperatorFlags: cfg.OperatorFlags, Timeout: cfg.Timeout, Dir: cfg.Dir, Logf: cfg.Logf,
 		SteadyDrift: cfg.SteadyDrift, SteadyWindow: cfg.SteadyWindow}
 	throttling := azuresim.DefaultThrottling()
 	throttling.Exempt = []string{sandbox.CAPZClientID}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: cfg.Dir, Audit: true, Latency: cfg.AzureLatency, Throttling: throttling,
+		Dir: cfg.Dir, Audit: true, Latency: cfg.AzureLatency, MaxPollInterval: azureMaxPollInterval, Throttling: throttling,
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
 		Logf:       cfg.Logf,
 	})
@@ -128,7 +146,11 @@ func RunConsumer(ctx context.Context, cfg ConsumerConfig) (ConsumerResult, error
 	}
 	ctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
-	for _, phase := range []func(context.Context) error{b.converge, b.restart, b.steady, b.delete} {
+	phases := []func(context.Context) error{b.converge, b.restart, b.steady, b.delete}
+	if cfg.ConvergeOnly {
+		phases = phases[:1]
+	}
+	for _, phase := range phases {
 		if err := phase(ctx); err != nil {
 			if b.op != nil {
 				_ = b.op.Stop(30 * time.Second)
@@ -259,16 +281,22 @@ func (b *consumerBench) fill() {
 	} else {
 		minWrites = 5 // and a zone and a link per object
 	}
+	chain := 1.0 // the endpoint
+	if !b.ccfg.SharedZone {
+		chain = 2 // the zone, then its link
+	}
 	lim := azuresim.DefaultThrottling().Writes
 	b.cres.MinWritesPerEndpoint = minWrites
-	b.cres.FloorSeconds = max(0, (perSub*minWrites+extra-float64(lim.Burst))/lim.PerSecond)
+	b.cres.WriteFloorSeconds = max(0, (perSub*minWrites+extra-float64(lim.Burst))/lim.PerSecond)
+	b.cres.ChainSeconds = chain * b.ccfg.AzureLatency.Seconds()
+	b.cres.FloorSeconds = b.cres.WriteFloorSeconds + b.cres.ChainSeconds
 }
 
 // pollReady waits for every object Ready and resolving.
 func (b *consumerBench) pollReady(ctx context.Context, start time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, b.ccfg.Timeout)
 	defer cancel()
-	lastLog, ready := time.Now(), 0
+	lastLog, ready, allReadyLogged := time.Now(), 0, false
 	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
 		if exited, err := b.op.Exited(); exited {
 			return false, fmt.Errorf("the operator exited: %w (log %s)", err, b.op.LogFile)
@@ -290,7 +318,12 @@ func (b *consumerBench) pollReady(ctx context.Context, start time.Time) error {
 		if ready < b.ccfg.N {
 			return false, nil
 		}
-		return b.allResolve(list) == nil, nil
+		err := b.allResolve(list)
+		if err != nil && !allReadyLogged {
+			allReadyLogged = true
+			b.logf("  %.0fs: all %d Ready, not all resolving yet: %v", time.Since(start).Seconds(), b.ccfg.N, err)
+		}
+		return err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("convergence: %w (%d of %d Ready; resolution: %w)", err, ready, b.ccfg.N, b.lastResolveError())
@@ -441,15 +474,16 @@ func (b *consumerBench) kubeWrites() int { return b.cres.Steady.WCWrites }
 // runConsumers runs the consumer scenario for each zone layout.
 func runConsumers(ctx context.Context, opts options, bin string, logf func(string, ...any)) ([]ConsumerResult, error) {
 	var out []ConsumerResult
-	for _, shared := range []bool{false, true} {
+	for _, zone := range opts.consumerZones {
+		shared := zone == "shared"
 		dir, err := os.MkdirTemp("", fmt.Sprintf("apeo-consumer-%d-", opts.consumerN))
 		if err != nil {
 			return nil, err
 		}
 		res, err := RunConsumer(ctx, ConsumerConfig{
-			N: opts.consumerN, Subscriptions: opts.subscriptions, SharedZone: shared, OperatorBinary: bin, AzureLatency: opts.latency,
+			N: opts.consumerN, Subscriptions: opts.subscriptions, SharedZone: shared, OperatorBinary: bin, OperatorFlags: opts.operatorFlags, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Concurrency: opts.consumerConcurrency,
-			Dir: dir, Logf: logf,
+			ConvergeOnly: opts.consumerConvergeOnly, Dir: dir, Logf: logf,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("consumer run (shared zone %v): %w (files kept in %s)", shared, err, dir)

@@ -35,6 +35,7 @@ type options struct {
 	capz           string
 	operatorBinary string
 	gomemlimit     string
+	operatorFlags  []string
 	latency        time.Duration
 	steadyDrift    time.Duration
 	steadyWindow   time.Duration
@@ -43,14 +44,16 @@ type options struct {
 	jsonOut        string
 	keep           bool
 
-	scenario            string
-	dns                 bool
-	dnsWindow           time.Duration
-	dnsPerCluster       bool
-	consumerN           int
-	consumerConcurrency int
-	consumerMarkdown    string
-	consumerJSON        string
+	scenario             string
+	dns                  bool
+	dnsWindow            time.Duration
+	dnsPerCluster        bool
+	consumerN            int
+	consumerConcurrency  int
+	consumerZones        []string
+	consumerConvergeOnly bool
+	consumerMarkdown     string
+	consumerJSON         string
 
 	revision string // the commit measured, named in the reports
 }
@@ -64,6 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.subscriptions, "subscriptions", 10, "Subscriptions the workload clusters are spread over.")
 	fs.StringVar(&o.capz, "capz", string(testenv.SchemaV127), "The CAPZ capzsim mimics in the wiring scenario: v1.27 (private links and endpoints through ASO) or fork.")
 	fs.StringVar(&o.operatorBinary, "operator-binary", "", "Operator binary to measure (default: build it).")
+	var operatorFlags string
+	fs.StringVar(&operatorFlags, "operator-flags", "", "Further flags for the operator in every scenario, space-separated (e.g. --kube-api-qps=100); they come after the scenario's own.")
 	fs.StringVar(&o.gomemlimit, "operator-gomemlimit", "", "GOMEMLIMIT for the operator in the wiring scenario (e.g. 230MiB, what the binary sets in a 256Mi container); empty: none, as outside a container.")
 	fs.DurationVar(&o.latency, "azure-latency", 5*time.Second, "How long Azure's long-running operations take.")
 	fs.DurationVar(&o.steadyDrift, "steady-drift-check-interval", time.Minute,
@@ -79,11 +84,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.dnsPerCluster, "dns-per-cluster-zones", false, "With --wiring-dns, keep DNS mode's default layout (a zone per WC in the MC's subscription) instead of one shared MC-side zone.")
 	fs.IntVar(&o.consumerN, "consumer-n", 1000, "AzurePrivateEndpoint objects in the consumer scenario.")
 	fs.IntVar(&o.consumerConcurrency, "consumer-concurrency", 4, "--private-endpoint-concurrency in the consumer scenario (the operator's default is 4).")
+	var zones string
+	fs.StringVar(&zones, "consumer-zones", "own,shared", "The consumer scenario's zone layouts, comma-separated: own (a zone per object), shared (one zone per subscription).")
+	fs.BoolVar(&o.consumerConvergeOnly, "consumer-converge-only", false, "Stop each consumer run after the convergence (no restart, steady state or deletion): a quick measurement while working on the operator; its report leaves those phases empty.")
 	fs.StringVar(&o.consumerMarkdown, "consumer-markdown", "", "Write the consumer scenario's report here (e.g. docs/benchmarks-consumer.md).")
 	fs.StringVar(&o.consumerJSON, "consumer-json", "", "Write the consumer scenario's results as JSON here.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.operatorFlags = strings.Fields(operatorFlags)
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -93,6 +102,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.scenario != "all" && o.scenario != "wiring" && o.scenario != "consumer" {
 		return o, fmt.Errorf("--scenario=%q: want wiring, consumer or all", o.scenario)
+	}
+	for _, z := range strings.Split(zones, ",") {
+		if z = strings.TrimSpace(z); z != "own" && z != "shared" {
+			return o, fmt.Errorf("--consumer-zones: %q is neither own nor shared", z)
+		}
+		o.consumerZones = append(o.consumerZones, strings.TrimSpace(z))
 	}
 	if o.consumerN < 1 || o.consumerConcurrency < 1 {
 		return o, errors.New("--consumer-n and --consumer-concurrency must be at least 1")
@@ -180,7 +195,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		}
 		logf("N=%d: files in %s", n, dir)
 		res, err := Run(ctx, Config{
-			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, OperatorEnv: operatorEnv(opts), AzureLatency: opts.latency,
+			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, OperatorEnv: operatorEnv(opts), OperatorFlags: opts.operatorFlags, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
 			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster,
 		})
