@@ -361,7 +361,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.IntVar(&o.dns.reads, "private-dns-max-reads-per-5m", 400,
 		"The operator sends at most this many Private DNS reads per subscription in any 5 minutes, DNS mode and AzurePrivateEndpoint spec.dns together (Azure allows 500; the rest is left to other tools); -1: no bound. Work beyond it waits.")
 	fs.IntVar(&o.dns.writes, "private-dns-max-writes-per-5m", 800,
-		"The operator sends at most this many Private DNS writes per subscription in any 5 minutes, DNS mode and AzurePrivateEndpoint spec.dns together (Azure allows 1,000 Microsoft.Network writes); -1: no bound.")
+		"The operator sends at most this many Private DNS writes per subscription in any 5 minutes, DNS mode and AzurePrivateEndpoint spec.dns together, and AzurePrivateEndpoint's private endpoint writes count too (Azure allows 1,000 Microsoft.Network writes, both kinds); -1: no bound.")
 	fs.IntVar(&o.dns.reads, "wiring-dns-max-reads-per-5m", 400, "Deprecated: --private-dns-max-reads-per-5m, which it sets.")
 	fs.IntVar(&o.dns.writes, "wiring-dns-max-writes-per-5m", 800, "Deprecated: --private-dns-max-writes-per-5m, which it sets.")
 	fs.StringVar(&o.dns.allowedBaseDomains, "wiring-dns-allowed-base-domains", "",

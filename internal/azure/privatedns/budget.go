@@ -32,7 +32,7 @@ const (
 
 var budgetWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "azure_private_endpoint_operator_private_dns_requests_deferred_total",
-	Help: "Private DNS requests not sent, and retried later, to keep a subscription within its budget (--private-dns-max-reads-per-5m, --private-dns-max-writes-per-5m).",
+	Help: "Private DNS requests, and AzurePrivateEndpoint's private endpoint writes, not sent, and retried later, to keep a subscription within its budget (--private-dns-max-reads-per-5m, --private-dns-max-writes-per-5m).",
 }, []string{"class"})
 
 func init() { metrics.Registry.MustRegister(budgetWaits) }
@@ -105,8 +105,15 @@ type pacedAPI struct {
 	sub    string
 }
 
-func (p pacedAPI) take(write bool) error {
-	wait := p.budget.Take(p.sub, write)
+func (p pacedAPI) take(write bool) error { return p.budget.Wait(p.sub, write, "Private DNS") }
+
+// Wait takes a read or a write of a subscription's budget, or returns the
+// transient error, with the wait, that a controller requeues on; what
+// names the requests in its message. Azure counts a subscription's
+// Microsoft.Network writes together, 1,000 in 5 minutes, Private DNS and
+// private endpoints alike: an endpoint write takes from the same budget.
+func (b *Budget) Wait(subscription string, write bool, what string) error {
+	wait := b.Take(subscription, write)
 	if wait <= 0 {
 		return nil
 	}
@@ -116,7 +123,7 @@ func (p pacedAPI) take(write bool) error {
 	}
 	return &azure.ClassifiedError{Classification: azure.Classification{
 		Class: azure.ClassTransient, Reason: azure.ReasonThrottled, RetryAfter: wait,
-		Message: fmt.Sprintf("holding back Private DNS %s for %s: subscription %s is at its budget of the 5-minute window", class, wait.Round(time.Millisecond), p.sub),
+		Message: fmt.Sprintf("holding back %s %s for %s: subscription %s is at its budget of the 5-minute window", what, class, wait.Round(time.Millisecond), subscription),
 	}}
 }
 
