@@ -113,9 +113,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, obj)
 	}
 	// The operations this reconcile starts say when to look again
-	// (requeueSoon). Not while deleting: deletion is paced by Azure's
-	// read budget, and reads at each delete's hint measured 429s there
-	// (docs/dns.md); it keeps the recheck interval.
+	// (requeueSoon). Not while deleting, for now: deletion drew 429s on
+	// Private DNS reads in the consumer benchmark (docs/dns.md) and keeps
+	// the recheck interval.
 	ctx, _ = azure.WithOperationHints(ctx)
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
