@@ -87,6 +87,8 @@ type Phase struct {
 	ARMByOperation map[string]int `json:"armByOperation"`
 	TokenRequests  int            `json:"tokenRequests"`
 	Throttled      int            `json:"throttled"`
+	// ThrottledByOperation splits the 429s by method and resource type.
+	ThrottledByOperation map[string]int `json:"throttledByOperation,omitempty"`
 }
 
 // Result is one run's figures.
@@ -536,6 +538,10 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 		}
 		if r.Status == http.StatusTooManyRequests {
 			p.Throttled += r.Count
+			if p.ThrottledByOperation == nil {
+				p.ThrottledByOperation = map[string]int{}
+			}
+			p.ThrottledByOperation[r.Method+" "+r.ResourceType] += r.Count
 		}
 	}
 	p.TokenRequests = c.TokensByClient[sandbox.FleetOperatorClient]

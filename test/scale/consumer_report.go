@@ -27,7 +27,20 @@ func consumerMetrics() []consumerMetric {
 				f1(r.ChainSeconds), chainOf(r))
 		}},
 		{"429s received", "0", func(r ConsumerResult) string {
-			return d(r.Converge.Throttled + r.Restart.Throttled + r.Steady.Throttled + r.Delete.Throttled)
+			n := r.Converge.Throttled + r.Restart.Throttled + r.Steady.Throttled + r.Delete.Throttled
+			if n == 0 {
+				return "0"
+			}
+			var where []string
+			for _, p := range []struct {
+				name string
+				ph   Phase
+			}{{"converge", r.Converge}, {"restart", r.Restart}, {"steady", r.Steady}, {"delete", r.Delete}} {
+				if p.ph.Throttled > 0 {
+					where = append(where, fmt.Sprintf("%s: %s", p.name, operations(Phase{ARMByOperation: p.ph.ThrottledByOperation})))
+				}
+			}
+			return fmt.Sprintf("%d (%s)", n, strings.Join(where, "; "))
 		}},
 		{"requests paced by the rate-limit headers (converge)", "", func(r ConsumerResult) string { return d(r.Paced) }},
 		{"ARM writes per endpoint (converge)", "= minimum", func(r ConsumerResult) string {
