@@ -520,6 +520,15 @@ func (b *bench) endpointsProvisioned() int {
 	return n
 }
 
+// throttled counts n 429s of an operation.
+func (p *Phase) throttled(op string, n int) {
+	p.Throttled += n
+	if p.ThrottledByOperation == nil {
+		p.ThrottledByOperation = map[string]int{}
+	}
+	p.ThrottledByOperation[op] += n
+}
+
 // phase collects the operator's figures since the last phase and starts
 // counting afresh.
 func (b *bench) phase(d time.Duration) (Phase, error) {
@@ -537,11 +546,7 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 			p.ARMWrites += r.Count
 		}
 		if r.Status == http.StatusTooManyRequests {
-			p.Throttled += r.Count
-			if p.ThrottledByOperation == nil {
-				p.ThrottledByOperation = map[string]int{}
-			}
-			p.ThrottledByOperation[r.Method+" "+r.ResourceType] += r.Count
+			p.throttled(r.Method+" "+r.ResourceType, r.Count)
 		}
 	}
 	p.TokenRequests = c.TokensByClient[sandbox.FleetOperatorClient]
