@@ -281,17 +281,20 @@ func retryAfter(resp *http.Response) time.Duration {
 	if resp == nil {
 		return 0
 	}
-	v := resp.Header.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	d, _ := parseRetryAfter(resp.Header.Get("Retry-After"))
+	return d
+}
+
+// parseRetryAfter reads a Retry-After value, seconds or an HTTP date, and
+// says whether it was one.
+func parseRetryAfter(v string) (time.Duration, bool) {
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
+		return max(time.Until(t), 0), true
 	}
-	return 0
+	return 0, false
 }
 
 // responseMessage is "<code>: <ARM's message>", from the error body, without

@@ -108,12 +108,5 @@ func operationHint(h http.Header) (time.Duration, bool) {
 			return time.Duration(ms) * time.Millisecond, true
 		}
 	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
+	return parseRetryAfter(h.Get("Retry-After"))
 }
