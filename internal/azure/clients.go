@@ -144,7 +144,7 @@ func (c *Clients) options(cred *Credential, pace *pacer) *arm.ClientOptions {
 		Transport:        cred.Transport,
 		Retry:            retry,
 		Telemetry:        policy.TelemetryOptions{ApplicationID: "azure-private-endpoint-operator"},
-		PerCallPolicies:  []policy.Policy{pace, deleteLog{}, operationHintPolicy{}},
+		PerCallPolicies:  []policy.Policy{pace, deleteLog{}, operationHintPolicy{}, remainingPolicy{}},
 		PerRetryPolicies: []policy.Policy{countingPolicy{}},
 	}}
 }

@@ -45,6 +45,16 @@ func init() { metrics.Registry.MustRegister(budgetWaits) }
 // ever holds more. One Budget serves every Private DNS writer of the
 // process: Azure counts a subscription's requests together, whichever
 // controller or identity sends them.
+//
+// Azure's own count comes first where it tells it: each Private DNS answer
+// says how many requests its class has left in the subscription's window
+// (azure.RemainingHeader), and while that answer is fresh the budget sends
+// nothing that would leave Azure fewer than the part of Azure's limit the
+// budget does not take (its reserve, for everyone else: 100 reads and 200
+// writes with the defaults). The log alone forgets what an earlier process
+// sent (a restarted operator's is empty while Azure's window still holds
+// the last minutes: the consumer benchmark drew 429s so) and what anyone
+// else sends.
 type Budget struct {
 	Reads, Writes int
 	// Now is the clock; time.Now when nil.
@@ -52,7 +62,21 @@ type Budget struct {
 
 	mu   sync.Mutex
 	logs map[string][]time.Time
+	seen map[string]*azureCount
 }
+
+// azureCount is what Azure's last answer of a subscription and class said
+// was left of its window, and the requests taken since.
+type azureCount struct {
+	remaining, since int
+	at               time.Time
+}
+
+// AzureCountFresh is how long Azure's count is followed: Private DNS's
+// Retry-After when it refuses (10 s, see internal/azuresim's throttling).
+// After it the next answer brings a new count; a budget held back by
+// Azure's count waits this long at most.
+const AzureCountFresh = 10 * time.Second
 
 // Take takes a read or a write of a subscription's budget; a positive wait
 // means none is left for that long. A budget of 0 is no limit.
@@ -60,17 +84,14 @@ func (b *Budget) Take(subscription string, write bool) time.Duration {
 	if b == nil {
 		return 0
 	}
-	limit, class := b.Reads, "reads"
+	limit, class := b.Reads, classOf(write)
 	if write {
-		limit, class = b.Writes, "writes"
+		limit = b.Writes
 	}
 	if limit <= 0 {
 		return 0
 	}
-	now := time.Now()
-	if b.Now != nil {
-		now = b.Now()
-	}
+	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.logs == nil {
@@ -83,13 +104,79 @@ func (b *Budget) Take(subscription string, write bool) time.Duration {
 		i++
 	}
 	log = log[i:]
+	b.logs[k] = log
 	if len(log) >= limit {
-		b.logs[k] = log
 		budgetWaits.WithLabelValues(class).Inc()
 		return log[0].Add(budgetWindow + budgetMargin).Sub(now)
 	}
+	if c := b.seen[k]; c != nil && now.Sub(c.at) < AzureCountFresh {
+		if c.remaining-c.since <= reserve(write, limit) {
+			budgetWaits.WithLabelValues(class).Inc()
+			return c.at.Add(AzureCountFresh).Sub(now)
+		}
+		c.since++
+	}
 	b.logs[k] = append(log, now)
 	return 0
+}
+
+func classOf(write bool) string {
+	if write {
+		return "writes"
+	}
+	return "reads"
+}
+
+func (b *Budget) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+// reserve is the part of Azure's limit a budget of limit leaves to others.
+func reserve(write bool, limit int) int {
+	azureLimit := AzureReadsPer5m
+	if write {
+		azureLimit = AzureWritesPer5m
+	}
+	return max(0, azureLimit-limit)
+}
+
+// Observe notes Azure's count of a subscription's requests of a class left
+// in its window, from an answer (azure.RemainingHeader).
+func (b *Budget) Observe(subscription string, write bool, remaining int) {
+	if b == nil {
+		return
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[string]*azureCount{}
+	}
+	b.seen[strings.ToLower(subscription)+"|"+classOf(write)] = &azureCount{remaining: remaining, at: now}
+}
+
+// Spent records n requests already sent (the further pages of a list,
+// which Azure counts one by one), without holding any back.
+func (b *Budget) Spent(subscription string, write bool, n int) {
+	if b == nil || n <= 0 {
+		return
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.logs == nil {
+		b.logs = map[string][]time.Time{}
+	}
+	k := strings.ToLower(subscription) + "|" + classOf(write)
+	for range n {
+		b.logs[k] = append(b.logs[k], now)
+	}
+	if c := b.seen[k]; c != nil {
+		c.since += n
+	}
 }
 
 // Paced wraps an API so that every request first takes from the budget of
@@ -105,7 +192,27 @@ type pacedAPI struct {
 	sub    string
 }
 
-func (p pacedAPI) take(write bool) error { return p.budget.Wait(p.sub, write, "Private DNS") }
+// take takes a request of the budget, or returns the transient error to
+// requeue on; the context it returns reports Azure's count of the
+// answer (azure.WithRemaining) to the budget.
+func (p pacedAPI) take(ctx context.Context, write bool) (context.Context, error) {
+	if err := p.budget.Wait(p.sub, write, "Private DNS"); err != nil {
+		return ctx, err
+	}
+	return azure.WithRemaining(ctx, func(n int) { p.budget.Observe(p.sub, write, n) }), nil
+}
+
+// pages records the further pages of a list of n items as spent: Azure
+// answers a list of zones, record sets or links 100 items a page when
+// asked for no other size (the $top of PrivateZones_List,
+// RecordSets_List and VirtualNetworkLinks_List: "If not specified,
+// returns up to 100"), and counts each page's request.
+func (p pacedAPI) pages(n int) {
+	p.budget.Spent(p.sub, false, (n-1)/listPage)
+}
+
+// listPage is Azure's default page of a Private DNS list.
+const listPage = 100
 
 // Wait takes a read or a write of a subscription's budget, or returns the
 // transient error, with the wait, that a controller requeues on; what
@@ -117,10 +224,7 @@ func (b *Budget) Wait(subscription string, write bool, what string) error {
 	if wait <= 0 {
 		return nil
 	}
-	class := "reads"
-	if write {
-		class = "writes"
-	}
+	class := classOf(write)
 	return &azure.ClassifiedError{Classification: azure.Classification{
 		Class: azure.ClassTransient, Reason: azure.ReasonThrottled, RetryAfter: wait,
 		Message: fmt.Sprintf("holding back %s %s for %s: subscription %s is at its budget of the 5-minute window", what, class, wait.Round(time.Millisecond), subscription),
@@ -128,78 +232,96 @@ func (b *Budget) Wait(subscription string, write bool, what string) error {
 }
 
 func (p pacedAPI) Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error) {
-	if err := p.take(false); err != nil {
+	ctx, err := p.take(ctx, false)
+	if err != nil {
 		return nil, err
 	}
 	return p.api.Zone(ctx, rg, zone)
 }
 
-// ZoneCount takes one read of the budget for the list, whatever its pages.
+// ZoneCount takes one read of the budget for the list's first page; the
+// others are recorded as spent once the list is read.
 func (p pacedAPI) ZoneCount(ctx context.Context) (int, error) {
-	if err := p.take(false); err != nil {
+	ctx, err := p.take(ctx, false)
+	if err != nil {
 		return 0, err
 	}
-	return p.api.ZoneCount(ctx)
+	n, err := p.api.ZoneCount(ctx)
+	p.pages(n)
+	return n, err
 }
 
 func (p pacedAPI) PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error {
-	if err := p.take(true); err != nil {
+	ctx, err := p.take(ctx, true)
+	if err != nil {
 		return err
 	}
 	return p.api.PutZone(ctx, rg, zone, etag, body)
 }
 
 func (p pacedAPI) DeleteZone(ctx context.Context, rg, zone string) error {
-	if err := p.take(true); err != nil {
+	ctx, err := p.take(ctx, true)
+	if err != nil {
 		return err
 	}
 	return p.api.DeleteZone(ctx, rg, zone)
 }
 
 func (p pacedAPI) Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error) {
-	if err := p.take(false); err != nil {
+	ctx, err := p.take(ctx, false)
+	if err != nil {
 		return nil, err
 	}
-	return p.api.Links(ctx, rg, zone)
+	items, err := p.api.Links(ctx, rg, zone)
+	p.pages(len(items))
+	return items, err
 }
 
 func (p pacedAPI) PutLink(ctx context.Context, rg, zone, name, etag string, body armprivatedns.VirtualNetworkLink) error {
-	if err := p.take(true); err != nil {
+	ctx, err := p.take(ctx, true)
+	if err != nil {
 		return err
 	}
 	return p.api.PutLink(ctx, rg, zone, name, etag, body)
 }
 
 func (p pacedAPI) DeleteLink(ctx context.Context, rg, zone, name string) error {
-	if err := p.take(true); err != nil {
+	ctx, err := p.take(ctx, true)
+	if err != nil {
 		return err
 	}
 	return p.api.DeleteLink(ctx, rg, zone, name)
 }
 
 func (p pacedAPI) Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error) {
-	if err := p.take(false); err != nil {
+	ctx, err := p.take(ctx, false)
+	if err != nil {
 		return nil, err
 	}
 	return p.api.Record(ctx, rg, zone, rel)
 }
 
 func (p pacedAPI) Records(ctx context.Context, rg, zone string) ([]*armprivatedns.RecordSet, error) {
-	if err := p.take(false); err != nil {
+	ctx, err := p.take(ctx, false)
+	if err != nil {
 		return nil, err
 	}
-	return p.api.Records(ctx, rg, zone)
+	items, err := p.api.Records(ctx, rg, zone)
+	p.pages(len(items))
+	return items, err
 }
 
 func (p pacedAPI) PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error {
-	if err := p.take(true); err != nil {
+	ctx, err := p.take(ctx, true)
+	if err != nil {
 		return err
 	}
 	return p.api.PutRecord(ctx, rg, zone, rel, etag, body)
 }
 
 func (p pacedAPI) DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error {
-	if err := p.take(true); err != nil {
+	ctx, err := p.take(ctx, true)
+	if err != nil {
 		return err
 	}
 	return p.api.DeleteRecord(ctx, rg, zone, rel, etag)

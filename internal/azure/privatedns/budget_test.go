@@ -1,8 +1,11 @@
 package privatedns
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 )
 
 // TestBudgetWindow: a caller taking as fast as the budget allows never
@@ -68,4 +71,97 @@ func TestBudgetBurst(t *testing.T) {
 	if wait := b.Take("sub", true); wait != 0 {
 		t.Errorf("after the first write left the window: waits %s", wait)
 	}
+}
+
+// TestBudgetAzureCount: while Azure's last count of a subscription's
+// requests is fresh, the budget sends nothing that would leave Azure fewer
+// than the reserve (Azure's limit less the budget), counting what it sent
+// since; a stale count, another class or another subscription is not held
+// back by it.
+func TestBudgetAzureCount(t *testing.T) {
+	start := time.Unix(0, 0)
+	for _, c := range []struct {
+		name      string
+		reads     int
+		remaining int
+		after     time.Duration // from the count to the first take
+		taken     int           // reads sent before being held back
+		wait      time.Duration // the wait then (0: not held back within 50)
+	}{
+		{name: "far from the reserve", reads: 400, remaining: 400, taken: 50},
+		{name: "near the reserve", reads: 400, remaining: 103, taken: 3, wait: AzureCountFresh},
+		{name: "at the reserve", reads: 400, remaining: 100, taken: 0, wait: AzureCountFresh},
+		{name: "held back for what is left of the count's life", reads: 400, remaining: 100, after: 4 * time.Second, wait: AzureCountFresh - 4*time.Second},
+		{name: "a stale count", reads: 400, remaining: 0, after: AzureCountFresh, taken: 50},
+		{name: "a budget of all of Azure's limit keeps no reserve", reads: 500, remaining: 2, taken: 2, wait: AzureCountFresh},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := start
+			b := &Budget{Reads: c.reads, Writes: 800, Now: func() time.Time { return now }}
+			b.Observe("SUB", false, c.remaining)
+			now = now.Add(c.after)
+			taken, wait := 0, time.Duration(0)
+			for taken < 50 {
+				if wait = b.Take("sub", false); wait != 0 {
+					break
+				}
+				taken++
+			}
+			if taken != c.taken || wait != c.wait {
+				t.Errorf("took %d, then waits %s; want %d, then %s", taken, wait, c.taken, c.wait)
+			}
+			if w := b.Take("sub", true); w != 0 {
+				t.Errorf("a write waits %s on the count of reads", w)
+			}
+			if w := b.Take("other", false); w != 0 {
+				t.Errorf("another subscription waits %s", w)
+			}
+		})
+	}
+	// Requests already sent (a list's further pages) count against both.
+	now := start
+	b := &Budget{Reads: 400, Now: func() time.Time { return now }}
+	b.Observe("sub", false, 110)
+	b.Spent("sub", false, 10)
+	if w := b.Take("sub", false); w != AzureCountFresh {
+		t.Errorf("after 10 pages spent, 110 left: waits %s", w)
+	}
+	b.Spent("sub", false, 390)
+	b.Observe("sub", false, 500)
+	if w := b.Take("sub", false); w != budgetWindow+budgetMargin {
+		t.Errorf("400 spent: the log holds the read back %s, want %s", w, budgetWindow+budgetMargin)
+	}
+}
+
+// TestBudgetListPages: a list takes one read to start and records each
+// further page Azure counts (100 items a page).
+func TestBudgetListPages(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := &Budget{Reads: 10, Now: func() time.Time { return now }}
+	api := b.Paced(listAPI{records: 250}, "sub")
+	if _, err := api.Records(t.Context(), "rg", "z"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Records(t.Context(), "rg", "z"); err != nil {
+		t.Fatal(err)
+	}
+	// 2 lists of 3 pages: 6 of 10 reads.
+	for i := range 4 {
+		if w := b.Take("sub", false); w != 0 {
+			t.Fatalf("read %d after the lists waits %s", i+7, w)
+		}
+	}
+	if w := b.Take("sub", false); w == 0 {
+		t.Error("the 11th read was not held back: the lists' further pages were not counted")
+	}
+}
+
+// listAPI answers lists of a number of record sets.
+type listAPI struct {
+	API
+	records int
+}
+
+func (l listAPI) Records(context.Context, string, string) ([]*armprivatedns.RecordSet, error) {
+	return make([]*armprivatedns.RecordSet, l.records), nil
 }

@@ -113,9 +113,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, obj)
 	}
 	// The operations this reconcile starts say when to look again
-	// (requeueSoon). Not while deleting, for now: deletion drew 429s on
-	// Private DNS reads in the consumer benchmark (docs/dns.md) and keeps
-	// the recheck interval.
+	// (requeueSoon). Not while deleting: deletion is bounded by the
+	// Private DNS read budget, not by waiting, and keeps the recheck
+	// interval (docs/design.md, Never block on Azure).
 	ctx, _ = azure.WithOperationHints(ctx)
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
