@@ -50,6 +50,7 @@ type Clients struct {
 	network map[string]cachedNetwork
 	dns     map[string]cachedDNS
 	pacers  map[string]*pacer
+	due     *dueOperations
 }
 
 // cachedDNS is cachedNetwork for Private DNS clients.
@@ -134,7 +135,11 @@ func (c *Clients) pacer(k string) *pacer {
 	return p
 }
 
+// options are an ARM client's options. The caller holds c.mu.
 func (c *Clients) options(cred *Credential, pace *pacer) *arm.ClientOptions {
+	if c.due == nil {
+		c.due = &dueOperations{}
+	}
 	retry := defaultRetry
 	if c.Retry != nil {
 		retry = *c.Retry
@@ -144,7 +149,7 @@ func (c *Clients) options(cred *Credential, pace *pacer) *arm.ClientOptions {
 		Transport:        cred.Transport,
 		Retry:            retry,
 		Telemetry:        policy.TelemetryOptions{ApplicationID: "azure-private-endpoint-operator"},
-		PerCallPolicies:  []policy.Policy{pace, deleteLog{}, operationHintPolicy{}, remainingPolicy{}},
+		PerCallPolicies:  []policy.Policy{pace, deleteLog{}, operationHintPolicy{due: c.due}, remainingPolicy{}},
 		PerRetryPolicies: []policy.Policy{countingPolicy{}},
 	}}
 }

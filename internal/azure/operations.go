@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,9 @@ func (h *OperationHints) Soonest() (time.Duration, bool) {
 }
 
 func (h *OperationHints) record(d time.Duration) {
+	if h == nil {
+		return
+	}
 	d = max(d, MinOperationHint)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -73,21 +77,77 @@ func RecheckAfter(ctx context.Context, recheck time.Duration) time.Duration {
 }
 
 // operationHintPolicy records the hint of every answer that starts a
-// long-running operation, for the OperationHints of the request's context.
-// It is a per-call policy: it sees the answer azcore's retries settled on.
-type operationHintPolicy struct{}
+// long-running operation, for the OperationHints of the request's context,
+// and remembers it per resource: a reconcile that reads a resource while
+// an operation another reconcile started on it runs learns the time left
+// (a thousand objects sharing one zone wait for the one that creates it,
+// and would otherwise come back only at the recheck interval). It is a
+// per-call policy: it sees the answer azcore's retries settled on.
+type operationHintPolicy struct{ due *dueOperations }
 
-func (operationHintPolicy) Do(req *policy.Request) (*http.Response, error) {
+func (p operationHintPolicy) Do(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
-	if err != nil || resp == nil || !startsOperation(resp) {
+	if err != nil || resp == nil {
 		return resp, err
 	}
-	if h, ok := req.Raw().Context().Value(hintsKey{}).(*OperationHints); ok {
+	h, _ := req.Raw().Context().Value(hintsKey{}).(*OperationHints)
+	key := strings.ToLower(req.Raw().URL.Path)
+	switch {
+	case startsOperation(resp):
 		if d, ok := operationHint(resp.Header); ok {
+			p.due.set(key, time.Now().Add(d))
+			h.record(d)
+		}
+	case h != nil && req.Raw().Method == http.MethodGet && resp.StatusCode == http.StatusOK:
+		if d, ok := p.due.left(key, time.Now()); ok {
 			h.record(d)
 		}
 	}
 	return resp, err
+}
+
+// dueOperations is, per resource (its URL path, lower case), when Azure
+// asked to be asked again about the last operation this process started
+// on it. Timing only: a restart loses seconds, never a decision. Entries
+// past their time are swept at most once a minute.
+type dueOperations struct {
+	mu    sync.Mutex
+	at    map[string]time.Time
+	swept time.Time
+}
+
+func (d *dueOperations) set(key string, due time.Time) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == nil {
+		d.at = map[string]time.Time{}
+	}
+	if now := time.Now(); now.Sub(d.swept) >= time.Minute {
+		for k, t := range d.at {
+			if !t.After(now) {
+				delete(d.at, k)
+			}
+		}
+		d.swept = now
+	}
+	d.at[key] = due
+}
+
+// left is the time left until the resource's operation is due, if one is.
+func (d *dueOperations) left(key string, now time.Time) (time.Duration, bool) {
+	if d == nil {
+		return 0, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.at[key]
+	if !ok || !t.After(now) {
+		return 0, false
+	}
+	return t.Sub(now), true
 }
 
 // startsOperation says whether an answer started a long-running operation:

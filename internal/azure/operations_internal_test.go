@@ -73,3 +73,41 @@ func TestRecheckAfter(t *testing.T) {
 		t.Errorf("a hint of 0: %s, want %s", got, MinOperationHint)
 	}
 }
+
+// TestDueOperations: a resource's operation is due at the time its hint
+// gave, case-insensitively by path; none once that time passed, and such
+// entries are swept.
+func TestDueOperations(t *testing.T) {
+	d := &dueOperations{}
+	now := time.Now()
+	zone := "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/privatednszones/z"
+	d.set(zone, now.Add(3*time.Second))
+	if left, ok := d.left(zone, now.Add(time.Second)); !ok || left != 2*time.Second {
+		t.Errorf("a second later: %s, %v; want 2s", left, ok)
+	}
+	if _, ok := d.left(zone, now.Add(3*time.Second)); ok {
+		t.Error("due at its time: still pending")
+	}
+	if _, ok := d.left(zone+"/virtualnetworklinks/l", now); ok {
+		t.Error("a resource without an operation is due")
+	}
+	d.swept = now.Add(-time.Minute)
+	d.set("/other", now.Add(time.Hour))
+	d.mu.Lock()
+	n := len(d.at)
+	d.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d entries before their time passed, want 2", n)
+	}
+	d.at[zone] = now.Add(-time.Second)
+	d.swept = now.Add(-time.Minute)
+	d.set("/third", now.Add(time.Hour))
+	if _, ok := d.at[zone]; ok {
+		t.Error("an entry past its time was not swept")
+	}
+	var none *dueOperations
+	none.set(zone, now)
+	if _, ok := none.left(zone, now); ok {
+		t.Error("no registry has an operation due")
+	}
+}

@@ -16,7 +16,9 @@ import (
 // SDK against azuresim, whose operations take 3 s and whose hints are the
 // time left, up to 30 s as Azure's Private DNS asks), a reconcile's
 // context learns when to look again at the operations it starts — a
-// network PUT and a Private DNS PUT — and nothing from reads.
+// network PUT and a Private DNS PUT — and another reconcile reading the
+// zone while it is being created learns the time left; nothing from
+// other reads.
 func TestOperationHintsFromAzure(t *testing.T) {
 	const latency, recheck = 3 * time.Second, 10 * time.Second
 	ce := newCredEnvWith(t, azuresim.Options{Latency: latency, MaxPollInterval: 30 * time.Second})
@@ -60,5 +62,23 @@ func TestOperationHintsFromAzure(t *testing.T) {
 	}
 	if got := azure.RecheckAfter(ctx, recheck); got <= 0 || got > latency {
 		t.Errorf("after a Private DNS PUT of a %s operation: %s", latency, got)
+	}
+
+	// Another reconcile that reads the zone while its creation runs (an
+	// object sharing it) learns the time left, not the recheck interval.
+	other, _ := azure.WithOperationHints(bg)
+	if _, err := privateDNS.NewPrivateZonesClient().Get(other, "rg", "example.internal", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := azure.RecheckAfter(other, recheck); got <= 0 || got > latency {
+		t.Errorf("a read of the zone being created: %s, want at most %s", got, latency)
+	}
+	// ... and nothing from a resource without an operation.
+	third, _ := azure.WithOperationHints(bg)
+	if _, err := network.NewVirtualNetworksClient().NewListPager("rg", nil).NextPage(third); err != nil {
+		t.Fatal(err)
+	}
+	if got := azure.RecheckAfter(third, recheck); got != recheck {
+		t.Errorf("a list of networks: %s, want the recheck interval", got)
 	}
 }
