@@ -108,8 +108,11 @@ func (p operationHintPolicy) Do(req *policy.Request) (*http.Response, error) {
 
 // dueOperations is, per resource (its URL path, lower case), when Azure
 // asked to be asked again about the last operation this process started
-// on it. Timing only: a restart loses seconds, never a decision. Entries
-// past their time are swept at most once a minute.
+// on it, and per collection (the path of the list the resource is in) the
+// soonest such time of its resources: a pass that lists a zone's links
+// while another pass's link is being made learns when that one is due.
+// Timing only: a restart loses seconds, never a decision. Entries past
+// their time are swept at most once a minute.
 type dueOperations struct {
 	mu    sync.Mutex
 	at    map[string]time.Time
@@ -134,6 +137,12 @@ func (d *dueOperations) set(key string, due time.Time) {
 		d.swept = now
 	}
 	d.at[key] = due
+	if i := strings.LastIndexByte(key, '/'); i > 0 {
+		coll := key[:i]
+		if t, ok := d.at[coll]; !ok || !t.After(time.Now()) || due.Before(t) {
+			d.at[coll] = due
+		}
+	}
 }
 
 // left is the time left until the resource's operation is due, if one is.

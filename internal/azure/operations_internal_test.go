@@ -91,13 +91,20 @@ func TestDueOperations(t *testing.T) {
 	if _, ok := d.left(zone+"/virtualnetworklinks/l", now); ok {
 		t.Error("a resource without an operation is due")
 	}
+	links := zone + "/virtualnetworklinks"
+	d.set(links+"/a", now.Add(8*time.Second))
+	d.set(links+"/b", now.Add(5*time.Second))
+	d.set(links+"/c", now.Add(9*time.Second))
+	if left, ok := d.left(links, now); !ok || left != 5*time.Second {
+		t.Errorf("the list of links being made in 8s, 5s and 9s: %s, %v; want the soonest, 5s", left, ok)
+	}
 	d.swept = now.Add(-time.Minute)
 	d.set("/other", now.Add(time.Hour))
 	d.mu.Lock()
 	n := len(d.at)
 	d.mu.Unlock()
-	if n != 2 {
-		t.Errorf("%d entries before their time passed, want 2", n)
+	if n != 7 { // 5 resources, 2 collections
+		t.Errorf("%d entries before their time passed, want 7", n)
 	}
 	d.at[zone] = now.Add(-time.Second)
 	d.swept = now.Add(-time.Minute)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +77,13 @@ type ConsumerResult struct {
 	WriteFloorSeconds    float64 `json:"writeFloorSeconds"`
 	ChainSeconds         float64 `json:"chainSeconds"`
 	FloorSeconds         float64 `json:"floorSeconds"`
-	Converge             Phase   `json:"converge"`
+	// KubeFloorSeconds is the time the operator's Kubernetes client limit
+	// (--kube-api-qps) allows for the writes it made while converging:
+	// KubeWritesPerObject × N / QPS. Where it is above FloorSeconds the
+	// client, not Azure, sets the pace.
+	KubeFloorSeconds float64 `json:"kubeFloorSeconds"`
+	KubeQPS          float64 `json:"kubeQPS"`
+	Converge         Phase   `json:"converge"`
 	// KubeWritesPerObject are the operator's writes to AzurePrivateEndpoint
 	// objects (and their status) while converging, per object.
 	KubeWritesPerObject float64 `json:"kubeWritesPerObject"`
@@ -290,6 +297,25 @@ func (b *consumerBench) fill() {
 	b.cres.WriteFloorSeconds = max(0, (perSub*minWrites+extra-float64(lim.Burst))/lim.PerSecond)
 	b.cres.ChainSeconds = chain * b.ccfg.AzureLatency.Seconds()
 	b.cres.FloorSeconds = b.cres.WriteFloorSeconds + b.cres.ChainSeconds
+	b.cres.KubeQPS = kubeQPS(b.ccfg.OperatorFlags)
+	b.cres.KubeFloorSeconds = b.cres.KubeWritesPerObject * float64(b.ccfg.N) / b.cres.KubeQPS
+}
+
+// defaultKubeQPS is the operator's --kube-api-qps default
+// (cmd/azure-private-endpoint-operator).
+const defaultKubeQPS = 100
+
+// kubeQPS is the --kube-api-qps of the operator's flags, or its default.
+func kubeQPS(flags []string) float64 {
+	qps := float64(defaultKubeQPS)
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--kube-api-qps="); ok {
+			if q, err := strconv.ParseFloat(v, 64); err == nil && q > 0 {
+				qps = q
+			}
+		}
+	}
+	return qps
 }
 
 // pollReady waits for every object Ready and resolving.

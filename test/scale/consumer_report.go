@@ -26,6 +26,9 @@ func consumerMetrics() []consumerMetric {
 			return fmt.Sprintf("%s = %s (%g writes × N/K − 200 burst, at 10/s) + %s (%s)", f1(r.FloorSeconds), f1(r.WriteFloorSeconds), r.MinWritesPerEndpoint,
 				f1(r.ChainSeconds), chainOf(r))
 		}},
+		{"Kubernetes client's floor (s): writes per object × N / --kube-api-qps", "", func(r ConsumerResult) string {
+			return fmt.Sprintf("%s (%.2f × %d / %g)", f1(r.KubeFloorSeconds), r.KubeWritesPerObject, r.N, r.KubeQPS)
+		}},
 		{"429s received", "0", func(r ConsumerResult) string {
 			n := r.Converge.Throttled + r.Restart.Throttled + r.Steady.Throttled + r.Delete.Throttled
 			if n == 0 {
@@ -119,6 +122,14 @@ How to read it:
   it, which azuresim gives as the time the operation has left, as Azure's
   recorded hints (10 s for endpoints, 30 s for Private DNS) are meant —
   and never later than the recheck interval (10 s).
+- **The Kubernetes client's floor** is the time the operator's own
+  client limit (` + "`--kube-api-qps`" + `, 100 requests/s by default, with
+  ` + "`--kube-api-burst`" + ` 200) allows for the writes it made: an object
+  takes a finalizer, a status when its endpoint is started and a status
+  when it is Ready, and one more per further step it waits on. Where it
+  is above the Azure floor, the operator's client sets the pace, not
+  Azure; a larger ` + "`--kube-api-qps`" + ` moves it (docs/operations.md,
+  *Sizing*).
 - **What the limits change.** Every subscription may make 500 Private
   DNS reads and 1,000 writes in 5 minutes, whoever makes them. Every
   Private DNS request of the operator first takes from one budget per

@@ -48,6 +48,24 @@ func TestReadFloor(t *testing.T) {
 	}
 }
 
+// TestKubeQPS: the Kubernetes client's limit the consumer floor divides
+// by is the operator's --kube-api-qps, the last one given, or its default.
+func TestKubeQPS(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  float64
+	}{
+		{nil, defaultKubeQPS},
+		{[]string{"--kube-api-qps=200", "--kube-api-burst=400"}, 200},
+		{[]string{"--kube-api-qps=200", "--kube-api-qps=50"}, 50},
+		{[]string{"--kube-api-qps=x", "--kube-api-qps=0"}, defaultKubeQPS},
+	} {
+		if got := kubeQPS(tc.flags); got != tc.want {
+			t.Errorf("kubeQPS(%v) = %g, want %g", tc.flags, got, tc.want)
+		}
+	}
+}
+
 // TestSmoke runs the whole benchmark at a small N, as make test does: every
 // phase completes against the real operator binary, and the invariants that
 // hold at any N hold here.
@@ -132,6 +150,7 @@ func TestConsumerSmoke(t *testing.T) {
 		{"nothing is written in the steady state", res.Steady.ARMWrites+res.Steady.WCWrites == 0},
 		{"the steady state reads the endpoints", res.Steady.ARMReads > 0},
 		{"the operator wrote each object's status", res.KubeWritesPerObject >= 1},
+		{"the Kubernetes client's floor is its writes at its default limit", res.KubeFloorSeconds == res.KubeWritesPerObject*float64(res.N)/defaultKubeQPS},
 		{"the deletion deleted in Azure", res.Delete.ARMWrites >= 4*res.N},
 		{"memory was measured", res.PeakRSSMiB > 0},
 	} {
