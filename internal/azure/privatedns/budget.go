@@ -159,7 +159,9 @@ func (b *Budget) Observe(subscription string, write bool, remaining int) {
 }
 
 // Spent records n requests already sent (the further pages of a list,
-// which Azure counts one by one), without holding any back.
+// which Azure counts one by one) in the log, without holding any back.
+// Azure's count needs no correction: the answers to those pages brought
+// it.
 func (b *Budget) Spent(subscription string, write bool, n int) {
 	if b == nil || n <= 0 {
 		return
@@ -173,9 +175,6 @@ func (b *Budget) Spent(subscription string, write bool, n int) {
 	k := strings.ToLower(subscription) + "|" + classOf(write)
 	for range n {
 		b.logs[k] = append(b.logs[k], now)
-	}
-	if c := b.seen[k]; c != nil {
-		c.since += n
 	}
 }
 
