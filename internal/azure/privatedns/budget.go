@@ -32,7 +32,7 @@ const (
 
 var budgetWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "azure_private_endpoint_operator_private_dns_requests_deferred_total",
-	Help: "Private DNS requests, and AzurePrivateEndpoint's private endpoint writes, not sent, and retried later, to keep a subscription within its budget (--private-dns-max-reads-per-5m, --private-dns-max-writes-per-5m).",
+	Help: "Private DNS requests, and AzurePrivateEndpoint's private endpoint writes, not sent, and retried later, to keep a subscription within its budget (--private-dns-max-reads-per-5m, --private-dns-max-writes-per-5m) or because Azure's own count of the window was down to what the budget leaves to others.",
 }, []string{"class"})
 
 func init() { metrics.Registry.MustRegister(budgetWaits) }
