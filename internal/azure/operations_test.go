@@ -73,12 +73,13 @@ func TestOperationHintsFromAzure(t *testing.T) {
 	if got := azure.RecheckAfter(other, recheck); got <= 0 || got > latency {
 		t.Errorf("a read of the zone being created: %s, want at most %s", got, latency)
 	}
-	// ... and nothing from a resource without an operation.
+	// ... and nothing from a collection without an operation (the
+	// network's subnets; the list of networks would learn the network's).
 	third, _ := azure.WithOperationHints(bg)
-	if _, err := network.NewVirtualNetworksClient().NewListPager("rg", nil).NextPage(third); err != nil {
+	if _, err := network.NewSubnetsClient().NewListPager("rg", "vnet", nil).NextPage(third); err != nil {
 		t.Fatal(err)
 	}
 	if got := azure.RecheckAfter(third, recheck); got != recheck {
-		t.Errorf("a list of networks: %s, want the recheck interval", got)
+		t.Errorf("a list of the network's subnets: %s, want the recheck interval", got)
 	}
 }
