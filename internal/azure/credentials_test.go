@@ -100,6 +100,15 @@ func (ce *credEnv) identity(t *testing.T, name string, spec map[string]any) {
 	}
 }
 
+// servicePrincipal makes the principal "sp" in azuresim and the identity
+// "sp" of it, whose secret is in the Secret "sp-secret".
+func (ce *credEnv) servicePrincipal(t *testing.T) {
+	t.Helper()
+	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "pw"})
+	ce.secret(t, "sp-secret", "pw")
+	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+}
+
 func (ce *credEnv) secret(t *testing.T, name, value string) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: identityNS, Name: name}, Data: map[string][]byte{azure.SecretKey: []byte(value)}}
@@ -406,9 +415,7 @@ func selfSignedCert(t *testing.T) (string, string) {
 func TestClientsAreCachedAndCounted(t *testing.T) {
 	ce := newCredEnv(t)
 	ctx := context.Background()
-	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "pw"})
-	ce.secret(t, "sp-secret", "pw")
-	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+	ce.servicePrincipal(t)
 	clients := &azure.Clients{Credentials: ce.creds}
 
 	f1, _, err := clients.Network(ctx, cluster("sp"), simSubscribed)

@@ -22,9 +22,7 @@ import (
 func TestOperationHintsFromAzure(t *testing.T) {
 	const latency, recheck = 3 * time.Second, 10 * time.Second
 	ce := newCredEnvWith(t, azuresim.Options{Latency: latency, MaxPollInterval: 30 * time.Second})
-	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "pw"})
-	ce.secret(t, "sp-secret", "pw")
-	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+	ce.servicePrincipal(t)
 	clients := &azure.Clients{Credentials: ce.creds}
 	bg := context.Background()
 	network, _, err := clients.Network(bg, cluster("sp"), simSubscribed)

@@ -26,9 +26,7 @@ func TestBudgetFollowsAzuresCount(t *testing.T) {
 	throttling := azuresim.DefaultThrottling()
 	throttling.Reads = azuresim.Bucket{Burst: 10000, PerSecond: 1000} // only Private DNS's window is tested
 	ce.sim.SetThrottling(throttling)
-	ce.sim.AddPrincipal(azuresim.Principal{TenantID: tenantID, ClientID: "sp", ClientSecret: "pw"})
-	ce.secret(t, "sp-secret", "pw")
-	ce.identity(t, "sp", map[string]any{"type": "ServicePrincipal", "tenantID": tenantID, "clientID": "sp", "clientSecret": map[string]any{"name": "sp-secret"}, "allowedNamespaces": map[string]any{}})
+	ce.servicePrincipal(t)
 	clients := &azure.Clients{Credentials: ce.creds}
 	ctx := context.Background()
 	factory, err := clients.PrivateDNSFor(ctx, azure.SubjectOf(cluster("sp")), simSubscribed)
