@@ -91,15 +91,14 @@ func (p operationHintPolicy) Do(req *policy.Request) (*http.Response, error) {
 		return resp, err
 	}
 	h, _ := req.Raw().Context().Value(hintsKey{}).(*OperationHints)
-	key := strings.ToLower(req.Raw().URL.Path)
 	switch {
 	case startsOperation(resp):
 		if d, ok := operationHint(resp.Header); ok {
-			p.due.set(key, time.Now().Add(d))
+			p.due.set(strings.ToLower(req.Raw().URL.Path), time.Now().Add(d))
 			h.record(d)
 		}
 	case h != nil && req.Raw().Method == http.MethodGet && resp.StatusCode == http.StatusOK:
-		if d, ok := p.due.left(key, time.Now()); ok {
+		if d, ok := p.due.left(strings.ToLower(req.Raw().URL.Path), time.Now()); ok {
 			h.record(d)
 		}
 	}
@@ -128,7 +127,8 @@ func (d *dueOperations) set(key string, due time.Time) {
 	if d.at == nil {
 		d.at = map[string]time.Time{}
 	}
-	if now := time.Now(); now.Sub(d.swept) >= time.Minute {
+	now := time.Now()
+	if now.Sub(d.swept) >= time.Minute {
 		for k, t := range d.at {
 			if !t.After(now) {
 				delete(d.at, k)
@@ -139,7 +139,7 @@ func (d *dueOperations) set(key string, due time.Time) {
 	d.at[key] = due
 	if i := strings.LastIndexByte(key, '/'); i > 0 {
 		coll := key[:i]
-		if t, ok := d.at[coll]; !ok || !t.After(time.Now()) || due.Before(t) {
+		if t, ok := d.at[coll]; !ok || !t.After(now) || due.Before(t) {
 			d.at[coll] = due
 		}
 	}

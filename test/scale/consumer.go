@@ -305,14 +305,17 @@ func (b *consumerBench) fill() {
 // (cmd/azure-private-endpoint-operator).
 const defaultKubeQPS = 100
 
-// kubeQPS is the --kube-api-qps of the operator's flags, or its default.
+// kubeQPS is the last --kube-api-qps of the operator's flags (as
+// --kube-api-qps=N or --kube-api-qps N), or its default.
 func kubeQPS(flags []string) float64 {
 	qps := float64(defaultKubeQPS)
-	for _, f := range flags {
-		if v, ok := strings.CutPrefix(f, "--kube-api-qps="); ok {
-			if q, err := strconv.ParseFloat(v, 64); err == nil && q > 0 {
-				qps = q
-			}
+	for i, f := range flags {
+		v, ok := strings.CutPrefix(f, "--kube-api-qps=")
+		if !ok && f == "--kube-api-qps" && i+1 < len(flags) {
+			v, ok = flags[i+1], true
+		}
+		if q, err := strconv.ParseFloat(v, 64); ok && err == nil && q > 0 {
+			qps = q
 		}
 	}
 	return qps

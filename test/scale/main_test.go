@@ -58,6 +58,7 @@ func TestKubeQPS(t *testing.T) {
 		{nil, defaultKubeQPS},
 		{[]string{"--kube-api-qps=200", "--kube-api-burst=400"}, 200},
 		{[]string{"--kube-api-qps=200", "--kube-api-qps=50"}, 50},
+		{[]string{"--kube-api-qps", "150", "--kube-api-burst=300"}, 150},
 		{[]string{"--kube-api-qps=x", "--kube-api-qps=0"}, defaultKubeQPS},
 	} {
 		if got := kubeQPS(tc.flags); got != tc.want {

@@ -46,16 +46,16 @@ func init() { metrics.Registry.MustRegister(budgetWaits) }
 // process: Azure counts a subscription's requests together, whichever
 // controller or identity sends them.
 //
-// Azure's own count comes first where it tells it: each Private DNS read's
-// answer says how many reads the subscription has left in the window
+// For reads Azure's own count comes first: each Private DNS read's answer
+// says how many reads the subscription has left in the window
 // (azure.RemainingHeader), and while that answer is fresh the budget sends
-// nothing that would leave Azure fewer than the part of Azure's limit the
-// budget does not take (its reserve, for everyone else: 100 reads with the
-// default). Observe takes a count of writes too, for a writer that learns
-// one; Private DNS's answers give none that fits (see pacedAPI.take). The log alone forgets what an earlier process
-// sent (a restarted operator's is empty while Azure's window still holds
-// the last minutes: the consumer benchmark drew 429s so) and what anyone
-// else sends.
+// no read that would leave Azure fewer than the part of Azure's limit the
+// budget does not take (its reserve, for everyone else: 100 with the
+// default). The log alone forgets what an earlier process sent (a
+// restarted operator's is empty while Azure's window still holds the last
+// minutes: the consumer benchmark drew 429s so) and what anyone else
+// sends. Writes keep to the log: Azure's count on their answers is of
+// another limit (see pacedAPI.read).
 type Budget struct {
 	Reads, Writes int
 	// Now is the clock; time.Now when nil.
@@ -63,11 +63,11 @@ type Budget struct {
 
 	mu   sync.Mutex
 	logs map[string][]time.Time
-	seen map[string]*azureCount
+	seen map[string]*azureCount // by subscription (lower case)
 }
 
-// azureCount is what Azure's last answer of a subscription and class said
-// was left of its window, and the requests taken since.
+// azureCount is what Azure's last answer to a read of a subscription said
+// was left of its read window, and the reads taken since.
 type azureCount struct {
 	remaining, since int
 	at               time.Time
@@ -110,8 +110,8 @@ func (b *Budget) Take(subscription string, write bool) time.Duration {
 		budgetWaits.WithLabelValues(class).Inc()
 		return log[0].Add(budgetWindow + budgetMargin).Sub(now)
 	}
-	if c := b.seen[k]; c != nil && now.Sub(c.at) < AzureCountFresh {
-		if c.remaining-c.since <= reserve(write, limit) {
+	if c := b.seen[strings.ToLower(subscription)]; !write && c != nil && now.Sub(c.at) < AzureCountFresh {
+		if c.remaining-c.since <= max(0, AzureReadsPer5m-limit) {
 			budgetWaits.WithLabelValues(class).Inc()
 			return c.at.Add(AzureCountFresh).Sub(now)
 		}
@@ -135,18 +135,9 @@ func (b *Budget) now() time.Time {
 	return time.Now()
 }
 
-// reserve is the part of Azure's limit a budget of limit leaves to others.
-func reserve(write bool, limit int) int {
-	azureLimit := AzureReadsPer5m
-	if write {
-		azureLimit = AzureWritesPer5m
-	}
-	return max(0, azureLimit-limit)
-}
-
-// Observe notes Azure's count of a subscription's requests of a class left
-// in its window, from an answer (azure.RemainingHeader).
-func (b *Budget) Observe(subscription string, write bool, remaining int) {
+// ObserveReads notes Azure's count of the reads a subscription has left in
+// its window, from a read's answer (azure.RemainingHeader).
+func (b *Budget) ObserveReads(subscription string, remaining int) {
 	if b == nil {
 		return
 	}
@@ -156,14 +147,14 @@ func (b *Budget) Observe(subscription string, write bool, remaining int) {
 	if b.seen == nil {
 		b.seen = map[string]*azureCount{}
 	}
-	b.seen[strings.ToLower(subscription)+"|"+classOf(write)] = &azureCount{remaining: remaining, at: now}
+	b.seen[strings.ToLower(subscription)] = &azureCount{remaining: remaining, at: now}
 }
 
-// Spent records n requests already sent (the further pages of a list,
+// SpentReads records n reads already sent (the further pages of a list,
 // which Azure counts one by one) in the log, without holding any back.
 // Azure's count needs no correction: the answers to those pages brought
 // it.
-func (b *Budget) Spent(subscription string, write bool, n int) {
+func (b *Budget) SpentReads(subscription string, n int) {
 	if b == nil || n <= 0 {
 		return
 	}
@@ -173,7 +164,7 @@ func (b *Budget) Spent(subscription string, write bool, n int) {
 	if b.logs == nil {
 		b.logs = map[string][]time.Time{}
 	}
-	k := strings.ToLower(subscription) + "|" + classOf(write)
+	k := strings.ToLower(subscription) + "|" + classOf(false)
 	for range n {
 		b.logs[k] = append(b.logs[k], now)
 	}
@@ -192,21 +183,20 @@ type pacedAPI struct {
 	sub    string
 }
 
-// take takes a request of the budget, or returns the transient error to
-// requeue on; for a read, the context it returns reports Azure's count of
-// the answer (azure.WithRemaining) to the budget. Only reads: Azure's
-// Private DNS answers count reads down from the 500 of their window (499,
-// 498 in ASO's recordings, Test_Networking_PrivateDnsZone_CRUD), while
-// its writes' count stands near 12,000, some other limit than the 1,000
+func (p pacedAPI) take(write bool) error { return p.budget.Wait(p.sub, write, "Private DNS") }
+
+// read takes a read of the budget, or returns the transient error to
+// requeue on; the context it returns reports Azure's count of the answer
+// (azure.WithRemaining) to the budget. Only reads: Azure's Private DNS
+// answers count reads down from the 500 of their window (499, 498 in
+// ASO's recordings, Test_Networking_PrivateDnsZone_CRUD), while its
+// writes' count stands near 12,000, some other limit than the 1,000
 // Network writes the write budget keeps to.
-func (p pacedAPI) take(ctx context.Context, write bool) (context.Context, error) {
-	if err := p.budget.Wait(p.sub, write, "Private DNS"); err != nil {
+func (p pacedAPI) read(ctx context.Context) (context.Context, error) {
+	if err := p.take(false); err != nil {
 		return ctx, err
 	}
-	if write {
-		return ctx, nil
-	}
-	return azure.WithRemaining(ctx, func(n int) { p.budget.Observe(p.sub, false, n) }), nil
+	return azure.WithRemaining(ctx, func(n int) { p.budget.ObserveReads(p.sub, n) }), nil
 }
 
 // pages records the further pages of a list of n items as spent: Azure
@@ -215,7 +205,7 @@ func (p pacedAPI) take(ctx context.Context, write bool) (context.Context, error)
 // RecordSets_List and VirtualNetworkLinks_List: "If not specified,
 // returns up to 100"), and counts each page's request.
 func (p pacedAPI) pages(n int) {
-	p.budget.Spent(p.sub, false, (n-1)/listPage)
+	p.budget.SpentReads(p.sub, (n-1)/listPage)
 }
 
 // listPage is Azure's default page of a Private DNS list.
@@ -239,7 +229,7 @@ func (b *Budget) Wait(subscription string, write bool, what string) error {
 }
 
 func (p pacedAPI) Zone(ctx context.Context, rg, zone string) (*armprivatedns.PrivateZone, error) {
-	ctx, err := p.take(ctx, false)
+	ctx, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +239,7 @@ func (p pacedAPI) Zone(ctx context.Context, rg, zone string) (*armprivatedns.Pri
 // ZoneCount takes one read of the budget for the list's first page; the
 // others are recorded as spent once the list is read.
 func (p pacedAPI) ZoneCount(ctx context.Context) (int, error) {
-	ctx, err := p.take(ctx, false)
+	ctx, err := p.read(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -259,23 +249,21 @@ func (p pacedAPI) ZoneCount(ctx context.Context) (int, error) {
 }
 
 func (p pacedAPI) PutZone(ctx context.Context, rg, zone, etag string, body armprivatedns.PrivateZone) error {
-	ctx, err := p.take(ctx, true)
-	if err != nil {
+	if err := p.take(true); err != nil {
 		return err
 	}
 	return p.api.PutZone(ctx, rg, zone, etag, body)
 }
 
 func (p pacedAPI) DeleteZone(ctx context.Context, rg, zone string) error {
-	ctx, err := p.take(ctx, true)
-	if err != nil {
+	if err := p.take(true); err != nil {
 		return err
 	}
 	return p.api.DeleteZone(ctx, rg, zone)
 }
 
 func (p pacedAPI) Links(ctx context.Context, rg, zone string) ([]*armprivatedns.VirtualNetworkLink, error) {
-	ctx, err := p.take(ctx, false)
+	ctx, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -285,23 +273,21 @@ func (p pacedAPI) Links(ctx context.Context, rg, zone string) ([]*armprivatedns.
 }
 
 func (p pacedAPI) PutLink(ctx context.Context, rg, zone, name, etag string, body armprivatedns.VirtualNetworkLink) error {
-	ctx, err := p.take(ctx, true)
-	if err != nil {
+	if err := p.take(true); err != nil {
 		return err
 	}
 	return p.api.PutLink(ctx, rg, zone, name, etag, body)
 }
 
 func (p pacedAPI) DeleteLink(ctx context.Context, rg, zone, name string) error {
-	ctx, err := p.take(ctx, true)
-	if err != nil {
+	if err := p.take(true); err != nil {
 		return err
 	}
 	return p.api.DeleteLink(ctx, rg, zone, name)
 }
 
 func (p pacedAPI) Record(ctx context.Context, rg, zone, rel string) (*armprivatedns.RecordSet, error) {
-	ctx, err := p.take(ctx, false)
+	ctx, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +295,7 @@ func (p pacedAPI) Record(ctx context.Context, rg, zone, rel string) (*armprivate
 }
 
 func (p pacedAPI) Records(ctx context.Context, rg, zone string) ([]*armprivatedns.RecordSet, error) {
-	ctx, err := p.take(ctx, false)
+	ctx, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -319,16 +305,14 @@ func (p pacedAPI) Records(ctx context.Context, rg, zone string) ([]*armprivatedn
 }
 
 func (p pacedAPI) PutRecord(ctx context.Context, rg, zone, rel, etag string, body armprivatedns.RecordSet) error {
-	ctx, err := p.take(ctx, true)
-	if err != nil {
+	if err := p.take(true); err != nil {
 		return err
 	}
 	return p.api.PutRecord(ctx, rg, zone, rel, etag, body)
 }
 
 func (p pacedAPI) DeleteRecord(ctx context.Context, rg, zone, rel, etag string) error {
-	ctx, err := p.take(ctx, true)
-	if err != nil {
+	if err := p.take(true); err != nil {
 		return err
 	}
 	return p.api.DeleteRecord(ctx, rg, zone, rel, etag)

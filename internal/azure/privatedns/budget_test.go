@@ -98,7 +98,7 @@ func TestBudgetAzureCount(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			now := start
 			b := &Budget{Reads: c.reads, Writes: 800, Now: func() time.Time { return now }}
-			b.Observe("SUB", false, c.remaining)
+			b.ObserveReads("SUB", c.remaining)
 			now = now.Add(c.after)
 			taken, wait := 0, time.Duration(0)
 			for taken < 50 {
@@ -125,8 +125,8 @@ func TestBudgetAzureCount(t *testing.T) {
 func TestBudgetSpent(t *testing.T) {
 	now := time.Unix(0, 0)
 	b := &Budget{Reads: 400, Now: func() time.Time { return now }}
-	b.Spent("sub", false, 390)
-	b.Observe("sub", false, 110)
+	b.SpentReads("sub", 390)
+	b.ObserveReads("sub", 110)
 	for i := range 10 {
 		if w := b.Take("sub", false); w != 0 {
 			t.Fatalf("read %d of the 10 both counts leave waits %s", i+1, w)
