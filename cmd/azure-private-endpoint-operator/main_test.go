@@ -91,6 +91,7 @@ func TestParseFlags(t *testing.T) {
 			wcToMCLayout:             "ingress",
 			mcEndpointLimit:          1000,
 			mcServiceConnectionLimit: 1000,
+			ingressLoadBalancer:      "kubernetes-internal",
 			dns: dnsFlags{
 				mcZone: "{{.Cluster}}.{{.BaseDomain}}", wcZone: "{{.ManagementCluster}}.{{.BaseDomain}}",
 				mcRecords: "api", wcRecords: "*", ttl: 300, check: time.Hour, reads: 400, writes: 800, zoneLimit: 1000,
@@ -199,6 +200,41 @@ func TestParseFlags(t *testing.T) {
 			reason:  "an MC service connection limit past Azure's is refused",
 			args:    []string{"--mc-service-connection-limit=1001"},
 			wantErr: "--mc-service-connection-limit=1001: must be between 1 and 1000",
+		},
+		{
+			reason:  "more further ingress services than a load balancer takes are refused",
+			args:    []string{"--mc-ingress-shard-frontends=a,b,c,d,e,f,g,h", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends names 8 frontends: at most 7",
+		},
+		{
+			reason:  "further ingress services need the subscriptions they auto-approve",
+			args:    []string{"--mc-ingress-shard-frontends=a"},
+			wantErr: "--mc-ingress-shard-frontends needs --mc-ingress-shard-subscriptions",
+		},
+		{
+			reason:  "a subscription that is not one is refused",
+			args:    []string{"--mc-ingress-shard-frontends=a", "--mc-ingress-shard-subscriptions=*"},
+			wantErr: `--mc-ingress-shard-subscriptions: "*" is not a subscription ID`,
+		},
+		{
+			reason:  "a frontend named twice is refused",
+			args:    []string{"--mc-ingress-shard-frontends=a,A", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends names A twice",
+		},
+		{
+			reason:  "further ingress services need the AzurePrivateLinkService controller",
+			args:    []string{"--mc-ingress-shard-frontends=a", "--enable-private-link-service-controller=false", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends needs --enable-private-link-service-controller",
+		},
+		{
+			reason:  "further ingress services need the ingress endpoint",
+			args:    []string{"--mc-ingress-shard-frontends=a", "--wc-to-mc-layout=gateway", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends needs a layout with the ingress endpoint",
+		},
+		{
+			reason:  "further ingress services need their load balancer",
+			args:    []string{"--mc-ingress-shard-frontends=a", "--mc-ingress-load-balancer=", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends needs --mc-ingress-load-balancer",
 		},
 		{
 			reason:  "a private link service limit past Azure's is refused",

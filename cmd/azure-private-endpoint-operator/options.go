@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,10 @@ type options struct {
 	mcSubnet, wcSubnet        string
 	mcEndpointLimit           int
 	mcServiceConnectionLimit  int
+	ingressShardFrontends     string
+	ingressLoadBalancer       string
+	ingressShardNATSubnet     string
+	ingressShardSubscriptions string
 	watchFilter               string
 	defaultAzureEnvironment   string
 	customCloudFile           string
@@ -194,7 +199,11 @@ func (o *options) linkOptions() clusterlink.Options {
 		Config: clusterlink.Config{
 			MCLinkNames: commaList(o.mcLinkNames), MCSubnet: o.mcSubnet, WCSubnet: o.wcSubnet, MCEndpointLimit: o.mcEndpointLimit,
 			MCServiceConnectionLimit: o.mcServiceConnectionLimit,
-			Layout:                   clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
+			IngressShards: clusterlink.IngressShards{
+				LoadBalancer: o.ingressLoadBalancer, Frontends: commaList(o.ingressShardFrontends), NATSubnet: o.ingressShardNATSubnet,
+				Subscriptions: commaList(o.ingressShardSubscriptions),
+			},
+			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
 		},
 		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
 		AnnotationPrefix:        o.annotationPrefix,
@@ -376,6 +385,14 @@ func (o *options) flagSet() *flag.FlagSet {
 		"MC subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
 	fs.IntVar(&o.mcEndpointLimit, "mc-private-endpoint-limit", clusterlink.AzureEndpointsPerVNet,
 		"How many private endpoint entries the management cluster's AzureCluster may hold, everyone's (CAPZ makes a private endpoint in the MC's network for each): Azure allows 1,000 per virtual network, 5,000 with high-scale private endpoints. From 90% a Warning Event on the MC (PrivateEndpointLimitNear) says so; beyond it a new workload cluster gets no endpoint (its GSPrivateLinksReady says PrivateEndpointLimit) instead of Azure refusing it; entries that exist stay. At most 3000 (the object's size: etcd's 1.5 MiB request limit). Raise it only after the MC's network allows more.")
+	fs.StringVar(&o.ingressShardFrontends, "mc-ingress-shard-frontends", "",
+		"Comma-separated frontend IP configurations of the management cluster's ingress load balancer (--mc-ingress-load-balancer) for its further ingress private link services, at most 7 (Azure allows 8 private link services per load balancer, one per frontend). With them the operator makes <first>-2, <first>-3, ... as AzurePrivateLinkService objects in the management cluster's namespace, each once every service before it has 90% of --mc-service-connection-limit, and connects each new workload cluster to the first with room; the first service (<mc-name>-ingress-privatelink) is never written, and a connected cluster never moves. Needs the AzurePrivateLinkService controller and a layout with the ingress endpoint. Default: none (one ingress service).")
+	fs.StringVar(&o.ingressLoadBalancer, "mc-ingress-load-balancer", "kubernetes-internal",
+		"The management cluster's internal load balancer the ingress is on, in its resource group (cloud-provider-azure names it <cluster-name>-internal), for --mc-ingress-shard-frontends.")
+	fs.StringVar(&o.ingressShardNATSubnet, "mc-ingress-shard-nat-subnet", "",
+		"Subnet of the ingress load balancer's network whose addresses the further ingress private link services' NAT IP configurations take (its private link service network policies are disabled). Default: the subnet the management cluster's private endpoints go in (--mc-private-endpoint-subnet).")
+	fs.StringVar(&o.ingressShardSubscriptions, "mc-ingress-shard-subscriptions", "",
+		"Comma-separated subscription IDs the further ingress private link services (--mc-ingress-shard-frontends) show themselves to and auto-approve: the workload clusters' subscriptions, at most 64. Required with --mc-ingress-shard-frontends. A workload cluster of another subscription stays on the first service or waits (WaitingForIngressService); the list is never taken from the clusters' specs, where a tenant could name any subscription.")
 	fs.IntVar(&o.mcServiceConnectionLimit, "mc-service-connection-limit", clusterlink.AzureEndpointsPerService,
 		"How many clusters may connect to each management cluster private link service a workload cluster connects to (<mc>-ingress-privatelink, the gateway's, --mc-private-link-names), counting every AzureCluster with an entry to it: Azure allows 1,000 private endpoints per private link service. From 90% a Warning Event on the MC (PrivateLinkServiceConnectionLimitNear) says so; at the limit a new workload cluster gets no endpoint to it (its GSPrivateLinksReady says PrivateLinkServiceConnectionLimit) instead of Azure refusing it; connections that exist stay. 1 to 1000; lower it by the endpoints other tools connect to the service.")
 	fs.StringVar(&o.wcSubnet, "wc-private-endpoint-subnet", "",
@@ -568,6 +585,7 @@ func (o *options) validateWiring() []error {
 	}
 	errs = append(errs, o.validateDNS()...)
 	errs = append(errs, o.validateLimits()...)
+	errs = append(errs, o.validateShards()...)
 	if o.customCloudFile != "" {
 		cc, err := azure.LoadCustomCloud(o.customCloudFile)
 		if err != nil {
@@ -598,6 +616,53 @@ func (o *options) validateLimits() []error {
 		if l.value < 1 || l.value > l.max {
 			errs = append(errs, fmt.Errorf("%s=%d: must be between 1 and %d (%s)", l.flag, l.value, l.max, l.why))
 		}
+	}
+	return errs
+}
+
+// subscriptionID is a subscription ID, in either case.
+var subscriptionID = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// validateShards checks the flags of the MC's further ingress services.
+func (o *options) validateShards() []error {
+	fes := commaList(o.ingressShardFrontends)
+	if len(fes) == 0 {
+		return nil
+	}
+	var errs []error
+	if len(fes) > clusterlink.MaxIngressShards-1 {
+		errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends names %d frontends: at most %d (Azure allows %d private link services per load balancer, the first ingress service included)",
+			len(fes), clusterlink.MaxIngressShards-1, clusterlink.MaxIngressShards))
+	}
+	seen := map[string]bool{}
+	for _, fe := range fes {
+		if seen[strings.ToLower(fe)] {
+			errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends names %s twice: a frontend takes one private link service", fe))
+		}
+		seen[strings.ToLower(fe)] = true
+		if len(fe) > 80 {
+			errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends: %q is longer than Azure's 80 characters", fe))
+		}
+	}
+	subs := commaList(o.ingressShardSubscriptions)
+	for _, s := range subs {
+		if !subscriptionID.MatchString(s) {
+			errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions: %q is not a subscription ID", s))
+		}
+	}
+	switch {
+	case len(subs) == 0:
+		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --mc-ingress-shard-subscriptions: the workload clusters' subscriptions the further ingress services auto-approve"))
+	case len(subs) > clusterlink.MaxShardSubscriptions:
+		errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions names %d subscriptions: at most %d", len(subs), clusterlink.MaxShardSubscriptions))
+	}
+	switch {
+	case o.ingressLoadBalancer == "":
+		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --mc-ingress-load-balancer"))
+	case !o.plsController:
+		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --enable-private-link-service-controller: the further ingress services are AzurePrivateLinkService objects"))
+	case o.wcToMCLayout == string(clusterlink.LayoutGateway):
+		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs a layout with the ingress endpoint (--wc-to-mc-layout=ingress or ingress+gateway): the gateway's service is not sharded"))
 	}
 	return errs
 }

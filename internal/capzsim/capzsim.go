@@ -85,6 +85,11 @@ type Ingress struct {
 	// <name>-gateway-privatelink, on a second frontend of the ingress load
 	// balancer, as installations moving to the Gateway API have.
 	Gateway bool
+	// Frontends are further frontend IP configurations of the ingress
+	// load balancer, as further internal Services of type LoadBalancer on
+	// the ingress give it (the operator's further ingress services,
+	// --mc-ingress-shard-frontends, go on them).
+	Frontends []string
 }
 
 // Options configures capzsim.
@@ -378,6 +383,9 @@ func (r *Reconciler) ensureLoadBalancers(ctx context.Context, _ *unstructured.Un
 		fes := []frontendSpec{{name: name + "-frontEnd"}}
 		if r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Gateway {
 			fes = append(fes, frontendSpec{name: name + "-gateway-frontEnd"})
+		}
+		for _, fe := range r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Frontends {
+			fes = append(fes, frontendSpec{name: fe})
 		}
 		return az.ensureLB(ctx, s, name, node.name, fes)
 	}

@@ -53,6 +53,9 @@ var fixes = map[string]string{
 	clusterlink.ReasonServiceLimit: "The management cluster's private link service has as many connections from clusters as " +
 		"--mc-service-connection-limit allows (Azure: 1,000 per private link service): remove endpoints no one needs " +
 		"from the service (clusters, other tools' endpoints) or serve the cluster from another management cluster; the cluster is wired once there is room.",
+	clusterlink.ReasonIngressServiceWaiting: "Wait: the management cluster's next ingress private link service is being made " +
+		"(kubectl get azureprivatelinkservices -n <mc-namespace>); if it is not Ready, its conditions say why. " +
+		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions.",
 	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
 	clusterlink.ReasonNothingToWire: "Nothing to do unless the cluster should be wired: declare its private links again.",
 	clusterlink.ReasonAzureError: "Read the message: an authorization error names the action and scope to grant to the identity; " +
@@ -179,7 +182,7 @@ func Fix(reason string) string {
 // waits: a reason that comes and goes by itself (no person needs to act).
 func waits(reason string) bool {
 	switch reason {
-	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, ReasonPrivateLinksWait, ReasonNotYetWired,
+	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, clusterlink.ReasonIngressServiceWaiting, ReasonPrivateLinksWait, ReasonNotYetWired,
 		ReasonEndpointNotInAzure, ReasonAnnotationOutdated, ReasonDNSRecordMissing, ReasonDNSRecordDiffers:
 		return true
 	}

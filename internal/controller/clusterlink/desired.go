@@ -117,6 +117,9 @@ type Config struct {
 	// of the MC's private link services a WC connects to (servicelimit.go);
 	// beyond it a WC gets no new endpoint to that service. 0: no limit.
 	MCServiceConnectionLimit int
+	// IngressShards are the MC's ingress services beyond the first, which
+	// the operator makes (shards.go). Zero: only the first.
+	IngressShards IngressShards
 }
 
 // LinkNames returns the configured MC link names or the default.
@@ -138,6 +141,11 @@ func (c Config) mcServices(mcName string) []string {
 	out := make([]string, 0, len(slots))
 	for _, s := range slots {
 		out = append(out, s.link)
+	}
+	for _, name := range c.IngressServices(mcName)[1:] {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
 	}
 	return out
 }

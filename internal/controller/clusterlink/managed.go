@@ -152,9 +152,16 @@ func managedLink(ctx context.Context, c client.Reader, wc *capz.AzureCluster) (p
 // upToDate reports whether the existing object already has every field of
 // the desired one that the operator applies.
 func upToDate(existing *v1alpha1.AzurePrivateLinkService, want *unstructured.Unstructured) bool {
-	if existing == nil {
+	if existing == nil || !specHas(existing, want) {
 		return false
 	}
+	return existing.Labels[ManagedForLabel] == want.GetLabels()[ManagedForLabel] && len(existing.OwnerReferences) > 0 &&
+		existing.OwnerReferences[0].UID == want.GetOwnerReferences()[0].UID
+}
+
+// specHas says whether existing's spec has every field of want's with
+// want's value.
+func specHas(existing *v1alpha1.AzurePrivateLinkService, want *unstructured.Unstructured) bool {
 	got, err := toUnstructuredSpec(existing)
 	if err != nil {
 		return false
@@ -165,8 +172,7 @@ func upToDate(existing *v1alpha1.AzurePrivateLinkService, want *unstructured.Uns
 			return false
 		}
 	}
-	return existing.Labels[ManagedForLabel] == want.GetLabels()[ManagedForLabel] && len(existing.OwnerReferences) > 0 &&
-		existing.OwnerReferences[0].UID == want.GetOwnerReferences()[0].UID
+	return true
 }
 
 func toUnstructuredSpec(p *v1alpha1.AzurePrivateLinkService) (map[string]any, error) {

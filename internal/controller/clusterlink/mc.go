@@ -38,6 +38,9 @@ type MCReconciler struct {
 	Endpoints mcEndpoints
 
 	memory EventMemory
+	// shardMemory: the Warnings of the MC's further ingress services
+	// (shards.go), kept apart from the pass's own, which report forgets.
+	shardMemory EventMemory
 }
 
 // mcEndpoints is what the MC pass asks of Azure.
@@ -71,6 +74,9 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		plan = decideMC(seen, r.Opts)
 	}
 	use := r.report(ctx, seen, plan)
+	if err := r.ensureShards(ctx, seen, use); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, r.Opts), mcWrites); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -274,6 +280,9 @@ func (r *MCReconciler) reportServices(seen *mcSeen, use map[string]int) []string
 	scope := key(seen.mc)
 	for _, link := range slices.Sorted(maps.Keys(use)) {
 		limitmetrics.Set(limitmetrics.MCServiceConnections, scope+"/"+link, use[link], r.Opts.MCServiceConnectionLimit)
+		if !r.Opts.warnsNear(seen.mc.Name, link) {
+			continue
+		}
 		if msg := nearServiceLimit(link, use[link], r.Opts.MCServiceConnectionLimit); msg != "" {
 			memKey := ReasonServiceLimitNear + ":" + link
 			reported = append(reported, memKey)

@@ -75,7 +75,7 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 			"(a workload cluster that waits for itself says why on its GSPrivateLinksReady)"
 		if msg := nearLimit(EntryCount(seen.mc), opts.MCEndpointLimit); msg != "" {
 			w.reason, w.message = ReasonEndpointLimitNear, msg
-		} else if link, ok := nearestService(use, opts.MCServiceConnectionLimit); ok {
+		} else if link, ok := nearestService(opts.warnable(seen.mc.Name, use), opts.MCServiceConnectionLimit); ok {
 			w.reason, w.message = ReasonServiceLimitNear, nearServiceLimit(link, use[link], opts.MCServiceConnectionLimit)
 		}
 	}

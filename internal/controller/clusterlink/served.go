@@ -61,14 +61,27 @@ func (w *Wiring) Serves(ctx context.Context, u *unstructured.Unstructured, wc *c
 		return Served{}, false, err
 	}
 	p := planEndpoints(u, wired, mcs, w.Opts)
-	// The wiring's limit on the MC's services, as the wiring decides it
-	// (without its admissions the cache does not show yet).
-	if ids := newTargets(p.toMC, wired); len(ids) > 0 && w.Opts.MCServiceConnectionLimit > 0 {
+	// The wiring's limit on the MC's services and its choice of ingress
+	// service, as the wiring decides them (without its admissions the
+	// cache does not show yet).
+	shards, err := readIngressShards(ctx, w.Client, mcs.view, w.Opts.Config)
+	if err != nil {
+		return Served{}, false, err
+	}
+	p.toMC, _, err = onIngressShards(p.toMC, wired, shards, w.Opts.LinkNames(mcs.view.Name)[0], func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+		ids := newTargets(toMC, wired)
+		if len(ids) == 0 || w.Opts.MCServiceConnectionLimit <= 0 {
+			return toMC, nil, nil
+		}
 		use, _, err := countUse(ctx, w.Client, key(wired), ids)
 		if err != nil {
-			return Served{}, false, err
+			return nil, nil, err
 		}
-		p.toMC, _ = WithinServiceLimit(p.toMC, wired, use, w.Opts.MCServiceConnectionLimit)
+		kept, problems := WithinServiceLimit(toMC, wired, use, w.Opts.MCServiceConnectionLimit)
+		return kept, problems, nil
+	})
+	if err != nil {
+		return Served{}, false, err
 	}
 	return Served{MC: mcs.view, Wired: wired, ToWC: p.toWC, ToMC: p.toMC}, true, nil
 }

@@ -2,6 +2,7 @@ package clusterlink
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,6 +45,15 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		Watches(newAzureCluster(), delayed(mcKey, opts.MCWriteDelay, selected)).
 		Watches(newCluster(), delayed(mcKey, opts.MCWriteDelay, selected))
 	wcb := WorkloadClusterController(mgr, "workload-cluster", opts)
+	if opts.Sharded() && !opts.PrivateLinkServices {
+		return errors.New("the management cluster's further ingress services are AzurePrivateLinkService objects: they need the AzurePrivateLinkService controller")
+	}
+	if opts.Sharded() {
+		// Drift of the MC's further ingress services is put back by the
+		// MC's pass (shards.go).
+		shard := func(o client.Object) bool { return o.GetLabels()[ShardOfLabel] != "" }
+		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, shard))
+	}
 	if opts.PrivateLinkServices {
 		// The WC's managed AzurePrivateLinkService becoming Ready is its
 		// "private links ready".

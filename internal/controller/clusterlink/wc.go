@@ -181,7 +181,13 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		return wiring{}, err
 	}
 	w := wiring{u: u, declared: declared, wc: wc, mc: mcs.view, plan: planEndpoints(u, wc, mcs, r.Opts)}
-	toMC, limited, err := r.services.admit(ctx, r.Client, wc, w.toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
+	shards, err := readIngressShards(ctx, r.Client, mcs.view, r.Opts.Config)
+	if err != nil {
+		return wiring{}, err
+	}
+	toMC, limited, err := onIngressShards(w.toMC, wc, shards, r.Opts.LinkNames(mcs.view.Name)[0], func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+		return r.services.admit(ctx, r.Client, wc, toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
+	})
 	if err != nil {
 		return wiring{}, err
 	}
@@ -195,6 +201,10 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		w.retiring = Retiring(wc, w.mc, w.wcOwners, r.Opts.olderInWC(wc, w.mc), w.toMC)
 	}
 	w.o = r.observe(ctx, u, wc, w.mc, w.toWC, w.toMC, w.retiring, w.current.Annotations)
+	if slices.ContainsFunc(w.problems, func(p Problem) bool { return p.Reason == ReasonIngressServiceWaiting }) {
+		// Nothing on the cluster changes when the next service turns Ready.
+		w.o.result = LowestNonZeroResult(w.o.result, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
+	}
 	return w, nil
 }
 
@@ -257,10 +267,10 @@ func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
 }
 
 // withheldByLimit says a limit kept back one of the cluster's endpoints
-// (limits.go, servicelimit.go).
+// (limits.go, servicelimit.go, shards.go).
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
-		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit
+		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting
 	})
 }
 

@@ -1,0 +1,408 @@
+package clusterlink
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+// The MC's ingress, sharded (docs/operations.md, *Ingress services beyond
+// the first*). Every workload cluster's ingress endpoint connects to one
+// private link service, and Azure accepts 1,000 endpoints on one. With
+// IngressShards set, the operator makes further services on the ingress
+// load balancer as AzurePrivateLinkService objects — up to Azure's 8
+// private link services per load balancer ("Azure subscription and
+// service limits", Private Link; one service per frontend IP
+// configuration, which is why each needs a frontend of its own) — and
+// gives each new workload cluster the first with room. The first service
+// stays whoever made it (by hand, cloud-provider-azure, CAPZ): the operator
+// never writes it. A cluster whose spec holds an entry to one of them keeps
+// it, whatever the counts: the entry is the record of the assignment, on
+// the object (docs/design.md, *Safety state lives on objects*), and a
+// working endpoint is never moved. Endpoint and connection names do not
+// change with the service, so what reads the ingress annotation sees no
+// difference.
+
+// IngressShards configures the MC's ingress services beyond the first.
+type IngressShards struct {
+	// LoadBalancer is the MC's internal load balancer the ingress is on,
+	// in the MC's resource group (cloud-provider-azure's default:
+	// kubernetes-internal).
+	LoadBalancer string
+	// Frontends are its frontend IP configurations for the second, third,
+	// … service, in that order (at most MaxIngressShards-1). Empty: no
+	// service beyond the first.
+	Frontends []string
+	// NATSubnet is the subnet of the load balancer's network the services'
+	// NAT IP configurations take their addresses from (its private link
+	// service network policies are disabled). Default: the subnet the
+	// MC's private endpoints go in.
+	NATSubnet string
+	// Subscriptions are the lower-case subscription IDs the services show
+	// themselves to and auto-approve: the workload clusters'. Configured,
+	// never read from the clusters' specs: a tenant who could name any
+	// subscription in its AzureCluster would otherwise open the MC's
+	// ingress to that subscription.
+	Subscriptions []string
+}
+
+const (
+	// MaxIngressShards is Azure's limit of private link services on one
+	// load balancer, the first one included.
+	MaxIngressShards = 8
+	// ShardOfLabel marks an AzurePrivateLinkService the operator made as
+	// one of the MC's ingress services; its value is the MC's name.
+	ShardOfLabel = "privatelink.giantswarm.io/mc-ingress-shard-of"
+	// ShardThresholdPercent: the next service is made once every service
+	// before it has this share of --mc-service-connection-limit, so that it
+	// is Ready before the last room goes.
+	ShardThresholdPercent = 90
+
+	// ReasonIngressServiceWaiting: every ingress service with room is
+	// taken and the next one is not Ready yet (or does not show the
+	// cluster's subscription yet); the cluster is wired once it is.
+	ReasonIngressServiceWaiting = "WaitingForIngressService"
+	// ReasonIngressServiceRequested: the operator created the MC's next
+	// ingress service (a Normal Event on the MC).
+	ReasonIngressServiceRequested = "IngressPrivateLinkServiceRequested"
+	// ReasonIngressServiceNameTaken: an AzurePrivateLinkService of the
+	// name of one of the MC's ingress services exists and is not the
+	// operator's: it is neither used nor changed (a Warning on the MC).
+	ReasonIngressServiceNameTaken = "IngressPrivateLinkServiceNameTaken"
+)
+
+// MaxShardSubscriptions is spec.visibility's and spec.autoApproval's
+// MaxItems.
+const MaxShardSubscriptions = 64
+
+// Sharded says whether the MC's ingress has services beyond the first: set,
+// and a layout with the ingress endpoint.
+func (c Config) Sharded() bool {
+	return len(c.IngressShards.Frontends) > 0 && c.Layout != LayoutGateway
+}
+
+// IngressServices are the MC's ingress private link services in order: the
+// first link (whoever made it), then the operator's, named
+// <first>-2, <first>-3, … (the objects' and Azure's names).
+func (c Config) IngressServices(mcName string) []string {
+	first := c.LinkNames(mcName)[0]
+	out := []string{first}
+	if !c.Sharded() {
+		return out
+	}
+	for k := range c.IngressShards.Frontends {
+		out = append(out, fmt.Sprintf("%s-%d", first, k+2))
+	}
+	return out
+}
+
+// DesiredShard is the AzurePrivateLinkService of the MC's ingress service
+// k (1 is the second): on frontend k of the ingress load balancer, its NAT
+// IPs in the configured subnet, visible to and auto-approving the
+// configured subscriptions. Not owned by the MC's
+// AzureCluster: a clusterctl move deletes that object in the source, and
+// garbage collection must not take every cluster's way to the MC with it.
+// DeletionPolicy Orphan: deleting the object leaves Azure's service and
+// its connections; removing one is a person's decision.
+func DesiredShard(mc *capz.AzureCluster, cfg Config, k int) *unstructured.Unstructured {
+	nat := cfg.IngressShards.NATSubnet
+	if nat == "" {
+		nat, _ = endpointSubnet(mc, cfg.MCSubnet)
+	}
+	subs := make([]string, 0, len(cfg.IngressShards.Subscriptions))
+	for _, s := range cfg.IngressShards.Subscriptions {
+		subs = append(subs, strings.ToLower(s))
+	}
+	slices.Sort(subs)
+	listed := make([]any, 0, len(subs))
+	for _, s := range slices.Compact(subs) {
+		listed = append(listed, s)
+	}
+	spec := map[string]any{
+		"subscriptionID": mc.SubscriptionID,
+		"resourceGroup":  mc.ResourceGroup,
+		"location":       mc.Location,
+		"frontend": map[string]any{"loadBalancer": map[string]any{
+			"name": cfg.IngressShards.LoadBalancer, "frontendIPConfigurationName": cfg.IngressShards.Frontends[k-1],
+		}},
+		"natSubnet":      map[string]any{"name": nat, "fixNetworkPolicies": true},
+		"visibility":     listed,
+		"autoApproval":   slices.Clone(listed),
+		"deletionPolicy": string(v1alpha1.DeletionPolicyOrphan),
+	}
+	if mc.AzureEnvironment != "" {
+		spec["azureEnvironment"] = mc.AzureEnvironment
+	}
+	if mc.IdentityRef != nil {
+		spec["identityRef"] = map[string]any{"name": mc.IdentityRef.Name, "namespace": mc.IdentityRef.Namespace}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AzurePrivateLinkService"))
+	u.SetNamespace(mc.Namespace)
+	u.SetName(cfg.IngressServices(mc.Name)[k])
+	u.SetLabels(map[string]string{ShardOfLabel: mc.Name})
+	return u
+}
+
+// WantedShards are the positions (1 is the second) of the MC's further
+// ingress services that should exist: those that exist or that a cluster
+// connects to, and the next one once every service before it has
+// ShardThresholdPercent of limit. services are IngressServices, use the
+// clusters connected to each (mcServiceUse).
+func WantedShards(services []string, use map[string]int, exists map[string]bool, limit int) []int {
+	var out []int
+	full := true // every service before k is near its limit
+	for k := 1; k < len(services); k++ {
+		prev := services[k-1]
+		full = full && limit > 0 && use[prev]*100 >= limit*ShardThresholdPercent
+		if exists[services[k]] || use[services[k]] > 0 || full {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ingressShard is one of the MC's ingress services as a workload cluster's
+// pass sees it.
+type ingressShard struct {
+	name, id string
+	// ready: the first (whoever made it), or the operator's object is
+	// Ready for its spec; subs are its auto-approved subscriptions (nil:
+	// the first, whose approval is as the MC declares it).
+	ready bool
+	subs  []string
+	// why says, for a service not ready, what it waits for.
+	why string
+}
+
+// serves says whether a new cluster of subscription sub can connect to s.
+func (s ingressShard) serves(sub string) bool {
+	return s.ready && (s.subs == nil || slices.Contains(s.subs, strings.ToLower(sub)))
+}
+
+// ingressShards are the MC's ingress services in order, from the
+// AzurePrivateLinkService objects of the MC's namespace (objs, by name).
+func ingressShards(mc *capz.AzureCluster, cfg Config, objs map[string]*v1alpha1.AzurePrivateLinkService) []ingressShard {
+	names := cfg.IngressServices(mc.Name)
+	out := make([]ingressShard, 0, len(names))
+	for i, name := range names {
+		s := ingressShard{name: name, id: strings.ToLower(PrivateLinkServiceID(mc.SubscriptionID, mc.ResourceGroup, name))}
+		p := objs[name]
+		switch {
+		case i == 0:
+			s.ready = true
+		case p == nil:
+			s.why = "not created yet"
+		case p.Labels[ShardOfLabel] != mc.Name:
+			s.why = "the AzurePrivateLinkService of its name is not the operator's"
+		case p.DeletionTimestamp != nil:
+			s.why = "being deleted"
+		default:
+			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+			s.ready = c != nil && c.Status == metav1.ConditionTrue && p.Status.ObservedGeneration == p.Generation
+			s.subs = p.Spec.AutoApproval
+			if !s.ready {
+				s.why = "not Ready"
+				if c != nil && c.Message != "" {
+					s.why += ": " + c.Message
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// readIngressShards reads the MC's ingress services' objects from the
+// cache; nil when the ingress is not sharded.
+func readIngressShards(ctx context.Context, c client.Reader, mc *capz.AzureCluster, cfg Config) ([]ingressShard, error) {
+	objs, err := shardObjects(ctx, c, mc, cfg)
+	if err != nil || objs == nil {
+		return nil, err
+	}
+	return ingressShards(mc, cfg, objs), nil
+}
+
+// shardObjects reads the AzurePrivateLinkServices of the MC's further
+// ingress services' names, by name; nil when the ingress is not sharded.
+func shardObjects(ctx context.Context, c client.Reader, mc *capz.AzureCluster, cfg Config) (map[string]*v1alpha1.AzurePrivateLinkService, error) {
+	if !cfg.Sharded() {
+		return nil, nil
+	}
+	out := map[string]*v1alpha1.AzurePrivateLinkService{}
+	for _, name := range cfg.IngressServices(mc.Name)[1:] {
+		p := &v1alpha1.AzurePrivateLinkService{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: mc.Namespace, Name: name}, p); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+			continue
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+// admitFunc admits a cluster's endpoints to the MC under the services'
+// connection limit: the endpoints it may have and the problem of the ones
+// it may not.
+type admitFunc func(toMC []Endpoint) ([]Endpoint, []Problem, error)
+
+// OnIngressShards gives wc's ingress endpoint (the one to first, the MC's
+// first ingress service) its service among shards and admits toMC there:
+// the service an entry of wc already targets (never moved), else the
+// first that serves the cluster and admits it. When none does: the
+// problem of a full service, or ReasonIngressServiceWaiting when a further
+// service is still to come.
+func onIngressShards(toMC []Endpoint, wc *capz.AzureCluster, shards []ingressShard, first string, admit admitFunc) ([]Endpoint, []Problem, error) {
+	i := slices.IndexFunc(toMC, func(ep Endpoint) bool { return ep.Link == first })
+	if i < 0 || len(shards) < 2 {
+		return admit(toMC)
+	}
+	held := targetsOf(wc)
+	order := slices.Clone(shards)
+	slices.SortStableFunc(order, func(a, b ingressShard) int {
+		ah, bh := slices.Contains(held, a.id), slices.Contains(held, b.id)
+		switch {
+		case ah == bh:
+			return 0
+		case ah:
+			return -1
+		}
+		return 1
+	})
+	var kept []Endpoint
+	var problems []Problem
+	var waiting []string
+	for _, s := range order {
+		if !slices.Contains(held, s.id) && !s.serves(wc.SubscriptionID) {
+			why := s.why
+			if s.ready {
+				why = "does not list the cluster's subscription " + strings.ToLower(wc.SubscriptionID) +
+					": add it to --mc-ingress-shard-subscriptions"
+			}
+			waiting = append(waiting, s.name+" ("+why+")")
+			continue
+		}
+		var err error
+		kept, problems, err = admit(onService(toMC, i, s))
+		if err != nil || !withheldByLimit(problems) {
+			return kept, problems, err
+		}
+	}
+	if len(waiting) > 0 {
+		return kept, []Problem{{key(wc), ReasonIngressServiceWaiting, fmt.Sprintf(
+			"no private endpoint %s is requested yet: the management cluster's ingress services that can take it are full "+
+				"(--mc-service-connection-limit), and no further one can take it yet: %s; the cluster is wired once one can",
+			toMC[i].Name, strings.Join(waiting, ", "))}}, nil
+	}
+	return kept, problems, nil
+}
+
+// onService is toMC with its endpoint i connected to s: the same names,
+// auto-approved by s (a further service's spec lists the cluster's
+// subscription; the first keeps the approval the MC declares).
+func onService(toMC []Endpoint, i int, s ingressShard) []Endpoint {
+	out := slices.Clone(toMC)
+	ep := out[i]
+	if !strings.EqualFold(serviceOf(ep), s.id) {
+		conn := ep.Connections[0]
+		conn.PrivateLinkServiceID, conn.RequestMessage = s.id, ""
+		ep.Connections = []capz.PrivateLinkServiceConnection{conn}
+		ep.ManualApproval = false
+		ep.Link = s.name
+	}
+	out[i] = ep
+	return out
+}
+
+// ensureShards applies the MC's further ingress services WantedShards
+// names, and keeps their specs (the clusters' subscriptions) current. It
+// never deletes one. use is the clusters connected to each MC service. Its
+// Warnings are given once while they last (shardMemory).
+func (r *MCReconciler) ensureShards(ctx context.Context, seen *mcSeen, use map[string]int) error {
+	if !r.Opts.Sharded() || seen.specErr != nil || seen.mc.APIServerLBType != capz.LBTypeInternal {
+		return nil
+	}
+	objs, err := shardObjects(ctx, r.Client, seen.mc, r.Opts.Config)
+	if err != nil {
+		return err
+	}
+	scope := key(seen.mc)
+	var lasting []string
+	warn := func(reason, msg string) {
+		lasting = append(lasting, reason)
+		if r.shardMemory.first(scope, reason) {
+			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
+		}
+	}
+	defer func() { r.shardMemory.keepOnly(scope, lasting) }()
+	services := r.Opts.IngressServices(seen.mc.Name)
+	exists := map[string]bool{}
+	for name := range objs {
+		exists[name] = true
+	}
+	for _, k := range WantedShards(services, use, exists, r.Opts.MCServiceConnectionLimit) {
+		want := DesiredShard(seen.mc, r.Opts.Config, k)
+		existing := objs[services[k]]
+		if existing != nil && existing.Labels[ShardOfLabel] != seen.mc.Name {
+			warn(ReasonIngressServiceNameTaken, fmt.Sprintf(
+				"AzurePrivateLinkService %s/%s exists and is not the operator's (no label %s=%s): it is neither used nor changed, "+
+					"and no ingress service comes after it; rename or remove it", seen.mc.Namespace, services[k], ShardOfLabel, seen.mc.Name))
+			return nil
+		}
+		if upToDateShard(existing, want) {
+			continue
+		}
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
+			return err
+		}
+		if existing == nil {
+			// Once, though the cache may not show the object at the next pass.
+			lasting = append(lasting, "requested:"+want.GetName())
+		}
+		if existing == nil && r.shardMemory.first(scope, "requested:"+want.GetName()) {
+			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeNormal, ReasonIngressServiceRequested, "Wire",
+				"created AzurePrivateLinkService %s/%s on frontend %s of load balancer %s: every ingress service before it has %d%% or more of the limit %d (--mc-service-connection-limit; %s has %d); new workload clusters connect to it once it is Ready",
+				want.GetNamespace(), want.GetName(), r.Opts.IngressShards.Frontends[k-1], r.Opts.IngressShards.LoadBalancer,
+				ShardThresholdPercent, r.Opts.MCServiceConnectionLimit, services[k-1], use[services[k-1]])
+		}
+	}
+	return nil
+}
+
+// upToDateShard: existing has every field of want's spec and its label.
+func upToDateShard(existing *v1alpha1.AzurePrivateLinkService, want *unstructured.Unstructured) bool {
+	return existing != nil && specHas(existing, want) && existing.Labels[ShardOfLabel] == want.GetLabels()[ShardOfLabel]
+}
+
+// warnsNear says whether the MC's service link gets the Warning of a
+// connection limit near: with further ingress services, an ingress
+// service near its limit is what makes the next one, so only the last
+// does.
+func (c Config) warnsNear(mcName, link string) bool {
+	services := c.IngressServices(mcName)
+	return !slices.Contains(services, link) || link == services[len(services)-1]
+}
+
+// warnable is use without the services that get no such Warning.
+func (c Config) warnable(mcName string, use map[string]int) map[string]int {
+	out := make(map[string]int, len(use))
+	for link, n := range use {
+		if c.warnsNear(mcName, link) {
+			out[link] = n
+		}
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package clusterlink
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+func sharded(frontends ...string) Config {
+	return Config{MCServiceConnectionLimit: 10, IngressShards: IngressShards{LoadBalancer: "kubernetes-internal", Frontends: frontends,
+		Subscriptions: []string{"S2", "s1", "s2"}}}
+}
+
+// TestIngressServices: the first keeps its name, the others follow it;
+// the gateway layout has no ingress endpoint and so no further service.
+func TestIngressServices(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want []string
+	}{
+		{Config{}, []string{"mc-ingress-privatelink"}},
+		{sharded("fe2", "fe3"), []string{"mc-ingress-privatelink", "mc-ingress-privatelink-2", "mc-ingress-privatelink-3"}},
+		{func() Config { c := sharded("fe2"); c.MCLinkNames = []string{"in", "x"}; return c }(), []string{"in", "in-2"}},
+		{func() Config { c := sharded("fe2"); c.Layout = LayoutGateway; return c }(), []string{"mc-ingress-privatelink"}},
+	} {
+		if diff := cmp.Diff(tc.want, tc.cfg.IngressServices("mc")); diff != "" {
+			t.Errorf("%+v (-want +got):\n%s", tc.cfg, diff)
+		}
+	}
+	cfg := sharded("fe2")
+	if got := cfg.mcServices("mc"); !slices.Equal(got, []string{"mc-ingress-privatelink", "mc-ingress-privatelink-2"}) {
+		t.Errorf("mcServices = %v: the further services are counted as the MC's", got)
+	}
+}
+
+// TestWantedShards: the next service comes once every one before it has
+// 90 % of the limit; one that exists or has a cluster stays wanted.
+func TestWantedShards(t *testing.T) {
+	services := []string{"s1", "s2", "s3"}
+	for _, tc := range []struct {
+		reason string
+		use    map[string]int
+		exists map[string]bool
+		want   []int
+	}{
+		{"the first below 90 %", map[string]int{"s1": 8}, nil, nil},
+		{"the first at 90 %: the second", map[string]int{"s1": 9}, nil, []int{1}},
+		{"the first full, the second below: only the second", map[string]int{"s1": 10, "s2": 3}, nil, []int{1}},
+		{"both near: the third", map[string]int{"s1": 10, "s2": 9}, nil, []int{1, 2}},
+		{"the first emptied: the second exists and stays", map[string]int{"s1": 1}, map[string]bool{"s2": true}, []int{1}},
+		{"a cluster on the third keeps it wanted", map[string]int{"s3": 1}, nil, []int{2}},
+	} {
+		if got := WantedShards(services, tc.use, tc.exists, 10); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.reason, got, tc.want)
+		}
+	}
+	if got := WantedShards(services, map[string]int{"s1": 5000}, nil, 0); got != nil {
+		t.Errorf("no limit: %v, want no further service", got)
+	}
+}
+
+// TestDesiredShard: on its frontend of the ingress load balancer, in the
+// MC's subscription and group with its identity, NAT in the MC's
+// endpoint subnet by default, visible to and auto-approving the configured
+// subscriptions (lower case, once), orphaned on deletion, not owned by
+// the MC.
+func TestDesiredShard(t *testing.T) {
+	m := mc()
+	cfg := sharded("fe2", "fe3")
+	u := DesiredShard(m, cfg, 2)
+	if u.GetName() != "mc-ingress-privatelink-3" || u.GetNamespace() != m.Namespace || u.GetLabels()[ShardOfLabel] != m.Name || len(u.GetOwnerReferences()) != 0 {
+		t.Errorf("metadata: %s/%s %v %v", u.GetNamespace(), u.GetName(), u.GetLabels(), u.GetOwnerReferences())
+	}
+	spec := u.Object["spec"].(map[string]any)
+	fe := spec["frontend"].(map[string]any)["loadBalancer"].(map[string]any)
+	nat := spec["natSubnet"].(map[string]any)
+	if fe["name"] != "kubernetes-internal" || fe["frontendIPConfigurationName"] != "fe3" || nat["name"] != "mc-nodes" ||
+		spec["deletionPolicy"] != "Orphan" || spec["subscriptionID"] != m.SubscriptionID || spec["resourceGroup"] != m.ResourceGroup ||
+		!cmp.Equal(spec["autoApproval"], []any{"s1", "s2"}) || !cmp.Equal(spec["visibility"], []any{"s1", "s2"}) {
+		t.Errorf("spec: %v", spec)
+	}
+	cfg.IngressShards.NATSubnet = "pls-nat"
+	if got := DesiredShard(m, cfg, 1).Object["spec"].(map[string]any)["natSubnet"].(map[string]any)["name"]; got != "pls-nat" {
+		t.Errorf("configured NAT subnet: %v", got)
+	}
+}
+
+func readyShard(name string, subs ...string) *v1alpha1.AzurePrivateLinkService {
+	return &v1alpha1.AzurePrivateLinkService{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2, Labels: map[string]string{ShardOfLabel: "mc"}},
+		Spec:       v1alpha1.AzurePrivateLinkServiceSpec{AutoApproval: subs},
+		Status: v1alpha1.AzurePrivateLinkServiceStatus{ObservedGeneration: 2,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}},
+	}
+}
+
+// TestOnIngressShards: a new cluster gets the first service with room
+// that lists its subscription; a cluster connected to one keeps it
+// whatever the counts; with every ready service full, it waits for the
+// next one, or, when there is none, is refused as before.
+func TestOnIngressShards(t *testing.T) {
+	cfg := sharded("fe2", "fe3")
+	first, second, third := "mc-ingress-privatelink", "mc-ingress-privatelink-2", "mc-ingress-privatelink-3"
+	sub := strings.ToLower(wc("wc1").SubscriptionID)
+	notReady := readyShard(third, sub)
+	notReady.Status.ObservedGeneration = 1
+	for _, tc := range []struct {
+		reason     string
+		wc         *capz.AzureCluster
+		objs       map[string]*v1alpha1.AzurePrivateLinkService
+		use        map[string]int
+		wantLink   string
+		wantReason string
+	}{
+		{reason: "room in the first", wc: wc("wc1"), use: map[string]int{first: 9}, wantLink: first},
+		{reason: "the first full: the second", wc: wc("wc1"), objs: map[string]*v1alpha1.AzurePrivateLinkService{second: readyShard(second, sub)},
+			use: map[string]int{first: 10}, wantLink: second},
+		{reason: "held on the full first: kept", wc: wc("wc1", holding(first)),
+			objs: map[string]*v1alpha1.AzurePrivateLinkService{second: readyShard(second, sub)}, use: map[string]int{first: 12}, wantLink: first},
+		{reason: "held on the second, room in the first: not moved", wc: wc("wc1", holding(second)),
+			objs: map[string]*v1alpha1.AzurePrivateLinkService{second: readyShard(second, sub)}, use: map[string]int{first: 1, second: 10}, wantLink: second},
+		{reason: "held on a second no longer Ready: not moved", wc: wc("wc1", holding(second)), use: map[string]int{second: 3}, wantLink: second},
+		{reason: "the second without the cluster's subscription, the third not Ready: waits",
+			wc: wc("wc1"), objs: map[string]*v1alpha1.AzurePrivateLinkService{second: readyShard(second, "other"), third: notReady},
+			use: map[string]int{first: 10}, wantReason: ReasonIngressServiceWaiting},
+		{reason: "the first full, the second not made yet: waits", wc: wc("wc1"), use: map[string]int{first: 10}, wantReason: ReasonIngressServiceWaiting},
+		{reason: "every service full: refused", wc: wc("wc1"),
+			objs: map[string]*v1alpha1.AzurePrivateLinkService{second: readyShard(second, sub), third: readyShard(third, sub)},
+			use:  map[string]int{first: 10, second: 10, third: 10}, wantReason: ReasonServiceLimit},
+		{reason: "someone else's object of the second's name: skipped", wc: wc("wc1"),
+			objs: map[string]*v1alpha1.AzurePrivateLinkService{second: {ObjectMeta: metav1.ObjectMeta{Name: second}}, third: readyShard(third, sub)},
+			use:  map[string]int{first: 10}, wantLink: third},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			toMC, ps := WCToMC(mc(), tc.wc, cfg)
+			if len(ps) > 0 {
+				t.Fatal(ps)
+			}
+			use := ServiceUse{}
+			for link, n := range tc.use {
+				use[serviceIDOf(link)] = n
+			}
+			shards := ingressShards(mc(), cfg, tc.objs)
+			got, problems, err := onIngressShards(toMC, tc.wc, shards, first, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+				kept, problems := WithinServiceLimit(toMC, tc.wc, use, cfg.MCServiceConnectionLimit)
+				return kept, problems, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantReason != "" {
+				if len(problems) != 1 || problems[0].Reason != tc.wantReason || len(got) != 0 {
+					t.Fatalf("got %v, problems %v; want none and %s", got, problems, tc.wantReason)
+				}
+				return
+			}
+			if len(problems) > 0 || len(got) != 1 {
+				t.Fatalf("got %v, problems %v", got, problems)
+			}
+			ep := got[0]
+			if ep.Name != "wc1-to-mc-privatelink-privateendpoint" || ep.Connections[0].Name != "wc1-to-mc-privatelink-connection" ||
+				!strings.EqualFold(ep.Connections[0].PrivateLinkServiceID, serviceIDOf(tc.wantLink)) || ep.Link != tc.wantLink {
+				t.Errorf("endpoint %s (%s) to %s, want the same names to %s", ep.Name, ep.Connections[0].Name, ep.Connections[0].PrivateLinkServiceID, tc.wantLink)
+			}
+			if tc.wantLink != first && ep.ManualApproval {
+				t.Errorf("a further service auto-approves the cluster: manual approval asked")
+			}
+		})
+	}
+	// The waiting message names each service and why.
+	_, problems, _ := onIngressShards(mustWCToMC(t, cfg), wc("wc1"), ingressShards(mc(), cfg, map[string]*v1alpha1.AzurePrivateLinkService{third: notReady}),
+		first, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+			return nil, []Problem{{Reason: ReasonServiceLimit}}, nil
+		})
+	if len(problems) != 1 || !strings.Contains(problems[0].Message, second+" (not created yet)") || !strings.Contains(problems[0].Message, third+" (not Ready") {
+		t.Errorf("waiting: %v", problems)
+	}
+	// An error of the count is returned as it is.
+	boom := errors.New("cache")
+	if _, _, err := onIngressShards(mustWCToMC(t, cfg), wc("wc1"), ingressShards(mc(), cfg, nil), first, func([]Endpoint) ([]Endpoint, []Problem, error) {
+		return nil, nil, boom
+	}); !errors.Is(err, boom) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func mustWCToMC(t *testing.T, cfg Config) []Endpoint {
+	t.Helper()
+	toMC, ps := WCToMC(mc(), wc("wc1"), cfg)
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	return toMC
+}
+
+// TestWarnsNear: with further ingress services, only the last warns of
+// its limit (the others' 90 % makes the next one); other services warn
+// as before.
+func TestWarnsNear(t *testing.T) {
+	cfg := sharded("fe2")
+	use := map[string]int{"mc-ingress-privatelink": 10, "mc-ingress-privatelink-2": 9, "mc-gateway-privatelink": 9}
+	got := cfg.warnable("mc", use)
+	if _, ok := got["mc-ingress-privatelink"]; ok || len(got) != 2 {
+		t.Errorf("warnable = %v", got)
+	}
+	if !(Config{}).warnsNear("mc", "mc-ingress-privatelink") {
+		t.Error("one ingress service: it warns")
+	}
+}

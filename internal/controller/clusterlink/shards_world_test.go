@@ -1,0 +1,135 @@
+package clusterlink_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privatelinkservice"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
+)
+
+// TestMCIngressShards: Azure (azuresim) takes two endpoints per private
+// link service and so does the operator's limit; the MC's ingress load
+// balancer has two further frontends. wc1 and wc2 fill the hand-made
+// mc-ingress-privatelink, and the operator makes mc-ingress-privatelink-2
+// on the first further frontend; wc3 connects to it under the usual
+// endpoint name and gets its annotation. When wc1 goes, the new wc4 takes
+// its room on the first service, and no connected cluster ever moves. The
+// hand-made service is never written, and Azure is never sent an endpoint
+// it refuses.
+func TestMCIngressShards(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}, Frontends: []string{"shard-2", "shard-3"}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 2}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20), wcCluster("wc2", 21))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.MCServiceConnectionLimit = 2
+		o.IngressShards = clusterlink.IngressShards{LoadBalancer: "mc-ingress-lb", Frontends: []string{"shard-2", "shard-3"}, Subscriptions: []string{wcSub}}
+		o.PrivateLinkServices = true
+	})
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	wired(t, w, "wc1", true, true)
+	wired(t, w, "wc2", true, true)
+	ctx := context.Background()
+	first, err := w.Network(t, mcSub).NewPrivateLinkServicesClient().Get(ctx, "mc-rg", "mc-ingress-privatelink", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The first service full: the second is made, and only the second.
+	waitEvent(t, w, mcKey, clusterlink.ReasonIngressServiceRequested)
+	second := shardReady(t, w, "mc-ingress-privatelink-2")
+	if fe := second.Spec.Frontend.LoadBalancer; fe == nil || fe.Name != "mc-ingress-lb" || fe.FrontendIPConfigurationName != "shard-2" ||
+		second.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan || len(second.OwnerReferences) != 0 {
+		t.Errorf("the second service's object: %+v %+v", second.Spec, second.OwnerReferences)
+	}
+
+	create(t, w, testenv.SchemaFork, wcCluster("wc3", 22))
+	wired(t, w, "wc3", true, true)
+	connectsTo(t, w, "wc1", "mc-ingress-privatelink")
+	connectsTo(t, w, "wc2", "mc-ingress-privatelink")
+	connectsTo(t, w, "wc3", "mc-ingress-privatelink-2")
+	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: "mc-ingress-privatelink-3"}, &v1alpha1.AzurePrivateLinkService{}); err == nil {
+		t.Error("the third service was made while the second has room")
+	}
+
+	// wc1 goes: its room on the first service is wc4's; wc3 stays where it is.
+	deleteCluster(t, w, wcNS, "wc1")
+	create(t, w, testenv.SchemaFork, wcCluster("wc4", 23))
+	wired(t, w, "wc4", true, true)
+	connectsTo(t, w, "wc4", "mc-ingress-privatelink")
+	connectsTo(t, w, "wc3", "mc-ingress-privatelink-2")
+
+	after, err := w.Network(t, mcSub).NewPrivateLinkServicesClient().Get(ctx, "mc-rg", "mc-ingress-privatelink", nil)
+	if err != nil || *after.Etag != *first.Etag {
+		t.Errorf("the hand-made service was written: etag %v -> %v (%v)", *first.Etag, after.Etag, err)
+	}
+	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: "mc-ingress-privatelink"}, &v1alpha1.AzurePrivateLinkService{}); err == nil {
+		t.Error("an AzurePrivateLinkService of the hand-made service's name was made")
+	}
+	if n := w.Sim.Counters().Errors[endpointsPerServiceExceeded]; n != 0 {
+		t.Errorf("%d private endpoint requests refused by Azure with %s", n, endpointsPerServiceExceeded)
+	}
+}
+
+// shardReady waits until the MC's further ingress service name is Ready.
+func shardReady(t *testing.T, w *testworld.World, name string) *v1alpha1.AzurePrivateLinkService {
+	t.Helper()
+	p := &v1alpha1.AzurePrivateLinkService{}
+	testworld.Eventually(t, testworld.Timeout, name+" Ready", func(ctx context.Context) (bool, string) {
+		if err := w.Client.Get(ctx, types.NamespacedName{Namespace: mcNS, Name: name}, p); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprint(p.Status.Conditions)
+	})
+	if p.Labels[clusterlink.ShardOfLabel] != "mc" {
+		t.Errorf("%s's labels: %v", name, p.Labels)
+	}
+	return p
+}
+
+// connectsTo checks that a WC's ingress entry, under its usual name,
+// connects to the MC's service, and that its endpoint in Azure does.
+func connectsTo(t *testing.T, w *testworld.World, name, service string) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := w.Get(ctx, wcNS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, _ := capz.FromUnstructured(u)
+	entry := name + "-to-mc-privatelink-privateendpoint"
+	target := ""
+	for _, s := range wc.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			if pe.Name == entry && len(pe.Connections) == 1 {
+				target = pe.Connections[0].PrivateLinkServiceID
+			}
+		}
+	}
+	if want := clusterlink.PrivateLinkServiceID(mcSub, "mc-rg", service); !strings.EqualFold(target, want) {
+		t.Errorf("%s's entry %s connects to %q, want %s", name, entry, target, want)
+	}
+	pe, err := w.Network(t, wcSub).NewPrivateEndpointsClient().Get(ctx, name+"-rg", entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := pe.Properties.PrivateLinkServiceConnections
+	if len(conns) != 1 || !strings.HasSuffix(strings.ToLower(*conns[0].Properties.PrivateLinkServiceID), "/"+service) {
+		t.Errorf("%s's endpoint in Azure: %+v", name, conns)
+	}
+}
