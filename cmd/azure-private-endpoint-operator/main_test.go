@@ -92,6 +92,7 @@ func TestParseFlags(t *testing.T) {
 			mcEndpointLimit:          1000,
 			mcServiceConnectionLimit: 1000,
 			ingressLoadBalancer:      "kubernetes-internal",
+			gatewayLoadBalancer:      "kubernetes-internal",
 			dns: dnsFlags{
 				mcZone: "{{.Cluster}}.{{.BaseDomain}}", wcZone: "{{.ManagementCluster}}.{{.BaseDomain}}",
 				mcRecords: "api", wcRecords: "*", ttl: 300, check: time.Hour, reads: 400, writes: 800, zoneLimit: 1000,
@@ -209,7 +210,18 @@ func TestParseFlags(t *testing.T) {
 		{
 			reason:  "further ingress services need the subscriptions they auto-approve",
 			args:    []string{"--mc-ingress-shard-frontends=a"},
-			wantErr: "--mc-ingress-shard-frontends needs --mc-ingress-shard-subscriptions",
+			wantErr: "further ingress services (--mc-ingress-shard-frontends, --mc-gateway-shard-frontends) need --mc-ingress-shard-subscriptions",
+		},
+		{
+			reason:  "further gateway services need the gateway endpoint",
+			args:    []string{"--mc-gateway-shard-frontends=g", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-gateway-shard-frontends needs a layout with the gateway endpoint",
+		},
+		{
+			reason: "one frontend for both services of one load balancer is refused",
+			args: []string{"--mc-ingress-shard-frontends=a", "--mc-gateway-shard-frontends=A", "--wc-to-mc-layout=ingress+gateway",
+				"--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name A of load balancer kubernetes-internal",
 		},
 		{
 			reason:  "a subscription that is not one is refused",
@@ -224,7 +236,7 @@ func TestParseFlags(t *testing.T) {
 		{
 			reason:  "further ingress services need the AzurePrivateLinkService controller",
 			args:    []string{"--mc-ingress-shard-frontends=a", "--enable-private-link-service-controller=false", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
-			wantErr: "--mc-ingress-shard-frontends needs --enable-private-link-service-controller",
+			wantErr: "further ingress services need --enable-private-link-service-controller",
 		},
 		{
 			reason:  "further ingress services need the ingress endpoint",

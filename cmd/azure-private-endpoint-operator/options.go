@@ -71,6 +71,8 @@ type options struct {
 	ingressLoadBalancer       string
 	ingressShardNATSubnet     string
 	ingressShardSubscriptions string
+	gatewayShardFrontends     string
+	gatewayLoadBalancer       string
 	watchFilter               string
 	defaultAzureEnvironment   string
 	customCloudFile           string
@@ -201,7 +203,8 @@ func (o *options) linkOptions() clusterlink.Options {
 			MCServiceConnectionLimit: o.mcServiceConnectionLimit,
 			IngressShards: clusterlink.IngressShards{
 				LoadBalancer: o.ingressLoadBalancer, Frontends: commaList(o.ingressShardFrontends), NATSubnet: o.ingressShardNATSubnet,
-				Subscriptions: commaList(o.ingressShardSubscriptions),
+				Subscriptions:       commaList(o.ingressShardSubscriptions),
+				GatewayLoadBalancer: o.gatewayLoadBalancer, GatewayFrontends: commaList(o.gatewayShardFrontends),
 			},
 			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
 		},
@@ -391,8 +394,12 @@ func (o *options) flagSet() *flag.FlagSet {
 		"The management cluster's internal load balancer the ingress is on, in its resource group (cloud-provider-azure names it <cluster-name>-internal), for --mc-ingress-shard-frontends.")
 	fs.StringVar(&o.ingressShardNATSubnet, "mc-ingress-shard-nat-subnet", "",
 		"Subnet of the ingress load balancer's network whose addresses the further ingress private link services' NAT IP configurations take (its private link service network policies are disabled). Default: the subnet the management cluster's private endpoints go in (--mc-private-endpoint-subnet).")
+	fs.StringVar(&o.gatewayShardFrontends, "mc-gateway-shard-frontends", "",
+		"Comma-separated frontend IP configurations of the load balancer of the management cluster's gateway (--mc-gateway-load-balancer) for further gateway private link services <mc-name>-gateway-privatelink-2, -3, ... in the gateway layouts (--wc-to-mc-layout=ingress+gateway or gateway), at most 7; made and assigned as --mc-ingress-shard-frontends says. Default: none (one gateway service).")
+	fs.StringVar(&o.gatewayLoadBalancer, "mc-gateway-load-balancer", "kubernetes-internal",
+		"The management cluster's internal load balancer the gateway is on, in its resource group, for --mc-gateway-shard-frontends.")
 	fs.StringVar(&o.ingressShardSubscriptions, "mc-ingress-shard-subscriptions", "",
-		"Comma-separated subscription IDs the further ingress private link services (--mc-ingress-shard-frontends) show themselves to and auto-approve: the workload clusters' subscriptions, at most 64. Required with --mc-ingress-shard-frontends. A workload cluster of another subscription stays on the first service or waits (WaitingForIngressService); the list is never taken from the clusters' specs, where a tenant could name any subscription.")
+		"Comma-separated subscription IDs the further ingress and gateway private link services (--mc-ingress-shard-frontends, --mc-gateway-shard-frontends) show themselves to and auto-approve: the workload clusters' subscriptions, at most 64. Required with either. A workload cluster of another subscription stays on the first service or waits (WaitingForIngressService); the list is never taken from the clusters' specs, where a tenant could name any subscription.")
 	fs.IntVar(&o.mcServiceConnectionLimit, "mc-service-connection-limit", clusterlink.AzureEndpointsPerService,
 		"How many clusters may connect to each management cluster private link service a workload cluster connects to (<mc>-ingress-privatelink, the gateway's, --mc-private-link-names), counting every AzureCluster with an entry to it: Azure allows 1,000 private endpoints per private link service. From 90% a Warning Event on the MC (PrivateLinkServiceConnectionLimitNear) says so; at the limit a new workload cluster gets no endpoint to it (its GSPrivateLinksReady says PrivateLinkServiceConnectionLimit) instead of Azure refusing it; connections that exist stay. 1 to 1000; lower it by the endpoints other tools connect to the service.")
 	fs.StringVar(&o.wcSubnet, "wc-private-endpoint-subnet", "",
@@ -625,23 +632,17 @@ var subscriptionID = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4
 
 // validateShards checks the flags of the MC's further ingress services.
 func (o *options) validateShards() []error {
-	fes := commaList(o.ingressShardFrontends)
-	if len(fes) == 0 {
+	ingress, gateway := commaList(o.ingressShardFrontends), commaList(o.gatewayShardFrontends)
+	if len(ingress)+len(gateway) == 0 {
 		return nil
 	}
-	var errs []error
-	if len(fes) > clusterlink.MaxIngressShards-1 {
-		errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends names %d frontends: at most %d (Azure allows %d private link services per load balancer, the first ingress service included)",
-			len(fes), clusterlink.MaxIngressShards-1, clusterlink.MaxIngressShards))
-	}
-	seen := map[string]bool{}
-	for _, fe := range fes {
-		if seen[strings.ToLower(fe)] {
-			errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends names %s twice: a frontend takes one private link service", fe))
-		}
-		seen[strings.ToLower(fe)] = true
-		if len(fe) > 80 {
-			errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends: %q is longer than Azure's 80 characters", fe))
+	errs := checkFrontends("--mc-ingress-shard-frontends", ingress)
+	errs = append(errs, checkFrontends("--mc-gateway-shard-frontends", gateway)...)
+	if strings.EqualFold(o.ingressLoadBalancer, o.gatewayLoadBalancer) {
+		for _, fe := range gateway {
+			if slices.ContainsFunc(ingress, func(s string) bool { return strings.EqualFold(s, fe) }) {
+				errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name %s of load balancer %s: a frontend takes one private link service", fe, o.ingressLoadBalancer))
+			}
 		}
 	}
 	subs := commaList(o.ingressShardSubscriptions)
@@ -652,17 +653,44 @@ func (o *options) validateShards() []error {
 	}
 	switch {
 	case len(subs) == 0:
-		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --mc-ingress-shard-subscriptions: the workload clusters' subscriptions the further ingress services auto-approve"))
+		errs = append(errs, errors.New("further ingress services (--mc-ingress-shard-frontends, --mc-gateway-shard-frontends) need --mc-ingress-shard-subscriptions: the workload clusters' subscriptions they auto-approve"))
 	case len(subs) > clusterlink.MaxShardSubscriptions:
 		errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions names %d subscriptions: at most %d", len(subs), clusterlink.MaxShardSubscriptions))
 	}
-	switch {
-	case o.ingressLoadBalancer == "":
+	if !o.plsController {
+		errs = append(errs, errors.New("further ingress services need --enable-private-link-service-controller: they are AzurePrivateLinkService objects"))
+	}
+	if len(ingress) > 0 && o.ingressLoadBalancer == "" {
 		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --mc-ingress-load-balancer"))
-	case !o.plsController:
-		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --enable-private-link-service-controller: the further ingress services are AzurePrivateLinkService objects"))
-	case o.wcToMCLayout == string(clusterlink.LayoutGateway):
-		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs a layout with the ingress endpoint (--wc-to-mc-layout=ingress or ingress+gateway): the gateway's service is not sharded"))
+	}
+	if len(gateway) > 0 && o.gatewayLoadBalancer == "" {
+		errs = append(errs, errors.New("--mc-gateway-shard-frontends needs --mc-gateway-load-balancer"))
+	}
+	if len(ingress) > 0 && o.wcToMCLayout == string(clusterlink.LayoutGateway) {
+		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs a layout with the ingress endpoint (--wc-to-mc-layout=ingress or ingress+gateway); the gateway's further services are --mc-gateway-shard-frontends"))
+	}
+	if len(gateway) > 0 && o.wcToMCLayout == string(clusterlink.LayoutIngress) {
+		errs = append(errs, errors.New("--mc-gateway-shard-frontends needs a layout with the gateway endpoint (--wc-to-mc-layout=ingress+gateway or gateway)"))
+	}
+	return errs
+}
+
+// checkFrontends checks one list of frontends for further services.
+func checkFrontends(flag string, fes []string) []error {
+	var errs []error
+	if len(fes) > clusterlink.MaxIngressShards-1 {
+		errs = append(errs, fmt.Errorf("%s names %d frontends: at most %d (Azure allows %d private link services per load balancer, the first service included)",
+			flag, len(fes), clusterlink.MaxIngressShards-1, clusterlink.MaxIngressShards))
+	}
+	seen := map[string]bool{}
+	for _, fe := range fes {
+		if seen[strings.ToLower(fe)] {
+			errs = append(errs, fmt.Errorf("%s names %s twice: a frontend takes one private link service", flag, fe))
+		}
+		seen[strings.ToLower(fe)] = true
+		if len(fe) > 80 {
+			errs = append(errs, fmt.Errorf("%s: %q is longer than Azure's 80 characters", flag, fe))
+		}
 	}
 	return errs
 }

@@ -142,7 +142,7 @@ func (c Config) mcServices(mcName string) []string {
 	for _, s := range slots {
 		out = append(out, s.link)
 	}
-	for _, name := range c.IngressServices(mcName)[1:] {
+	for _, name := range c.furtherServices(mcName) {
 		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}

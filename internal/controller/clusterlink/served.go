@@ -64,11 +64,7 @@ func (w *Wiring) Serves(ctx context.Context, u *unstructured.Unstructured, wc *c
 	// The wiring's limit on the MC's services and its choice of ingress
 	// service, as the wiring decides them (without its admissions the
 	// cache does not show yet).
-	shards, err := readIngressShards(ctx, w.Client, mcs.view, w.Opts.Config)
-	if err != nil {
-		return Served{}, false, err
-	}
-	p.toMC, _, err = onIngressShards(p.toMC, wired, shards, w.Opts.LinkNames(mcs.view.Name)[0], func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+	p.toMC, _, err = onShards(ctx, w.Client, mcs.view, wired, w.Opts.Config, p.toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
 		ids := newTargets(toMC, wired)
 		if len(ids) == 0 || w.Opts.MCServiceConnectionLimit <= 0 {
 			return toMC, nil, nil

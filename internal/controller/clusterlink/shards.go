@@ -34,7 +34,8 @@ import (
 // change with the service, so what reads the ingress annotation sees no
 // difference.
 
-// IngressShards configures the MC's ingress services beyond the first.
+// IngressShards configures the MC's ingress services beyond the first:
+// the ingress link's and, in the gateway layouts, the gateway's.
 type IngressShards struct {
 	// LoadBalancer is the MC's internal load balancer the ingress is on,
 	// in the MC's resource group (cloud-provider-azure's default:
@@ -44,6 +45,10 @@ type IngressShards struct {
 	// … service, in that order (at most MaxIngressShards-1). Empty: no
 	// service beyond the first.
 	Frontends []string
+	// GatewayLoadBalancer and GatewayFrontends are the same for the
+	// gateway's service (<mc>-gateway-privatelink) in the gateway layouts.
+	GatewayLoadBalancer string
+	GatewayFrontends    []string
 	// NATSubnet is the subnet of the load balancer's network the services'
 	// NAT IP configurations take their addresses from (its private link
 	// service network policies are disabled). Default: the subnet the
@@ -64,19 +69,19 @@ const (
 	// ShardOfLabel marks an AzurePrivateLinkService the operator made as
 	// one of the MC's ingress services; its value is the MC's name.
 	ShardOfLabel = "privatelink.giantswarm.io/mc-ingress-shard-of"
-	// ShardThresholdPercent: the next service is made once every service
-	// before it has this share of --mc-service-connection-limit, so that it
-	// is Ready before the last room goes.
+	// ShardThresholdPercent is the share of --mc-service-connection-limit
+	// every service before the next must have for the next to be made, so
+	// that it is Ready before the last room goes.
 	ShardThresholdPercent = 90
 
-	// ReasonIngressServiceWaiting: every ingress service with room is
-	// taken and the next one is not Ready yet (or does not show the
-	// cluster's subscription yet); the cluster is wired once it is.
+	// ReasonIngressServiceWaiting says the ingress services that can take
+	// a cluster are full and no further one can take it yet (not made,
+	// not Ready, or not listing its subscription).
 	ReasonIngressServiceWaiting = "WaitingForIngressService"
-	// ReasonIngressServiceRequested: the operator created the MC's next
+	// ReasonIngressServiceRequested says the operator created the MC's next
 	// ingress service (a Normal Event on the MC).
 	ReasonIngressServiceRequested = "IngressPrivateLinkServiceRequested"
-	// ReasonIngressServiceNameTaken: an AzurePrivateLinkService of the
+	// ReasonIngressServiceNameTaken says an AzurePrivateLinkService of the
 	// name of one of the MC's ingress services exists and is not the
 	// operator's: it is neither used nor changed (a Warning on the MC).
 	ReasonIngressServiceNameTaken = "IngressPrivateLinkServiceNameTaken"
@@ -86,36 +91,64 @@ const (
 // MaxItems.
 const MaxShardSubscriptions = 64
 
-// Sharded says whether the MC's ingress has services beyond the first: set,
-// and a layout with the ingress endpoint.
-func (c Config) Sharded() bool {
-	return len(c.IngressShards.Frontends) > 0 && c.Layout != LayoutGateway
+// shardSet is one MC service WCs connect to that has further services:
+// the first's name, and the load balancer and frontends of the others.
+type shardSet struct {
+	first, loadBalancer string
+	frontends           []string
 }
 
-// IngressServices are the MC's ingress private link services in order: the
-// first link (whoever made it), then the operator's, named
-// <first>-2, <first>-3, … (the objects' and Azure's names).
-func (c Config) IngressServices(mcName string) []string {
-	first := c.LinkNames(mcName)[0]
-	out := []string{first}
-	if !c.Sharded() {
-		return out
-	}
-	for k := range c.IngressShards.Frontends {
-		out = append(out, fmt.Sprintf("%s-%d", first, k+2))
+// services are the set's services in order: the first (whoever made it),
+// then the operator's, named <first>-2, <first>-3, … (the objects' and
+// Azure's names).
+func (s shardSet) services() []string {
+	out := make([]string, 0, 1+len(s.frontends))
+	out = append(out, s.first)
+	for k := range s.frontends {
+		out = append(out, fmt.Sprintf("%s-%d", s.first, k+2))
 	}
 	return out
 }
 
-// DesiredShard is the AzurePrivateLinkService of the MC's ingress service
-// k (1 is the second): on frontend k of the ingress load balancer, its NAT
+// shardSets are the MC's services with further services in the
+// configured layout: the ingress link's (layouts with the ingress
+// endpoint), then the gateway's (layouts with the gateway endpoint).
+func (c Config) shardSets(mcName string) []shardSet {
+	var out []shardSet
+	sh := c.IngressShards
+	if len(sh.Frontends) > 0 && c.Layout != LayoutGateway {
+		out = append(out, shardSet{first: c.LinkNames(mcName)[0], loadBalancer: sh.LoadBalancer, frontends: sh.Frontends})
+	}
+	if len(sh.GatewayFrontends) > 0 && (c.Layout == LayoutGateway || c.Layout == LayoutIngressAndGateway) {
+		out = append(out, shardSet{first: GatewayLinkName(mcName), loadBalancer: sh.GatewayLoadBalancer, frontends: sh.GatewayFrontends})
+	}
+	return out
+}
+
+// Sharded says whether one of the MC's services WCs connect to has
+// further services in the configured layout.
+func (c Config) Sharded() bool { return len(c.shardSets("mc")) > 0 }
+
+// IngressServices are the MC's services, in order, of the set whose first
+// service is first (only first when it has no further ones).
+func (c Config) IngressServices(mcName, first string) []string {
+	for _, set := range c.shardSets(mcName) {
+		if set.first == first {
+			return set.services()
+		}
+	}
+	return []string{first}
+}
+
+// DesiredShard is the AzurePrivateLinkService of the MC's service k (1 is
+// the second) of set: on frontend k of the set's load balancer, its NAT
 // IPs in the configured subnet, visible to and auto-approving the
 // configured subscriptions. Not owned by the MC's
 // AzureCluster: a clusterctl move deletes that object in the source, and
 // garbage collection must not take every cluster's way to the MC with it.
 // DeletionPolicy Orphan: deleting the object leaves Azure's service and
 // its connections; removing one is a person's decision.
-func DesiredShard(mc *capz.AzureCluster, cfg Config, k int) *unstructured.Unstructured {
+func desiredShard(mc *capz.AzureCluster, cfg Config, set shardSet, k int) *unstructured.Unstructured {
 	nat := cfg.IngressShards.NATSubnet
 	if nat == "" {
 		nat, _ = endpointSubnet(mc, cfg.MCSubnet)
@@ -134,7 +167,7 @@ func DesiredShard(mc *capz.AzureCluster, cfg Config, k int) *unstructured.Unstru
 		"resourceGroup":  mc.ResourceGroup,
 		"location":       mc.Location,
 		"frontend": map[string]any{"loadBalancer": map[string]any{
-			"name": cfg.IngressShards.LoadBalancer, "frontendIPConfigurationName": cfg.IngressShards.Frontends[k-1],
+			"name": set.loadBalancer, "frontendIPConfigurationName": set.frontends[k-1],
 		}},
 		"natSubnet":      map[string]any{"name": nat, "fixNetworkPolicies": true},
 		"visibility":     listed,
@@ -150,7 +183,7 @@ func DesiredShard(mc *capz.AzureCluster, cfg Config, k int) *unstructured.Unstru
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AzurePrivateLinkService"))
 	u.SetNamespace(mc.Namespace)
-	u.SetName(cfg.IngressServices(mc.Name)[k])
+	u.SetName(set.services()[k])
 	u.SetLabels(map[string]string{ShardOfLabel: mc.Name})
 	return u
 }
@@ -191,10 +224,10 @@ func (s ingressShard) serves(sub string) bool {
 	return s.ready && (s.subs == nil || slices.Contains(s.subs, strings.ToLower(sub)))
 }
 
-// ingressShards are the MC's ingress services in order, from the
+// ingressShards are the services of set in order, from the
 // AzurePrivateLinkService objects of the MC's namespace (objs, by name).
-func ingressShards(mc *capz.AzureCluster, cfg Config, objs map[string]*v1alpha1.AzurePrivateLinkService) []ingressShard {
-	names := cfg.IngressServices(mc.Name)
+func ingressShards(mc *capz.AzureCluster, set shardSet, objs map[string]*v1alpha1.AzurePrivateLinkService) []ingressShard {
+	names := set.services()
 	out := make([]ingressShard, 0, len(names))
 	for i, name := range names {
 		s := ingressShard{name: name, id: strings.ToLower(PrivateLinkServiceID(mc.SubscriptionID, mc.ResourceGroup, name))}
@@ -224,24 +257,28 @@ func ingressShards(mc *capz.AzureCluster, cfg Config, objs map[string]*v1alpha1.
 	return out
 }
 
-// readIngressShards reads the MC's ingress services' objects from the
-// cache; nil when the ingress is not sharded.
-func readIngressShards(ctx context.Context, c client.Reader, mc *capz.AzureCluster, cfg Config) ([]ingressShard, error) {
+// onShards gives wc's endpoints to the MC their services in every set of
+// the MC's (onIngressShards, one set within the other) and admits them;
+// admit alone when nothing is sharded.
+func onShards(ctx context.Context, c client.Reader, mc, wc *capz.AzureCluster, cfg Config, toMC []Endpoint, admit admitFunc) ([]Endpoint, []Problem, error) {
 	objs, err := shardObjects(ctx, c, mc, cfg)
-	if err != nil || objs == nil {
-		return nil, err
+	if err != nil {
+		return nil, nil, err
 	}
-	return ingressShards(mc, cfg, objs), nil
+	for _, set := range cfg.shardSets(mc.Name) {
+		inner, shards, first := admit, ingressShards(mc, set, objs), set.first
+		admit = func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+			return onIngressShards(toMC, wc, shards, first, inner)
+		}
+	}
+	return admit(toMC)
 }
 
-// shardObjects reads the AzurePrivateLinkServices of the MC's further
-// ingress services' names, by name; nil when the ingress is not sharded.
+// shardObjects reads the AzurePrivateLinkServices of the names of the
+// MC's further services, by name.
 func shardObjects(ctx context.Context, c client.Reader, mc *capz.AzureCluster, cfg Config) (map[string]*v1alpha1.AzurePrivateLinkService, error) {
-	if !cfg.Sharded() {
-		return nil, nil
-	}
 	out := map[string]*v1alpha1.AzurePrivateLinkService{}
-	for _, name := range cfg.IngressServices(mc.Name)[1:] {
+	for _, name := range cfg.furtherServices(mc.Name) {
 		p := &v1alpha1.AzurePrivateLinkService{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: mc.Namespace, Name: name}, p); err != nil {
 			if client.IgnoreNotFound(err) != nil {
@@ -252,6 +289,15 @@ func shardObjects(ctx context.Context, c client.Reader, mc *capz.AzureCluster, c
 		out[name] = p
 	}
 	return out, nil
+}
+
+// furtherServices are the names of the MC's further services, every set's.
+func (c Config) furtherServices(mcName string) []string {
+	var out []string
+	for _, set := range c.shardSets(mcName) {
+		out = append(out, set.services()[1:]...)
+	}
+	return out
 }
 
 // admitFunc admits a cluster's endpoints to the MC under the services'
@@ -341,25 +387,38 @@ func (r *MCReconciler) ensureShards(ctx context.Context, seen *mcSeen, use map[s
 	}
 	scope := key(seen.mc)
 	var lasting []string
-	warn := func(reason, msg string) {
-		lasting = append(lasting, reason)
-		if r.shardMemory.first(scope, reason) {
-			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, reason, "Wire", "%s", msg)
-		}
+	// first says whether the pass is the first to see what memKey names
+	// since it began; it is remembered while passes see it.
+	first := func(memKey string) bool {
+		lasting = append(lasting, memKey)
+		return r.shardMemory.first(scope, memKey)
 	}
 	defer func() { r.shardMemory.keepOnly(scope, lasting) }()
-	services := r.Opts.IngressServices(seen.mc.Name)
 	exists := map[string]bool{}
 	for name := range objs {
 		exists[name] = true
 	}
+	for _, set := range r.Opts.shardSets(seen.mc.Name) {
+		if err := r.ensureShardSet(ctx, seen, set, use, objs, exists, first); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureShardSet applies the further services of one set.
+func (r *MCReconciler) ensureShardSet(ctx context.Context, seen *mcSeen, set shardSet, use map[string]int,
+	objs map[string]*v1alpha1.AzurePrivateLinkService, exists map[string]bool, first func(memKey string) bool) error {
+	services := set.services()
 	for _, k := range WantedShards(services, use, exists, r.Opts.MCServiceConnectionLimit) {
-		want := DesiredShard(seen.mc, r.Opts.Config, k)
+		want := desiredShard(seen.mc, r.Opts.Config, set, k)
 		existing := objs[services[k]]
 		if existing != nil && existing.Labels[ShardOfLabel] != seen.mc.Name {
-			warn(ReasonIngressServiceNameTaken, fmt.Sprintf(
-				"AzurePrivateLinkService %s/%s exists and is not the operator's (no label %s=%s): it is neither used nor changed, "+
-					"and no ingress service comes after it; rename or remove it", seen.mc.Namespace, services[k], ShardOfLabel, seen.mc.Name))
+			if first(ReasonIngressServiceNameTaken + ":" + services[k]) {
+				r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonIngressServiceNameTaken, "Wire",
+					"AzurePrivateLinkService %s/%s exists and is not the operator's (no label %s=%s): it is neither used nor changed, "+
+						"and no service comes after it; rename or remove it", seen.mc.Namespace, services[k], ShardOfLabel, seen.mc.Name)
+			}
 			return nil
 		}
 		if upToDateShard(existing, want) {
@@ -368,14 +427,11 @@ func (r *MCReconciler) ensureShards(ctx context.Context, seen *mcSeen, use map[s
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
 			return err
 		}
-		if existing == nil {
-			// Once, though the cache may not show the object at the next pass.
-			lasting = append(lasting, "requested:"+want.GetName())
-		}
-		if existing == nil && r.shardMemory.first(scope, "requested:"+want.GetName()) {
+		// Once, though the cache may not show the object at the next pass.
+		if existing == nil && first(ReasonIngressServiceRequested+":"+want.GetName()) {
 			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeNormal, ReasonIngressServiceRequested, "Wire",
-				"created AzurePrivateLinkService %s/%s on frontend %s of load balancer %s: every ingress service before it has %d%% or more of the limit %d (--mc-service-connection-limit; %s has %d); new workload clusters connect to it once it is Ready",
-				want.GetNamespace(), want.GetName(), r.Opts.IngressShards.Frontends[k-1], r.Opts.IngressShards.LoadBalancer,
+				"created AzurePrivateLinkService %s/%s on frontend %s of load balancer %s: every service before it has %d%% or more of the limit %d (--mc-service-connection-limit; %s has %d); new workload clusters connect to it once it is Ready",
+				want.GetNamespace(), want.GetName(), set.frontends[k-1], set.loadBalancer,
 				ShardThresholdPercent, r.Opts.MCServiceConnectionLimit, services[k-1], use[services[k-1]])
 		}
 	}
@@ -388,12 +444,15 @@ func upToDateShard(existing *v1alpha1.AzurePrivateLinkService, want *unstructure
 }
 
 // warnsNear says whether the MC's service link gets the Warning of a
-// connection limit near: with further ingress services, an ingress
-// service near its limit is what makes the next one, so only the last
-// does.
+// connection limit near: in a set with further services, a service near
+// its limit is what makes the next one, so only the set's last does.
 func (c Config) warnsNear(mcName, link string) bool {
-	services := c.IngressServices(mcName)
-	return !slices.Contains(services, link) || link == services[len(services)-1]
+	for _, set := range c.shardSets(mcName) {
+		if services := set.services(); slices.Contains(services, link) {
+			return link == services[len(services)-1]
+		}
+	}
+	return true
 }
 
 // warnable is use without the services that get no such Warning.

@@ -1,6 +1,7 @@
 package clusterlink
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -19,23 +22,38 @@ func sharded(frontends ...string) Config {
 }
 
 // TestIngressServices: the first keeps its name, the others follow it;
-// the gateway layout has no ingress endpoint and so no further service.
+// a layout without the ingress endpoint has no further ingress service,
+// one without the gateway endpoint no further gateway service.
 func TestIngressServices(t *testing.T) {
+	ingress, gateway := "mc-ingress-privatelink", GatewayLinkName("mc")
+	withGateway := func(layout Layout) Config {
+		c := sharded("fe2")
+		c.Layout, c.IngressShards.GatewayLoadBalancer, c.IngressShards.GatewayFrontends = layout, "gw-lb", []string{"g2", "g3"}
+		return c
+	}
 	for _, tc := range []struct {
-		cfg  Config
-		want []string
+		cfg         Config
+		first       string
+		want        []string
+		wantFurther []string
 	}{
-		{Config{}, []string{"mc-ingress-privatelink"}},
-		{sharded("fe2", "fe3"), []string{"mc-ingress-privatelink", "mc-ingress-privatelink-2", "mc-ingress-privatelink-3"}},
-		{func() Config { c := sharded("fe2"); c.MCLinkNames = []string{"in", "x"}; return c }(), []string{"in", "in-2"}},
-		{func() Config { c := sharded("fe2"); c.Layout = LayoutGateway; return c }(), []string{"mc-ingress-privatelink"}},
+		{Config{}, ingress, []string{ingress}, nil},
+		{sharded("fe2", "fe3"), ingress, []string{ingress, ingress + "-2", ingress + "-3"}, []string{ingress + "-2", ingress + "-3"}},
+		{func() Config { c := sharded("fe2"); c.MCLinkNames = []string{"in", "x"}; return c }(), "in", []string{"in", "in-2"}, []string{"in-2"}},
+		{func() Config { c := sharded("fe2"); c.Layout = LayoutGateway; return c }(), ingress, []string{ingress}, nil},
+		{withGateway(LayoutGateway), gateway, []string{gateway, gateway + "-2", gateway + "-3"}, []string{gateway + "-2", gateway + "-3"}},
+		{withGateway(LayoutIngressAndGateway), ingress, []string{ingress, ingress + "-2"}, []string{ingress + "-2", gateway + "-2", gateway + "-3"}},
+		{withGateway(LayoutIngress), gateway, []string{gateway}, []string{ingress + "-2"}},
 	} {
-		if diff := cmp.Diff(tc.want, tc.cfg.IngressServices("mc")); diff != "" {
+		if diff := cmp.Diff(tc.want, tc.cfg.IngressServices("mc", tc.first)); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", tc.cfg, diff)
+		}
+		if diff := cmp.Diff(tc.wantFurther, tc.cfg.furtherServices("mc")); diff != "" {
+			t.Errorf("further services of %+v (-want +got):\n%s", tc.cfg, diff)
 		}
 	}
 	cfg := sharded("fe2")
-	if got := cfg.mcServices("mc"); !slices.Equal(got, []string{"mc-ingress-privatelink", "mc-ingress-privatelink-2"}) {
+	if got := cfg.mcServices("mc"); !slices.Equal(got, []string{ingress, ingress + "-2"}) {
 		t.Errorf("mcServices = %v: the further services are counted as the MC's", got)
 	}
 }
@@ -74,7 +92,7 @@ func TestWantedShards(t *testing.T) {
 func TestDesiredShard(t *testing.T) {
 	m := mc()
 	cfg := sharded("fe2", "fe3")
-	u := DesiredShard(m, cfg, 2)
+	u := desiredShard(m, cfg, cfg.shardSets("mc")[0], 2)
 	if u.GetName() != "mc-ingress-privatelink-3" || u.GetNamespace() != m.Namespace || u.GetLabels()[ShardOfLabel] != m.Name || len(u.GetOwnerReferences()) != 0 {
 		t.Errorf("metadata: %s/%s %v %v", u.GetNamespace(), u.GetName(), u.GetLabels(), u.GetOwnerReferences())
 	}
@@ -87,7 +105,7 @@ func TestDesiredShard(t *testing.T) {
 		t.Errorf("spec: %v", spec)
 	}
 	cfg.IngressShards.NATSubnet = "pls-nat"
-	if got := DesiredShard(m, cfg, 1).Object["spec"].(map[string]any)["natSubnet"].(map[string]any)["name"]; got != "pls-nat" {
+	if got := desiredShard(m, cfg, cfg.shardSets("mc")[0], 1).Object["spec"].(map[string]any)["natSubnet"].(map[string]any)["name"]; got != "pls-nat" {
 		t.Errorf("configured NAT subnet: %v", got)
 	}
 }
@@ -139,61 +157,73 @@ func TestOnIngressShards(t *testing.T) {
 			use:  map[string]int{first: 10}, wantLink: third},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
-			toMC, ps := WCToMC(mc(), tc.wc, cfg)
-			if len(ps) > 0 {
-				t.Fatal(ps)
-			}
 			use := ServiceUse{}
 			for link, n := range tc.use {
 				use[serviceIDOf(link)] = n
 			}
-			shards := ingressShards(mc(), cfg, tc.objs)
-			got, problems, err := onIngressShards(toMC, tc.wc, shards, first, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
-				kept, problems := WithinServiceLimit(toMC, tc.wc, use, cfg.MCServiceConnectionLimit)
-				return kept, problems, nil
-			})
+			got, problems, err := onIngressShards(mustWCToMC(t, cfg, tc.wc), tc.wc, ingressShards(mc(), cfg.shardSets("mc")[0], tc.objs), first,
+				func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+					kept, problems := WithinServiceLimit(toMC, tc.wc, use, cfg.MCServiceConnectionLimit)
+					return kept, problems, nil
+				})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.wantReason != "" {
-				if len(problems) != 1 || problems[0].Reason != tc.wantReason || len(got) != 0 {
-					t.Fatalf("got %v, problems %v; want none and %s", got, problems, tc.wantReason)
-				}
-				return
-			}
-			if len(problems) > 0 || len(got) != 1 {
-				t.Fatalf("got %v, problems %v", got, problems)
-			}
-			ep := got[0]
-			if ep.Name != "wc1-to-mc-privatelink-privateendpoint" || ep.Connections[0].Name != "wc1-to-mc-privatelink-connection" ||
-				!strings.EqualFold(ep.Connections[0].PrivateLinkServiceID, serviceIDOf(tc.wantLink)) || ep.Link != tc.wantLink {
-				t.Errorf("endpoint %s (%s) to %s, want the same names to %s", ep.Name, ep.Connections[0].Name, ep.Connections[0].PrivateLinkServiceID, tc.wantLink)
-			}
-			if tc.wantLink != first && ep.ManualApproval {
-				t.Errorf("a further service auto-approves the cluster: manual approval asked")
-			}
+			checkShardChoice(t, got, problems, tc.wantLink, tc.wantReason)
 		})
 	}
-	// The waiting message names each service and why.
-	_, problems, _ := onIngressShards(mustWCToMC(t, cfg), wc("wc1"), ingressShards(mc(), cfg, map[string]*v1alpha1.AzurePrivateLinkService{third: notReady}),
-		first, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+}
+
+// checkShardChoice: the cluster's one ingress endpoint, under its usual
+// names, connects to wantLink, auto-approved beyond the first; or, with
+// wantReason, it has none and that problem.
+func checkShardChoice(t *testing.T, got []Endpoint, problems []Problem, wantLink, wantReason string) {
+	t.Helper()
+	if wantReason != "" {
+		if len(problems) != 1 || problems[0].Reason != wantReason || len(got) != 0 {
+			t.Fatalf("got %v, problems %v; want none and %s", got, problems, wantReason)
+		}
+		return
+	}
+	if len(problems) > 0 || len(got) != 1 {
+		t.Fatalf("got %v, problems %v", got, problems)
+	}
+	ep := got[0]
+	if ep.Name != "wc1-to-mc-privatelink-privateendpoint" || ep.Connections[0].Name != "wc1-to-mc-privatelink-connection" ||
+		!strings.EqualFold(ep.Connections[0].PrivateLinkServiceID, serviceIDOf(wantLink)) || ep.Link != wantLink {
+		t.Errorf("endpoint %s (%s) to %s, want the same names to %s", ep.Name, ep.Connections[0].Name, ep.Connections[0].PrivateLinkServiceID, wantLink)
+	}
+	if wantLink != "mc-ingress-privatelink" && ep.ManualApproval {
+		t.Errorf("a further service auto-approves the cluster: manual approval asked")
+	}
+}
+
+// TestOnIngressShardsSays: the waiting message names each service and
+// why; an error of the count is returned as it is.
+func TestOnIngressShardsSays(t *testing.T) {
+	cfg := sharded("fe2", "fe3")
+	first, second, third := "mc-ingress-privatelink", "mc-ingress-privatelink-2", "mc-ingress-privatelink-3"
+	notReady := readyShard(third, strings.ToLower(wc("wc1").SubscriptionID))
+	notReady.Status.ObservedGeneration = 1
+	set := cfg.shardSets("mc")[0]
+	_, problems, _ := onIngressShards(mustWCToMC(t, cfg, wc("wc1")), wc("wc1"), ingressShards(mc(), set, map[string]*v1alpha1.AzurePrivateLinkService{third: notReady}),
+		first, func([]Endpoint) ([]Endpoint, []Problem, error) {
 			return nil, []Problem{{Reason: ReasonServiceLimit}}, nil
 		})
 	if len(problems) != 1 || !strings.Contains(problems[0].Message, second+" (not created yet)") || !strings.Contains(problems[0].Message, third+" (not Ready") {
 		t.Errorf("waiting: %v", problems)
 	}
-	// An error of the count is returned as it is.
 	boom := errors.New("cache")
-	if _, _, err := onIngressShards(mustWCToMC(t, cfg), wc("wc1"), ingressShards(mc(), cfg, nil), first, func([]Endpoint) ([]Endpoint, []Problem, error) {
+	if _, _, err := onIngressShards(mustWCToMC(t, cfg, wc("wc1")), wc("wc1"), ingressShards(mc(), set, nil), first, func([]Endpoint) ([]Endpoint, []Problem, error) {
 		return nil, nil, boom
 	}); !errors.Is(err, boom) {
 		t.Errorf("err = %v", err)
 	}
 }
 
-func mustWCToMC(t *testing.T, cfg Config) []Endpoint {
+func mustWCToMC(t *testing.T, cfg Config, w *capz.AzureCluster) []Endpoint {
 	t.Helper()
-	toMC, ps := WCToMC(mc(), wc("wc1"), cfg)
+	toMC, ps := WCToMC(mc(), w, cfg)
 	if len(ps) > 0 {
 		t.Fatal(ps)
 	}
@@ -212,5 +242,40 @@ func TestWarnsNear(t *testing.T) {
 	}
 	if !(Config{}).warnsNear("mc", "mc-ingress-privatelink") {
 		t.Error("one ingress service: it warns")
+	}
+}
+
+// TestOnShardsBothSets: in the ingress+gateway layout each service has its
+// own further services; a cluster whose gateway service is full and whose
+// ingress service has room connects to the first ingress service and the
+// second gateway service, read through the cache.
+func TestOnShardsBothSets(t *testing.T) {
+	scheme := k8sruntime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	m := mc()
+	gateway := GatewayLinkName("mc")
+	cfg := sharded("fe2")
+	cfg.Layout, cfg.IngressShards.GatewayLoadBalancer, cfg.IngressShards.GatewayFrontends = LayoutIngressAndGateway, "gw-lb", []string{"g2"}
+	sub := strings.ToLower(wc("wc1").SubscriptionID)
+	gw2 := readyShard(gateway+"-2", sub)
+	gw2.Namespace = m.Namespace
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw2).Build()
+	use := ServiceUse{serviceIDOf("mc-ingress-privatelink"): 3, serviceIDOf(gateway): 10}
+	toMC, ps := WCToMC(m, wc("wc1"), cfg)
+	if len(ps) > 0 || len(toMC) != 2 {
+		t.Fatal(toMC, ps)
+	}
+	got, problems, err := onShards(context.Background(), c, m, wc("wc1"), cfg, toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+		kept, problems := WithinServiceLimit(toMC, wc("wc1"), use, cfg.MCServiceConnectionLimit)
+		return kept, problems, nil
+	})
+	if err != nil || len(problems) > 0 || len(got) != 2 {
+		t.Fatalf("got %v, problems %v, err %v", got, problems, err)
+	}
+	if got[0].Link != "mc-ingress-privatelink" || got[1].Link != gateway+"-2" || got[1].Name != "wc1-to-mc-gateway-privateendpoint" ||
+		!strings.EqualFold(got[1].Connections[0].PrivateLinkServiceID, serviceIDOf(gateway+"-2")) {
+		t.Errorf("endpoints: %+v", got)
 	}
 }

@@ -106,13 +106,19 @@ func shardReady(t *testing.T, w *testworld.World, name string) *v1alpha1.AzurePr
 // connects to the MC's service, and that its endpoint in Azure does.
 func connectsTo(t *testing.T, w *testworld.World, name, service string) {
 	t.Helper()
+	connectsVia(t, w, name, name+"-to-mc-privatelink-privateendpoint", service)
+}
+
+// connectsVia checks that a WC's entry connects to the MC's service, and
+// that its endpoint in Azure does.
+func connectsVia(t *testing.T, w *testworld.World, name, entry, service string) {
+	t.Helper()
 	ctx := context.Background()
 	u, err := w.Get(ctx, wcNS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wc, _ := capz.FromUnstructured(u)
-	entry := name + "-to-mc-privatelink-privateendpoint"
 	target := ""
 	for _, s := range wc.Subnets {
 		for _, pe := range s.PrivateEndpoints {
@@ -131,5 +137,32 @@ func connectsTo(t *testing.T, w *testworld.World, name, service string) {
 	conns := pe.Properties.PrivateLinkServiceConnections
 	if len(conns) != 1 || !strings.HasSuffix(strings.ToLower(*conns[0].Properties.PrivateLinkServiceID), "/"+service) {
 		t.Errorf("%s's endpoint in Azure: %+v", name, conns)
+	}
+}
+
+// TestMCGatewayShards: in the gateway layout (the older operator 0.5's)
+// the gateway's service has further services the same way: with one
+// connection per service, wc1 takes the hand-made mc-gateway-privatelink,
+// the operator makes mc-gateway-privatelink-2, and wc2 connects to it
+// under its usual endpoint name.
+func TestMCGatewayShards(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}, Gateway: true, Frontends: []string{"gw-2"}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 1}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.Layout, o.MCServiceConnectionLimit, o.PrivateLinkServices = clusterlink.LayoutGateway, 1, true
+		o.IngressShards = clusterlink.IngressShards{GatewayLoadBalancer: "mc-ingress-lb", GatewayFrontends: []string{"gw-2"}, Subscriptions: []string{wcSub}}
+	})
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	wired(t, w, "wc1", true, true)
+	shardReady(t, w, "mc-gateway-privatelink-2")
+	create(t, w, testenv.SchemaFork, wcCluster("wc2", 21))
+	wired(t, w, "wc2", true, true)
+	connectsVia(t, w, "wc1", "wc1-to-mc-gateway-privateendpoint", "mc-gateway-privatelink")
+	connectsVia(t, w, "wc2", "wc2-to-mc-gateway-privateendpoint", "mc-gateway-privatelink-2")
+	if n := w.Sim.Counters().Errors[endpointsPerServiceExceeded]; n != 0 {
+		t.Errorf("%d private endpoint requests refused by Azure with %s", n, endpointsPerServiceExceeded)
 	}
 }

@@ -181,11 +181,7 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		return wiring{}, err
 	}
 	w := wiring{u: u, declared: declared, wc: wc, mc: mcs.view, plan: planEndpoints(u, wc, mcs, r.Opts)}
-	shards, err := readIngressShards(ctx, r.Client, mcs.view, r.Opts.Config)
-	if err != nil {
-		return wiring{}, err
-	}
-	toMC, limited, err := onIngressShards(w.toMC, wc, shards, r.Opts.LinkNames(mcs.view.Name)[0], func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+	toMC, limited, err := onShards(ctx, r.Client, mcs.view, wc, r.Opts.Config, w.toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
 		return r.services.admit(ctx, r.Client, wc, toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
 	})
 	if err != nil {
