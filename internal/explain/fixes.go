@@ -117,6 +117,7 @@ var stopsAt = map[string][]string{
 	// workload cluster's.
 	clusterlink.ReasonEndpointLimit:            {atLinksReady, atMCEntries},
 	clusterlink.ReasonServiceLimit:             {atLinksReady, atMCEntries},
+	clusterlink.ReasonIngressServiceWaiting:    {atLinksReady, atMCEntries},
 	clusterlink.ReasonNameConflict:             {atLinksReady, atMCEntries},
 	clusterlink.ReasonPrivateEndpointNameTaken: {atLinksReady, atMCEntries},
 	clusterlink.ReasonInvalidSpec:              {atLinksReady, atMCEntries},

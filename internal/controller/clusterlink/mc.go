@@ -132,8 +132,9 @@ type mcSeen struct {
 	inAzure  map[string]string
 	azureErr error
 	// serviceRefused are the WCs whose GSPrivateLinksReady says they got
-	// no endpoint to a full MC service ("namespace/name").
-	serviceRefused []string
+	// no endpoint to a full MC service ("namespace/name"); serviceWaiting
+	// those that wait for a further one (shards.go).
+	serviceRefused, serviceWaiting []string
 }
 
 // gather reads the MC and the selected WCs; nil when there is nothing to
@@ -158,8 +159,8 @@ func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
 	}
 	return &mcSeen{
 		u: u, mc: mc, specErr: errs.ToAggregate(), active: wcs.active, held: wcs.held, publishing: wcs.publishing,
-		serviceRefused: wcs.serviceRefused,
-		current:        capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
+		serviceRefused: wcs.serviceRefused, serviceWaiting: wcs.serviceWaiting,
+		current: capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
 	}, nil
 }
 
@@ -334,9 +335,9 @@ type mcWCs struct {
 	// publishing is what each active WC publishes (publishingOf): the
 	// entries that stay until nothing publishes their addresses.
 	publishing []Publishing
-	// serviceRefused are the WCs refused an endpoint to a full MC service
-	// (refusedByServiceLimit).
-	serviceRefused []string
+	// serviceRefused are the WCs refused an endpoint to a full MC service,
+	// serviceWaiting those waiting for a further one (servicesSay).
+	serviceRefused, serviceWaiting []string
 }
 
 // workloadClusters returns the WCs to wire and, separately, those whose
@@ -389,8 +390,11 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) (mcWCs, error) {
 			continue
 		default:
 			out.active = append(out.active, view)
-			if refusedByServiceLimit(u) {
+			switch servicesSay(u) {
+			case ReasonServiceLimit:
 				out.serviceRefused = append(out.serviceRefused, key(view))
+			case ReasonIngressServiceWaiting:
+				out.serviceWaiting = append(out.serviceWaiting, key(view))
 			}
 		}
 		if p := publishingOf(u, view, r.Opts); p != nil {

@@ -65,6 +65,11 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 			"the limit is %d connections from clusters (--mc-service-connection-limit; Azure allows %d private endpoints per private link service); "+
 			"remove endpoints no one needs from the service, or serve new workload clusters from another management cluster",
 			fullServices(use, opts.MCServiceConnectionLimit), clusters(byReason[ReasonServiceLimit]), opts.MCServiceConnectionLimit, AzureEndpointsPerService)
+	case len(seen.serviceWaiting) > 0:
+		w.reason, w.message = ReasonIngressServiceWaiting, fmt.Sprintf("the endpoints of %s to the management cluster wait for a further ingress "+
+			"(or gateway) service: those that can take them are full (--mc-service-connection-limit) and the next is not ready or does not list "+
+			"their subscription (each says which on its GSPrivateLinksReady; kubectl get azureprivatelinkservices -n %s -l %s=%s)",
+			clusters(seen.serviceWaiting), seen.mc.Namespace, ShardOfLabel, seen.mc.Name)
 	case len(byReason[ReasonNameConflict]) > 0:
 		w.reason, w.message = ReasonNameConflict, fmt.Sprintf("the entries of %s wait: each needs a name the management cluster "+
 			"holds for another workload cluster, or that Azure still gives another service's endpoint (each says which on its GSPrivateLinksReady); rename its private link",
@@ -125,10 +130,15 @@ func nearestService(use map[string]int, limit int) (string, bool) {
 	return best, found
 }
 
-// refusedByServiceLimit reports whether a WC's GSPrivateLinksReady says it
-// got no endpoint to a full MC service: the WC's own reconcile decides
-// that (it counts every cluster's connections), the MC pass only reads it.
-func refusedByServiceLimit(u *unstructured.Unstructured) bool {
+// servicesSay is the reason a WC's GSPrivateLinksReady waits with ("" when
+// it does not wait): for the MC's services, the WC's own reconcile decides
+// whether a cluster is refused or waits for a further service (it counts
+// every cluster's connections), the MC pass only reads it.
+func servicesSay(u *unstructured.Unstructured) string {
 	c := ConditionOf(u, ConditionGSPrivateLinksReady)
-	return c != nil && c["status"] == "Unknown" && c["reason"] == ReasonServiceLimit
+	if c == nil || c["status"] != "Unknown" {
+		return ""
+	}
+	reason, _ := c["reason"].(string)
+	return reason
 }

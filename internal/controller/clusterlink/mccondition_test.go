@@ -91,6 +91,14 @@ func TestMCCondition(t *testing.T) {
 			status: "Unknown", want: ReasonServiceLimit, messageHas: []string{"1 workload cluster (org-a/wc3)", "private link service " + ingress + " for 1 workload cluster"},
 		},
 		{
+			reason: "a WC waiting for a further ingress service (its own reconcile says so)",
+			seen:   with(held("wc1", "wc2"), func(s *mcSeen) { active("wc1", "wc2", "wc3")(s); s.serviceWaiting = []string{"org-a/wc3"} }),
+			use:    map[string]int{ingress: 2}, conns: 2,
+			status: "Unknown", want: ReasonIngressServiceWaiting,
+			messageHas: []string{"the endpoints of 1 workload cluster (org-a/wc3) to the management cluster wait for a further ingress",
+				"-l " + ShardOfLabel + "=mc"},
+		},
+		{
 			reason: "two WCs needing one name: the second is named",
 			seen: with(held(), func(s *mcSeen) {
 				s.active = []*capz.AzureCluster{

@@ -3,6 +3,7 @@ package clusterlink_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,5 +165,48 @@ func TestMCGatewayShards(t *testing.T) {
 	connectsVia(t, w, "wc2", "wc2-to-mc-gateway-privateendpoint", "mc-gateway-privatelink-2")
 	if n := w.Sim.Counters().Errors[endpointsPerServiceExceeded]; n != 0 {
 		t.Errorf("%d private endpoint requests refused by Azure with %s", n, endpointsPerServiceExceeded)
+	}
+}
+
+// TestMCIngressShardsWait: the further service lists only another
+// subscription (--mc-ingress-shard-subscriptions), so wc2, whose
+// subscription it does not list, waits when the first is full: its
+// GSPrivateLinksReady, the MC's condition and explain say why and what to
+// change, it gets no entry to any ingress service, and its subscription is
+// never added from its spec.
+func TestMCIngressShardsWait(t *testing.T) {
+	const other = "33333333-3333-3333-3333-333333333333"
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}, Frontends: []string{"shard-2"}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 1}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.MCServiceConnectionLimit, o.PrivateLinkServices = 1, true
+		o.IngressShards = clusterlink.IngressShards{LoadBalancer: "mc-ingress-lb", Frontends: []string{"shard-2"}, Subscriptions: []string{other}}
+	})
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	wired(t, w, "wc1", true, true)
+	second := shardReady(t, w, "mc-ingress-privatelink-2")
+	if !slices.Equal(second.Spec.AutoApproval, []string{other}) || !slices.Equal(second.Spec.Visibility, []string{other}) {
+		t.Errorf("the further service's subscriptions: visibility %v, auto-approval %v, want only %s", second.Spec.Visibility, second.Spec.AutoApproval, other)
+	}
+
+	create(t, w, testenv.SchemaFork, wcCluster("wc2", 21))
+	wc2 := types.NamespacedName{Namespace: wcNS, Name: "wc2"}
+	limited(t, w, "wc2", clusterlink.ReasonIngressServiceWaiting)
+	u, err := w.Get(context.Background(), wcNS, "wc2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, _ := condition(u, clusterlink.ConditionGSPrivateLinksReady)["message"].(string); !strings.Contains(msg,
+		"mc-ingress-privatelink-2 (does not list the cluster's subscription "+wcSub+": add it to --mc-ingress-shard-subscriptions)") {
+		t.Errorf("wc2's condition: %s", msg)
+	}
+	mcSays(t, w, "Unknown", clusterlink.ReasonIngressServiceWaiting, "1 workload cluster ("+wc2.String()+")")
+	explains(t, w, wc2, "private links ready", clusterlink.ReasonIngressServiceWaiting)
+	explains(t, w, mcKey, "workload clusters' entries", clusterlink.ReasonIngressServiceWaiting)
+	if names := endpointNames(t, w, wc2); slices.Contains(names, "wc2-to-mc-privatelink-privateendpoint") {
+		t.Errorf("wc2's entries: %v, want none to the MC's ingress", names)
 	}
 }
