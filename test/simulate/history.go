@@ -63,7 +63,11 @@ type HistoryResult struct {
 	Seconds    float64 `json:"seconds"`
 	// ObjectAddresses counts the checks of an address an endpoint object
 	// published (a ConfigMap's, a record's).
-	ObjectAddresses int         `json:"objectAddresses"`
+	ObjectAddresses int `json:"objectAddresses"`
+	// IngressServices counts the MC's ingress services a cluster's entry
+	// connected to during the history (more than one: further services
+	// were made and used).
+	IngressServices int         `json:"ingressServices"`
 	Violations      []violation `json:"violations"`
 	// Ops is the history as it ran, for replaying a failing seed.
 	Ops []string `json:"ops"`
@@ -115,6 +119,7 @@ func runHistory(ctx context.Context, cfg *Config, seed uint64, dir string) (Hist
 	defer h.mu.Unlock()
 	res.Operations, res.Checks, res.Seconds = len(h.ops), h.checks, time.Since(h.start).Seconds()
 	res.ObjectAddresses = h.k.objectAddresses
+	res.IngressServices = len(h.k.servicesUsed)
 	res.Ops = slices.Clone(h.ops)
 	res.Violations = slices.Clone(h.k.found)
 	h.asyncMu.Lock()

@@ -46,6 +46,15 @@ const (
 	// AzureCluster (a workload cluster's or the MC's) was changed or
 	// removed: the operator writes only the fields it owns.
 	InvPersonsEditChanged = "a person's annotation or label changed"
+	// InvServiceOverfilled: more clusters hold an entry to one of the MC's
+	// ingress services than --mc-service-connection-limit (serviceLimit
+	// in the simulation, so that histories fill services and the operator
+	// makes further ones across restarts: docs/operations.md, "Ingress
+	// services beyond the first").
+	InvServiceOverfilled = "MC ingress service over the connection limit"
+	// InvClusterMoved: a cluster's ingress entry connected to one of the
+	// MC's ingress services, then to another, while the cluster existed.
+	InvClusterMoved = "cluster moved to another ingress service"
 	// InvDeletionStuck: a deleted cluster was not gone in time.
 	InvDeletionStuck = "deletion did not complete"
 	// InvLeftover: something the operator made is in Azure after every
@@ -74,6 +83,9 @@ type cluster struct {
 	Deleting bool
 	// APIIP and IngressIP are the operator's annotations.
 	APIIP, IngressIP string
+	// IngressService is the service, lower case, its entry to the MC's
+	// ingress connects to ("" without one).
+	IngressService string
 	// Public: its API server load balancer is not Internal. Created is
 	// its creation time (seconds, as the API server keeps it).
 	Public  bool
@@ -113,8 +125,12 @@ type snapshot struct {
 type worldNames struct {
 	// MCScope is the MC's resource group scope, lower case.
 	MCScope string
-	// IngressPLS is the MC's ingress private link service, lower case.
-	IngressPLS string
+	// IngressPLS is the MC's first ingress private link service, lower
+	// case; IngressServices are it and the further ones.
+	IngressPLS      string
+	IngressServices []string
+	// ServiceLimit is the operator's --mc-service-connection-limit.
+	ServiceLimit int
 	// MCNames are names only the platform may answer in the MC's network.
 	MCNames []string
 	// APIName is the MC-side name of a workload cluster's API server.
@@ -155,13 +171,17 @@ type checker struct {
 	entryOwner map[string]string // MC entry name → service
 	epTarget   map[string]string // endpoint ID → service
 	nameOwner  map[string]string // MC-side name → cluster key
+	ingressOf  map[string]string // cluster key → the ingress service its entry connects to
 	// appRecordOwner: a tenant's record ("<namespace> <name>") → the key
 	// of the endpoint object it resolves for.
 	appRecordOwner map[string]string
 	// objectAddresses counts the addresses of endpoint objects checked.
 	objectAddresses int
-	open            map[string]*episode
-	found           []violation
+	// servicesUsed are the MC's ingress services a cluster's entry
+	// connected to.
+	servicesUsed map[string]bool
+	open         map[string]*episode
+	found        []violation
 }
 
 type episode struct {
@@ -174,6 +194,7 @@ func newChecker(names worldNames, start time.Time, grace time.Duration) *checker
 	return &checker{
 		names: names, start: start, grace: grace, excused: map[string]time.Time{},
 		entryOwner: map[string]string{}, epTarget: map[string]string{}, nameOwner: map[string]string{}, open: map[string]*episode{},
+		ingressOf: map[string]string{}, servicesUsed: map[string]bool{},
 		appRecordOwner: map[string]string{},
 	}
 }
@@ -220,6 +241,7 @@ func (k *checker) check(s snapshot) []violation {
 		l.publicName(c)
 	}
 	l.entries()
+	l.ingressServices()
 	for _, c := range s.Clusters {
 		l.personsEdits(c.Key, c.PersonNote, c.PersonLabel)
 	}
@@ -318,7 +340,7 @@ func (l *look) published(c cluster) {
 	}
 	n := l.k.names
 	toOwn := func(pls string) bool { return strings.HasPrefix(pls, c.Scope) }
-	toIngress := func(pls string) bool { return pls == n.IngressPLS }
+	toIngress := func(pls string) bool { return slices.Contains(n.IngressServices, pls) }
 	if c.APIIP != "" {
 		l.address("api annotation", c.APIIP, n.MCScope, c, toOwn)
 	}
@@ -422,6 +444,40 @@ func (l *look) entries() {
 	for name := range k.entryOwner {
 		if _, ok := l.s.MCEntries[name]; !ok {
 			delete(k.entryOwner, name)
+		}
+	}
+}
+
+// ingressServices holds the clusters' ingress entries: no service with
+// more clusters than the limit, and no cluster moved from one service to
+// another while it exists.
+func (l *look) ingressServices() {
+	k := l.k
+	count := map[string][]string{}
+	present := map[string]bool{}
+	for _, c := range l.s.Clusters {
+		present[c.Key] = true
+		if c.IngressService == "" {
+			continue
+		}
+		count[c.IngressService] = append(count[c.IngressService], c.Key)
+		k.servicesUsed[c.IngressService] = true
+		if was := k.ingressOf[c.Key]; was != "" && was != c.IngressService {
+			l.flag(InvClusterMoved, c.Key, "from "+was+" to "+c.IngressService, false, "")
+			continue // the first service stays recorded while the cluster exists
+		}
+		k.ingressOf[c.Key] = c.IngressService
+	}
+	for key := range k.ingressOf {
+		if !present[key] {
+			delete(k.ingressOf, key)
+		}
+	}
+	for _, svc := range sortedKeys(count) {
+		if k.names.ServiceLimit > 0 && len(count[svc]) > k.names.ServiceLimit {
+			slices.Sort(count[svc])
+			l.flag(InvServiceOverfilled, svc, fmt.Sprintf("%d clusters (%s), the limit is %d", len(count[svc]),
+				strings.Join(count[svc], ", "), k.names.ServiceLimit), false, "")
 		}
 	}
 }

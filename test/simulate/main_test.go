@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,6 +43,11 @@ func TestSimulateShort(t *testing.T) {
 	if res.Histories[0].ObjectAddresses == 0 {
 		t.Error("no address an endpoint object published was checked")
 	}
+	// Two clusters per ingress service: the history fills the first and
+	// connects clusters to a further one the operator made.
+	if n := res.Histories[0].IngressServices; n < 2 {
+		t.Errorf("clusters connected to %d of the MC's ingress services, want a further one used", n)
+	}
 	if err := failure(res); err != nil {
 		t.Error(err)
 	}
@@ -53,7 +59,7 @@ func TestSimulateShort(t *testing.T) {
 func TestChecker(t *testing.T) {
 	n := names()
 	wc1 := cluster{Key: "org-alpha/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(0), "wc1"), APIIP: "10.0.128.4", IngressIP: "172.16.128.4",
-		PersonNote: "org-alpha/wc1", PersonLabel: personLabelValue}
+		IngressService: n.IngressPLS, PersonNote: "org-alpha/wc1", PersonLabel: personLabelValue}
 	wc1b := cluster{Key: "org-beta/wc1", Name: "wc1", Scope: scopeOf(tenantSubscription(1), "wc1"), PersonNote: "org-beta/wc1", PersonLabel: personLabelValue}
 	mcEP := func(name, ip, pls, state string) azuresim.EndpointInfo {
 		return azuresim.EndpointInfo{ID: n.MCScope + "providers/microsoft.network/privateendpoints/" + name, Name: name, IP: ip, PrivateLinkService: pls, ConnectionState: state}
@@ -109,6 +115,19 @@ func TestChecker(t *testing.T) {
 		{name: "a person's label on the MC rewritten", change: func(s *snapshot) {
 			s.MCPersonLabel = "operator"
 		}, want: []string{InvPersonsEditChanged}},
+		{name: "a cluster's ingress entry moved to a further service", change: func(s *snapshot) {
+			s.Clusters[0].IngressService = n.IngressServices[1]
+		}, want: []string{InvClusterMoved}},
+		{name: "more clusters on an ingress service than the limit", change: func(s *snapshot) {
+			for i := range n.ServiceLimit {
+				s.Clusters = append(s.Clusters, another(i, n.IngressPLS))
+			}
+		}, want: []string{InvServiceOverfilled}},
+		{name: "as many clusters on a further service as the limit", change: func(s *snapshot) {
+			for i := range n.ServiceLimit {
+				s.Clusters = append(s.Clusters, another(i, n.IngressServices[1]))
+			}
+		}},
 		{name: "the WC-side record to another network's endpoint", change: func(s *snapshot) {
 			s.WCResolve[wc1.Key] = azuresim.Resolution{Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.9"}}
 		}, want: []string{InvGoneAddress}},
@@ -123,6 +142,13 @@ func TestChecker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// another is a further cluster of org-beta with an ingress entry to svc.
+func another(i int, svc string) cluster {
+	name := fmt.Sprintf("wc%d", i+2)
+	return cluster{Key: "org-beta/" + name, Name: name, Scope: scopeOf(tenantSubscription(1), name), IngressService: svc,
+		PersonNote: "org-beta/" + name, PersonLabel: personLabelValue}
 }
 
 // TestEndpointObjectChecks: what the tenants' AzurePrivateEndpoints

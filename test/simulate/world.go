@@ -59,13 +59,45 @@ func vnetOf(sub, rg, name string) string {
 func names() worldNames {
 	mc := sandbox.FleetMCName
 	return worldNames{
-		MCScope:    scopeOf(sandbox.FleetMCSubscription, mc),
-		IngressPLS: strings.ToLower(scopeOf(sandbox.FleetMCSubscription, mc) + "providers/microsoft.network/privatelinkservices/" + mc + "-ingress-privatelink"),
-		MCNames:    []string{"api." + mc + "." + baseDomain, "ingress." + mc + "." + baseDomain},
-		APIName:    func(c string) string { return "api." + c + "." + baseDomain },
+		MCScope:         scopeOf(sandbox.FleetMCSubscription, mc),
+		IngressPLS:      ingressService(mc, 1),
+		IngressServices: ingressServices(mc),
+		ServiceLimit:    serviceLimit,
+		MCNames:         []string{"api." + mc + "." + baseDomain, "ingress." + mc + "." + baseDomain},
+		APIName:         func(c string) string { return "api." + c + "." + baseDomain },
 		// The WC-side zone is <mc>.<base> with a wildcard record.
 		IngressName: "ingress." + mc + "." + baseDomain,
 	}
+}
+
+// The MC's ingress in the simulation: two clusters per service (the
+// operator's --mc-service-connection-limit), so that histories fill
+// services and the operator makes further ones on the ingress load
+// balancer's further frontends, across restarts (InvServiceOverfilled,
+// InvClusterMoved). Azure's own limit stays 1,000: the tenants'
+// AzurePrivateEndpoints connect to the first service too, and the
+// operator does not count them.
+const serviceLimit = 2
+
+// shardFrontends are the ingress load balancer's further frontends.
+var shardFrontends = []string{"shard-2", "shard-3", "shard-4", "shard-5", "shard-6", "shard-7", "shard-8"}
+
+// ingressService is the ID, lower case, of the MC's ingress service k
+// (1 the first).
+func ingressService(mc string, k int) string {
+	name := mc + "-ingress-privatelink"
+	if k > 1 {
+		name += "-" + strconv.Itoa(k)
+	}
+	return strings.ToLower(scopeOf(sandbox.FleetMCSubscription, mc) + "providers/microsoft.network/privatelinkservices/" + name)
+}
+
+func ingressServices(mc string) []string {
+	out := []string{ingressService(mc, 1)}
+	for k := range shardFrontends {
+		out = append(out, ingressService(mc, k+2))
+	}
+	return out
 }
 
 // wcSpec is one workload cluster a history creates.
@@ -142,7 +174,20 @@ func operatorFlags() []string {
 		"--private-endpoint-recheck-interval=3s", "--private-endpoint-drift-interval=15s",
 		"--private-endpoint-connection-check-interval=15s", "--private-endpoint-dns-check-interval=30s",
 		"--leader-elect=false",
+		"--mc-service-connection-limit=" + strconv.Itoa(serviceLimit),
+		"--mc-ingress-shard-frontends=" + strings.Join(shardFrontends, ","),
+		"--mc-ingress-load-balancer=" + sandbox.FleetMCName + "-ingress-lb",
+		"--mc-ingress-shard-subscriptions=" + strings.Join(tenantSubscriptions(), ","),
 	}
+}
+
+// tenantSubscriptions are every tenant's subscription.
+func tenantSubscriptions() []string {
+	subs := make([]string, len(tenants))
+	for t := range tenants {
+		subs[t] = tenantSubscription(t)
+	}
+	return subs
 }
 
 // world is one history's running sandbox and operator.
@@ -158,16 +203,14 @@ type world struct {
 }
 
 func startWorld(ctx context.Context, cfg *Config, dir string) (*world, error) {
-	subs := make([]string, len(tenants))
-	for t := range tenants {
-		subs[t] = tenantSubscription(t)
-	}
+	subs := tenantSubscriptions()
 	throttling := azuresim.DefaultThrottling()
 	throttling.Exempt = []string{sandbox.CAPZClientID}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		Limits: azuresim.Limits{ZonesPerVirtualNetwork: zoneLimit},
 		Dir:    dir, Throttling: throttling, CAPZResync: time.Second, CAPZConcurrency: 4, CAPZSyncPeriod: 10 * time.Second,
-		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
+		Ingress: map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs,
+			Frontends: shardFrontends}},
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
 		Logf:       cfg.Logf,
 	})
@@ -317,7 +360,8 @@ func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string)
 			Deleting: u.GetDeletionTimestamp() != nil,
 			Public:   view.APIServerLBType != capz.LBTypeInternal, Created: u.GetCreationTimestamp().Time,
 			APIIP: a[prefix+clusterlink.AnnotationAPIServerIP], IngressIP: a[prefix+clusterlink.AnnotationMCIngressIP],
-			PersonNote: a[personNote], PersonLabel: u.GetLabels()[personLabel],
+			IngressService: entriesOf(view)[u.GetName()+"-to-"+sandbox.FleetMCName+"-privatelink-privateendpoint"],
+			PersonNote:     a[personNote], PersonLabel: u.GetLabels()[personLabel],
 		})
 	}
 	return s, w.lookEndpointObjects(ctx, &s)

@@ -126,21 +126,11 @@ func (c Config) shardSets(mcName string) []shardSet {
 }
 
 // Sharded says whether one of the MC's services WCs connect to has
-// further services in the configured layout.
-func (c Config) Sharded() bool { return len(c.shardSets("mc")) > 0 }
+// further services in the configured layout (which sets there are does
+// not depend on the MC's name).
+func (c Config) Sharded() bool { return len(c.shardSets("")) > 0 }
 
-// IngressServices are the MC's services, in order, of the set whose first
-// service is first (only first when it has no further ones).
-func (c Config) IngressServices(mcName, first string) []string {
-	for _, set := range c.shardSets(mcName) {
-		if set.first == first {
-			return set.services()
-		}
-	}
-	return []string{first}
-}
-
-// DesiredShard is the AzurePrivateLinkService of the MC's service k (1 is
+// desiredShard is the AzurePrivateLinkService of the MC's service k (1 is
 // the second) of set: on frontend k of the set's load balancer, its NAT
 // IPs in the configured subnet, visible to and auto-approving the
 // configured subscriptions. Not owned by the MC's
@@ -191,7 +181,7 @@ func desiredShard(mc *capz.AzureCluster, cfg Config, set shardSet, k int) *unstr
 // WantedShards are the positions (1 is the second) of the MC's further
 // ingress services that should exist: those that exist or that a cluster
 // connects to, and the next one once every service before it has
-// ShardThresholdPercent of limit. services are IngressServices, use the
+// ShardThresholdPercent of limit. services are a set's, use the
 // clusters connected to each (mcServiceUse).
 func WantedShards(services []string, use map[string]int, exists map[string]bool, limit int) []int {
 	var out []int
