@@ -93,9 +93,9 @@ func ingressService(mc string, k int) string {
 }
 
 func ingressServices(mc string) []string {
-	out := []string{ingressService(mc, 1)}
-	for k := range shardFrontends {
-		out = append(out, ingressService(mc, k+2))
+	out := make([]string, 0, 1+len(shardFrontends))
+	for k := range 1 + len(shardFrontends) {
+		out = append(out, ingressService(mc, k+1))
 	}
 	return out
 }

@@ -77,20 +77,29 @@ func DesiredManagedLink(mc, wc *capz.AzureCluster, wcUID types.UID, prefix strin
 		"visibility":   []any{mcSub},
 		"autoApproval": []any{mcSub},
 	}
-	if wc.AzureEnvironment != "" {
-		spec["azureEnvironment"] = wc.AzureEnvironment
-	}
-	if wc.IdentityRef != nil {
-		spec["identityRef"] = map[string]any{"name": wc.IdentityRef.Name, "namespace": wc.IdentityRef.Namespace}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AzurePrivateLinkService"))
-	u.SetNamespace(wc.Namespace)
-	u.SetName(ManagedLinkName(wc))
-	u.SetLabels(map[string]string{ManagedForLabel: wc.Name})
+	u := linkServiceOf(wc, spec, ManagedLinkName(wc), ManagedForLabel)
 	u.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: capz.AzureClusterGVK.GroupVersion().String(), Kind: capz.AzureClusterGVK.Kind, Name: wc.Name, UID: wcUID,
 	}})
+	return u
+}
+
+// linkServiceOf is the AzurePrivateLinkService the operator applies for
+// cluster ac (a WC's managed service, one of the MC's further services):
+// spec with ac's cloud and identity, named name in ac's namespace, with
+// label set to ac's name.
+func linkServiceOf(ac *capz.AzureCluster, spec map[string]any, name, label string) *unstructured.Unstructured {
+	if ac.AzureEnvironment != "" {
+		spec["azureEnvironment"] = ac.AzureEnvironment
+	}
+	if ac.IdentityRef != nil {
+		spec["identityRef"] = map[string]any{"name": ac.IdentityRef.Name, "namespace": ac.IdentityRef.Namespace}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AzurePrivateLinkService"))
+	u.SetNamespace(ac.Namespace)
+	u.SetName(name)
+	u.SetLabels(map[string]string{label: ac.Name})
 	return u
 }
 

@@ -164,18 +164,7 @@ func desiredShard(mc *capz.AzureCluster, cfg Config, set shardSet, k int) *unstr
 		"autoApproval":   slices.Clone(listed),
 		"deletionPolicy": string(v1alpha1.DeletionPolicyOrphan),
 	}
-	if mc.AzureEnvironment != "" {
-		spec["azureEnvironment"] = mc.AzureEnvironment
-	}
-	if mc.IdentityRef != nil {
-		spec["identityRef"] = map[string]any{"name": mc.IdentityRef.Name, "namespace": mc.IdentityRef.Namespace}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AzurePrivateLinkService"))
-	u.SetNamespace(mc.Namespace)
-	u.SetName(set.services()[k])
-	u.SetLabels(map[string]string{ShardOfLabel: mc.Name})
-	return u
+	return linkServiceOf(mc, spec, set.services()[k], ShardOfLabel)
 }
 
 // WantedShards are the positions (1 is the second) of the MC's further
