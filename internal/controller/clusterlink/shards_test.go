@@ -289,3 +289,27 @@ func TestOnShardsBothSets(t *testing.T) {
 		t.Errorf("endpoints: %+v", got)
 	}
 }
+
+// TestUpToDateShard: the object as the API server keeps what the operator
+// applied (typed, with the CRD's defaults) is up to date, so that the
+// MC's pass writes a further service only when it differs.
+func TestUpToDateShard(t *testing.T) {
+	cfg := sharded("fe2")
+	want := desiredShard(mc(), cfg, cfg.shardSets("mc")[0], 1)
+	got := &v1alpha1.AzurePrivateLinkService{}
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(want.Object, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Labels = want.GetLabels()
+	got.Spec.NATIPConfigurations.Count = 1 // a default the operator does not apply
+	if !upToDateShard(got, want) {
+		t.Errorf("the applied object is not up to date: %+v", got.Spec)
+	}
+	got.Spec.AutoApproval = got.Spec.AutoApproval[:1]
+	if upToDateShard(got, want) {
+		t.Error("a changed auto-approval list is up to date")
+	}
+	if upToDateShard(nil, want) {
+		t.Error("no object is up to date")
+	}
+}
