@@ -24,7 +24,9 @@ import (
 // load balancer as AzurePrivateLinkService objects — up to Azure's 8
 // private link services per load balancer ("Azure subscription and
 // service limits", Private Link; one service per frontend IP
-// configuration, which is why each needs a frontend of its own) — and
+// configuration, which is why each needs a frontend of its own:
+// cloud-provider-azure keys its private link services by frontend,
+// kubernetes-sigs/cloud-provider-azure#10943) — and
 // gives each new workload cluster the first with room. The first service
 // stays whoever made it (by hand, cloud-provider-azure, CAPZ): the operator
 // never writes it. A cluster whose spec holds an entry to one of them keeps
