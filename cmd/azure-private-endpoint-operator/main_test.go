@@ -224,6 +224,12 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name A of load balancer kubernetes-internal",
 		},
 		{
+			reason: "a NAT subnet name Azure refuses is refused",
+			args: []string{"--mc-ingress-shard-frontends=a", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222",
+				"--mc-ingress-shard-nat-subnet=" + strings.Repeat("n", 81)},
+			wantErr: "--mc-ingress-shard-nat-subnet",
+		},
+		{
 			reason:  "a subscription that is not one is refused",
 			args:    []string{"--mc-ingress-shard-frontends=a", "--mc-ingress-shard-subscriptions=*"},
 			wantErr: `--mc-ingress-shard-subscriptions: "*" is not a subscription ID`,

@@ -660,6 +660,9 @@ func (o *options) validateShards() []error {
 	if !o.plsController {
 		errs = append(errs, errors.New("further ingress services need --enable-private-link-service-controller: they are AzurePrivateLinkService objects"))
 	}
+	if len(o.ingressShardNATSubnet) > 80 {
+		errs = append(errs, fmt.Errorf("--mc-ingress-shard-nat-subnet: %q is longer than Azure's 80 characters", o.ingressShardNATSubnet))
+	}
 	if len(ingress) > 0 && o.ingressLoadBalancer == "" {
 		errs = append(errs, errors.New("--mc-ingress-shard-frontends needs --mc-ingress-load-balancer"))
 	}

@@ -74,8 +74,13 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		plan = decideMC(seen, r.Opts)
 	}
 	use := r.report(ctx, seen, plan)
+	var res ctrl.Result
 	if err := r.ensureShards(ctx, seen, use); err != nil {
-		return ctrl.Result{}, err
+		// The further services are objects of their own: one that cannot
+		// be applied (its Warning on the MC says why) never holds back
+		// the MC's condition and entries, every other cluster's wiring.
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot apply the management cluster's further ingress services; the pass goes on, and they are tried again")
+		res.RequeueAfter = r.Opts.PendingRecheckInterval()
 	}
 	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, r.Opts), mcWrites); err != nil {
 		return ctrl.Result{}, err
@@ -100,7 +105,6 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	if err := r.removeStale(ctx, seen.u, plan.stale); err != nil {
 		return ctrl.Result{}, err
 	}
-	var res ctrl.Result
 	if plan.recheck {
 		res.RequeueAfter = r.Opts.PendingRecheckInterval()
 	}

@@ -83,6 +83,9 @@ const (
 	// ReasonIngressServiceRequested says the operator created the MC's next
 	// ingress service (a Normal Event on the MC).
 	ReasonIngressServiceRequested = "IngressPrivateLinkServiceRequested"
+	// ReasonIngressServiceNotApplied says the API server refused one of
+	// the MC's further ingress services (a Warning on the MC).
+	ReasonIngressServiceNotApplied = "IngressPrivateLinkServiceNotApplied"
 	// ReasonIngressServiceNameTaken says an AzurePrivateLinkService of the
 	// name of one of the MC's ingress services exists and is not the
 	// operator's: it is neither used nor changed (a Warning on the MC).
@@ -406,7 +409,12 @@ func (r *MCReconciler) ensureShardSet(ctx context.Context, seen *mcSeen, set sha
 			continue
 		}
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(capz.FieldManager), client.ForceOwnership); err != nil {
-			return err
+			if first(ReasonIngressServiceNotApplied + ":" + want.GetName() + ":" + err.Error()) {
+				r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonIngressServiceNotApplied, "Wire",
+					"AzurePrivateLinkService %s/%s cannot be applied, so workload clusters that need it wait (WaitingForIngressService): %v; "+
+						"tried again every --pending-recheck-interval", want.GetNamespace(), want.GetName(), err)
+			}
+			return fmt.Errorf("applying AzurePrivateLinkService %s/%s: %w", want.GetNamespace(), want.GetName(), err)
 		}
 		// Once, though the cache may not show the object at the next pass.
 		if existing == nil && first(ReasonIngressServiceRequested+":"+want.GetName()) {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -208,5 +209,40 @@ func TestMCIngressShardsWait(t *testing.T) {
 	explains(t, w, mcKey, "workload clusters' entries", clusterlink.ReasonIngressServiceWaiting)
 	if names := endpointNames(t, w, wc2); slices.Contains(names, "wc2-to-mc-privatelink-privateendpoint") {
 		t.Errorf("wc2's entries: %v, want none to the MC's ingress", names)
+	}
+}
+
+// TestMCIngressShardNotApplied: the API server refuses the further
+// service (a NAT subnet name longer than the CRD allows, which the flags
+// would refuse at start). The MC's pass goes on: wc1's entries are
+// written and it is wired; the MC gets a Warning naming the refusal, and
+// wc2, which needs the further service, waits saying it is not made.
+func TestMCIngressShardNotApplied(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}, Frontends: []string{"shard-2"}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerPrivateLinkService: 1}})
+	w.Namespace(t, wcNS)
+	create(t, w, testenv.SchemaFork, mcCluster(true), wcCluster("wc1", 20))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.MCServiceConnectionLimit, o.PrivateLinkServices = 1, true
+		o.IngressShards = clusterlink.IngressShards{LoadBalancer: "mc-ingress-lb", Frontends: []string{"shard-2"}, Subscriptions: []string{wcSub},
+			NATSubnet: strings.Repeat("n", 81)}
+	})
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	wired(t, w, "wc1", true, true)
+	waitEvent(t, w, mcKey, clusterlink.ReasonIngressServiceNotApplied)
+	create(t, w, testenv.SchemaFork, wcCluster("wc2", 21))
+	limited(t, w, "wc2", clusterlink.ReasonIngressServiceWaiting)
+	// Its MC-side endpoint is the MC's entry, written as usual.
+	var u *unstructured.Unstructured
+	testworld.Eventually(t, testworld.Timeout, "wc2's API server address annotated", func(ctx context.Context) (bool, string) {
+		var err error
+		if u, err = w.Get(ctx, wcNS, "wc2"); err != nil {
+			return false, err.Error()
+		}
+		return u.GetAnnotations()[apiAnn] != "", testworld.Describe(u)
+	})
+	if msg, _ := condition(u, clusterlink.ConditionGSPrivateLinksReady)["message"].(string); !strings.Contains(msg, "mc-ingress-privatelink-2 (not created yet)") {
+		t.Errorf("wc2's condition: %s", msg)
 	}
 }
