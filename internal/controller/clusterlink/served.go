@@ -65,16 +65,7 @@ func (w *Wiring) Serves(ctx context.Context, u *unstructured.Unstructured, wc *c
 	// service, as the wiring decides them (without its admissions the
 	// cache does not show yet).
 	p.toMC, _, err = onShards(ctx, w.Client, mcs.view, wired, w.Opts.Config, p.toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
-		ids := newTargets(toMC, wired)
-		if len(ids) == 0 || w.Opts.MCServiceConnectionLimit <= 0 {
-			return toMC, nil, nil
-		}
-		use, _, err := countUse(ctx, w.Client, key(wired), ids)
-		if err != nil {
-			return nil, nil, err
-		}
-		kept, problems := WithinServiceLimit(toMC, wired, use, w.Opts.MCServiceConnectionLimit)
-		return kept, problems, nil
+		return withinServiceLimitNow(ctx, w.Client, wired, toMC, w.Opts.MCServiceConnectionLimit)
 	})
 	if err != nil {
 		return Served{}, false, err

@@ -189,6 +189,22 @@ func (s *serviceRoom) admit(ctx context.Context, c client.Reader, wc *capz.Azure
 	return kept, problems, nil
 }
 
+// withinServiceLimitNow is WithinServiceLimit counted from the cache as it
+// is, without this process's admissions it does not show yet: what the
+// wiring decides, as the DNS mode reads it (Wiring.Serves).
+func withinServiceLimitNow(ctx context.Context, c client.Reader, wc *capz.AzureCluster, toMC []Endpoint, limit int) ([]Endpoint, []Problem, error) {
+	ids := newTargets(toMC, wc)
+	if limit <= 0 || len(ids) == 0 {
+		return toMC, nil, nil
+	}
+	use, _, err := countUse(ctx, c, key(wc), ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept, problems := WithinServiceLimit(toMC, wc, use, limit)
+	return kept, problems, nil
+}
+
 // mcServiceUse counts, for the MC's pass, the clusters of all connected to
 // each of the MC's services a WC connects to (links), by service name.
 func mcServiceUse(mc *capz.AzureCluster, all []*capz.AzureCluster, links []string) map[string]int {
