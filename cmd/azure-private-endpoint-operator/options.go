@@ -645,18 +645,7 @@ func (o *options) validateShards() []error {
 			}
 		}
 	}
-	subs := commaList(o.ingressShardSubscriptions)
-	for _, s := range subs {
-		if !subscriptionID.MatchString(s) {
-			errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions: %q is not a subscription ID", s))
-		}
-	}
-	switch {
-	case len(subs) == 0:
-		errs = append(errs, errors.New("further ingress services (--mc-ingress-shard-frontends, --mc-gateway-shard-frontends) need --mc-ingress-shard-subscriptions: the workload clusters' subscriptions they auto-approve"))
-	case len(subs) > clusterlink.MaxShardSubscriptions:
-		errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions names %d subscriptions: at most %d", len(subs), clusterlink.MaxShardSubscriptions))
-	}
+	errs = append(errs, checkShardSubscriptions(commaList(o.ingressShardSubscriptions))...)
 	if !o.plsController {
 		errs = append(errs, errors.New("further ingress services need --enable-private-link-service-controller: they are AzurePrivateLinkService objects"))
 	}
@@ -674,6 +663,24 @@ func (o *options) validateShards() []error {
 	}
 	if len(gateway) > 0 && o.wcToMCLayout == string(clusterlink.LayoutIngress) {
 		errs = append(errs, errors.New("--mc-gateway-shard-frontends needs a layout with the gateway endpoint (--wc-to-mc-layout=ingress+gateway or gateway)"))
+	}
+	return errs
+}
+
+// checkShardSubscriptions checks the subscriptions further services
+// auto-approve.
+func checkShardSubscriptions(subs []string) []error {
+	var errs []error
+	for _, s := range subs {
+		if !subscriptionID.MatchString(s) {
+			errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions: %q is not a subscription ID", s))
+		}
+	}
+	switch {
+	case len(subs) == 0:
+		errs = append(errs, errors.New("further ingress services (--mc-ingress-shard-frontends, --mc-gateway-shard-frontends) need --mc-ingress-shard-subscriptions: the workload clusters' subscriptions they auto-approve"))
+	case len(subs) > clusterlink.MaxShardSubscriptions:
+		errs = append(errs, fmt.Errorf("--mc-ingress-shard-subscriptions names %d subscriptions: at most %d", len(subs), clusterlink.MaxShardSubscriptions))
 	}
 	return errs
 }
