@@ -90,6 +90,7 @@ func TestParseFlags(t *testing.T) {
 			operatorCredential:       "default",
 			wcToMCLayout:             "ingress",
 			mcEndpointLimit:          1000,
+			mcEndpointNetworkLimit:   1000,
 			mcServiceConnectionLimit: 1000,
 			ingressLoadBalancer:      "kubernetes-internal",
 			gatewayLoadBalancer:      "kubernetes-internal",
@@ -253,6 +254,27 @@ func TestParseFlags(t *testing.T) {
 			reason:  "further ingress services need their load balancer",
 			args:    []string{"--mc-ingress-shard-frontends=a", "--mc-ingress-load-balancer=", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
 			wantErr: "--mc-ingress-shard-frontends needs --mc-ingress-load-balancer",
+		},
+		{
+			reason:  "a network endpoint limit past Azure's high-scale limit is refused",
+			args:    []string{"--mc-endpoint-network-limit=5001"},
+			wantErr: "--mc-endpoint-network-limit=5001: must be between 1 and 5000",
+		},
+		{
+			reason:  "a subnet that is not a resource ID is refused",
+			args:    []string{"--mc-endpoint-subnets=mc-extra"},
+			wantErr: `--mc-endpoint-subnets: "mc-extra" is not a subnet resource ID`,
+		},
+		{
+			reason: "a subnet named twice is refused",
+			args: []string{"--mc-endpoint-subnets=/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a," +
+				"/subscriptions/S/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a"},
+			wantErr: "--mc-endpoint-subnets names /subscriptions/S/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a twice",
+		},
+		{
+			reason:  "endpoints beyond the MC object need the AzurePrivateEndpoint controller",
+			args:    []string{"--mc-endpoint-subnets=/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a", "--enable-private-endpoint-controller=false"},
+			wantErr: "--mc-endpoint-subnets needs --enable-private-endpoint-controller",
 		},
 		{
 			reason:  "a private link service limit past Azure's is refused",

@@ -66,6 +66,8 @@ type options struct {
 	annotationPrefix          string
 	mcSubnet, wcSubnet        string
 	mcEndpointLimit           int
+	mcEndpointSubnets         string
+	mcEndpointNetworkLimit    int
 	mcServiceConnectionLimit  int
 	ingressShardFrontends     string
 	ingressLoadBalancer       string
@@ -206,6 +208,7 @@ func (o *options) linkOptions() clusterlink.Options {
 				Subscriptions:       commaList(o.ingressShardSubscriptions),
 				GatewayLoadBalancer: o.gatewayLoadBalancer, GatewayFrontends: commaList(o.gatewayShardFrontends),
 			},
+			Beyond: clusterlink.Beyond{Subnets: commaList(o.mcEndpointSubnets), NetworkLimit: o.mcEndpointNetworkLimit},
 			Layout: clusterlink.Layout(o.wcToMCLayout), IngressIPSource: o.ingressIPSource(),
 		},
 		ManagementCluster:       types.NamespacedName{Namespace: o.mcNamespace, Name: o.mcName},
@@ -388,6 +391,10 @@ func (o *options) flagSet() *flag.FlagSet {
 		"MC subnet that receives private endpoints. Default: the first subnet with role node, else the first subnet.")
 	fs.IntVar(&o.mcEndpointLimit, "mc-private-endpoint-limit", clusterlink.AzureEndpointsPerVNet,
 		"How many private endpoint entries the management cluster's AzureCluster may hold, everyone's (CAPZ makes a private endpoint in the MC's network for each): Azure allows 1,000 per virtual network, 5,000 with high-scale private endpoints. From 90% a Warning Event on the MC (PrivateEndpointLimitNear) says so; beyond it a new workload cluster gets no endpoint (its GSPrivateLinksReady says PrivateEndpointLimit) instead of Azure refusing it; entries that exist stay. At most 3000 (the object's size: etcd's 1.5 MiB request limit). Raise it only after the MC's network allows more.")
+	fs.StringVar(&o.mcEndpointSubnets, "mc-endpoint-subnets", "",
+		"Comma-separated subnet resource IDs (/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>), in the management cluster's subscription and region, for its private endpoints beyond --mc-private-endpoint-limit. With them a new workload cluster whose endpoints the MC's AzureCluster has no room for gets them as AzurePrivateEndpoint objects in the MC's namespace (label privatelink.giantswarm.io/mc-endpoint-of=<mc-name>), in the first of these subnets whose network has room under --mc-endpoint-network-limit; the endpoint keeps its name and sits in the MC's resource group. Entries that exist never move, nor do objects. Needs the AzurePrivateEndpoint controller. Default: none (beyond the limit a cluster waits, PrivateEndpointLimit).")
+	fs.IntVar(&o.mcEndpointNetworkLimit, "mc-endpoint-network-limit", clusterlink.AzureEndpointsPerVNet,
+		"How many of the operator's private endpoints each virtual network of --mc-endpoint-subnets may hold: Azure allows 1,000 per network, 5,000 in a network with high-scale private endpoints (privateEndpointVNetPolicies Basic). Lower it by the endpoints others make in those networks. 1 to 5000; from 90% of it in the last network a Warning Event on the MC (PrivateEndpointNetworkLimitNear).")
 	fs.StringVar(&o.ingressShardFrontends, "mc-ingress-shard-frontends", "",
 		"Comma-separated frontend IP configurations of the management cluster's ingress load balancer (--mc-ingress-load-balancer) for its further ingress private link services, at most 7 (Azure allows 8 private link services per load balancer, one per frontend). With them the operator makes <first>-2, <first>-3, ... as AzurePrivateLinkService objects in the management cluster's namespace, each once every service before it has 90% of --mc-service-connection-limit, and connects each new workload cluster to the first with room; the first service (<mc-name>-ingress-privatelink) is never written, and a connected cluster never moves. Needs the AzurePrivateLinkService controller and a layout with the ingress endpoint. Default: none (one ingress service).")
 	fs.StringVar(&o.ingressLoadBalancer, "mc-ingress-load-balancer", "kubernetes-internal",
@@ -593,6 +600,7 @@ func (o *options) validateWiring() []error {
 	errs = append(errs, o.validateDNS()...)
 	errs = append(errs, o.validateLimits()...)
 	errs = append(errs, o.validateShards()...)
+	errs = append(errs, o.validateBeyond()...)
 	if o.customCloudFile != "" {
 		cc, err := azure.LoadCustomCloud(o.customCloudFile)
 		if err != nil {
@@ -623,6 +631,35 @@ func (o *options) validateLimits() []error {
 		if l.value < 1 || l.value > l.max {
 			errs = append(errs, fmt.Errorf("%s=%d: must be between 1 and %d (%s)", l.flag, l.value, l.max, l.why))
 		}
+	}
+	return errs
+}
+
+// subnetID is a subnet's resource ID (the AzurePrivateEndpoint CRD's
+// pattern for spec.subnetID).
+var subnetID = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$`)
+
+// validateBeyond checks the flags of the MC's endpoints beyond its
+// AzureCluster.
+func (o *options) validateBeyond() []error {
+	var errs []error
+	if o.mcEndpointNetworkLimit < 1 || o.mcEndpointNetworkLimit > clusterlink.MaxNetworkLimit {
+		errs = append(errs, fmt.Errorf("--mc-endpoint-network-limit=%d: must be between 1 and %d (Azure's private endpoints per virtual network with high-scale private endpoints)",
+			o.mcEndpointNetworkLimit, clusterlink.MaxNetworkLimit))
+	}
+	subnets := commaList(o.mcEndpointSubnets)
+	seen := map[string]bool{}
+	for _, s := range subnets {
+		if !subnetID.MatchString(s) {
+			errs = append(errs, fmt.Errorf("--mc-endpoint-subnets: %q is not a subnet resource ID (/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>)", s))
+		}
+		if seen[strings.ToLower(s)] {
+			errs = append(errs, fmt.Errorf("--mc-endpoint-subnets names %s twice", s))
+		}
+		seen[strings.ToLower(s)] = true
+	}
+	if len(subnets) > 0 && !o.apeController {
+		errs = append(errs, errors.New("--mc-endpoint-subnets needs --enable-private-endpoint-controller: the endpoints beyond the management cluster's AzureCluster are AzurePrivateEndpoint objects"))
 	}
 	return errs
 }

@@ -49,7 +49,8 @@ var fixes = map[string]string{
 	clusterlink.ReasonSubscriptionNotAllowed: "Add the management cluster's subscription to the link's allowedSubscriptions.",
 	clusterlink.ReasonEndpointLimit: "The management cluster's AzureCluster holds as many private endpoint entries as --mc-private-endpoint-limit allows " +
 		"(Azure: 1,000 per virtual network): enable high-scale private endpoints on the MC's network and raise the limit (at most 3000), " +
-		"or remove private links no cluster needs; the cluster is wired once there is room.",
+		"or remove private links no cluster needs; the cluster is wired once there is room. " +
+		"Beyond the AzureCluster (--mc-endpoint-subnets), the networks of those subnets are full too: declare a subnet of another network.",
 	clusterlink.ReasonServiceLimit: "The management cluster's private link service has as many connections from clusters as " +
 		"--mc-service-connection-limit allows (Azure: 1,000 per private link service): remove endpoints no one needs " +
 		"from the service (clusters, other tools' endpoints) or serve the cluster from another management cluster; the cluster is wired once there is room.",

@@ -14,6 +14,10 @@ const (
 	// MCPrivateEndpoints: the private endpoint entries of the management
 	// cluster's AzureCluster; scope the MC, <namespace>/<name>.
 	MCPrivateEndpoints = "mc_private_endpoints"
+	// MCNetworkEndpoints: the management cluster's private endpoints the
+	// operator made beyond its AzureCluster in one network of
+	// --mc-endpoint-subnets; scope the network's resource ID (lower case).
+	MCNetworkEndpoints = "mc_network_private_endpoints"
 	// MCServiceConnections: the clusters connected to one of the MC's
 	// private link services; scope <namespace>/<name>/<service>.
 	MCServiceConnections = "mc_private_link_service_connections"

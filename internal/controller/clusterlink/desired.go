@@ -120,6 +120,9 @@ type Config struct {
 	// IngressShards are the MC's ingress services beyond the first, which
 	// the operator makes (shards.go). Zero: only the first.
 	IngressShards IngressShards
+	// Beyond is where the MC's endpoints go that its AzureCluster has no
+	// room for (beyond.go). Zero: nowhere.
+	Beyond Beyond
 }
 
 // LinkNames returns the configured MC link names or the default.
@@ -368,10 +371,16 @@ func heldTargets(eps map[string][]capz.PrivateEndpoint) Held {
 // free name, the first by namespace/name gets it. An entry is never
 // re-targeted from one service to another.
 func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing Held) ([]Endpoint, []Problem) {
+	out, _, problems := desiredMC(mc, wcs, cfg, existing)
+	return out, problems
+}
+
+// desiredMC is DesiredMC that also returns the endpoints the MC's entry
+// limit refuses (which Beyond may place elsewhere, beyond.go).
+func desiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing Held) (out, refused []Endpoint, problems []Problem) {
 	sorted := slices.Clone(wcs)
 	sort.Slice(sorted, func(i, j int) bool { return key(sorted[i]) < key(sorted[j]) })
 	var claims []Endpoint
-	var problems []Problem
 	for _, wc := range sorted {
 		if wc.Deleting || key(wc) == key(mc) {
 			continue
@@ -386,7 +395,6 @@ func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, exis
 			winner[ep.Name] = i // the holder
 		}
 	}
-	var out []Endpoint
 	for i, ep := range claims {
 		if _, ok := winner[ep.Name]; !ok {
 			if _, held := existing[ep.Name]; !held {
@@ -403,10 +411,10 @@ func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, exis
 			problems = append(problems, nameConflict(ep, ""))
 		}
 	}
-	out, limited := WithinLimit(out, existing, EntryCount(mc), cfg.MCEndpointLimit)
+	out, refused, limited := limitSplit(out, existing, EntryCount(mc), cfg.MCEndpointLimit)
 	problems = append(problems, limited...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, problems
+	return out, refused, problems
 }
 
 // WithoutNamesInAzure withholds the new entries among eps (names existing

@@ -544,8 +544,8 @@ func TestWithoutHeldForOthers(t *testing.T) {
 func TestFreshNames(t *testing.T) {
 	a, b := mcEndpoint(false).PrivateEndpoint, mcEndpoint(false).PrivateEndpoint
 	b.Name = "wc2-api-privatelink-privateendpoint"
-	current := capz.Owned{Endpoints: map[string][]capz.PrivateEndpoint{"mc-nodes": {a}}}
-	want := capz.Owned{Endpoints: map[string][]capz.PrivateEndpoint{"mc-nodes": {a, b}}}
+	current := map[string][]capz.PrivateEndpoint{"mc-nodes": {a}}
+	want := map[string][]capz.PrivateEndpoint{"mc-nodes": {a, b}}
 	if got := freshNames(want, current); !slices.Equal(got, []string{b.Name}) {
 		t.Errorf("added: got %v, want [%s]", got, b.Name)
 	}

@@ -19,6 +19,11 @@ import (
 // the endpoint's address ip: deleting it frees that address for the next
 // endpoint made in the subnet, anybody's.
 func (r *WCReconciler) maybeHeal(ctx context.Context, u *unstructured.Unstructured, owner *capz.AzureCluster, ep Endpoint, state, ip, key string) time.Duration {
+	if ep.placed() {
+		// The AzurePrivateEndpoint controller heals its own endpoints
+		// (the same heal.Policy); a second healer would race it.
+		return 0
+	}
 	broken := r.Opts.Heal.Breaks(state)
 	if err := r.followASOHeal(ctx, owner, ep); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "asking CAPZ to make a healed endpoint's ASO object again", "endpoint", ep.Name)

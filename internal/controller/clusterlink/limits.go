@@ -58,8 +58,15 @@ func EntryCount(ac *capz.AzureCluster) int {
 // links wired is wired for nobody); a cluster that does not fit leaves the
 // room to the next ones that do. limit <= 0: no limit.
 func WithinLimit(eps []Endpoint, existing Held, entries, limit int) ([]Endpoint, []Problem) {
+	in, _, problems := limitSplit(eps, existing, entries, limit)
+	return in, problems
+}
+
+// limitSplit is WithinLimit that also returns the endpoints it refuses
+// (which Beyond may place elsewhere, beyond.go).
+func limitSplit(eps []Endpoint, existing Held, entries, limit int) (in, refused []Endpoint, problems []Problem) {
 	if limit <= 0 {
-		return eps, nil
+		return eps, nil, nil
 	}
 	newOf := map[string]int{}
 	for _, ep := range eps {
@@ -68,7 +75,6 @@ func WithinLimit(eps []Endpoint, existing Held, entries, limit int) ([]Endpoint,
 		}
 	}
 	admitted := map[string]bool{}
-	var problems []Problem
 	room := limit - entries
 	for _, ep := range eps {
 		n, isNew := newOf[ep.Cluster]
@@ -89,13 +95,15 @@ func WithinLimit(eps []Endpoint, existing Held, entries, limit int) ([]Endpoint,
 				"5,000 with high-scale private endpoints); the entries that exist stay",
 			ep.Name, limit-room, limit, AzureEndpointsPerVNet)})
 	}
-	out := eps[:0:0]
+	in = eps[:0:0]
 	for _, ep := range eps {
 		if _, held := existing[ep.Name]; held || admitted[ep.Cluster] {
-			out = append(out, ep)
+			in = append(in, ep)
+		} else {
+			refused = append(refused, ep)
 		}
 	}
-	return out, problems
+	return in, refused, problems
 }
 
 // nearLimit is the Warning for an MC at 90 % of its limit or more ("" below).

@@ -66,7 +66,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan := decideMC(seen, r.Opts)
-	if fresh := freshNames(plan.want, seen.current); len(fresh) > 0 && r.Endpoints != nil {
+	if fresh := freshNames(plan.all(), seen.all()); len(fresh) > 0 && r.Endpoints != nil {
 		seen.inAzure, seen.azureErr = r.Endpoints.NamesInAzure(ctx, seen.mc, fresh)
 		if seen.azureErr != nil {
 			ctrl.LoggerFrom(ctx).Error(seen.azureErr, "Cannot read Azure's private endpoints in the management cluster's resource group: new entries wait", "entries", fresh)
@@ -85,6 +85,12 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, r.Opts), mcWrites); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.ensurePlaced(ctx, seen, plan); err != nil {
+		// Like the further services: one object that cannot be written
+		// (its Warning on the MC says why) never holds back the entries.
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot write the management cluster's endpoints beyond its AzureCluster; the pass goes on, and they are tried again")
+		res.RequeueAfter = r.Opts.PendingRecheckInterval()
+	}
 	if !plan.want.Equal(seen.current) {
 		// seen.u is stale after the apply: the next pass removes what an
 		// older operator left and sweeps. It is asked for here rather than
@@ -93,14 +99,14 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		if err := r.applyMC(ctx, seen.u, seen.mc, seen.current, plan.want); err != nil {
 			return ctrl.Result{}, err
 		}
-		if r.Endpoints != nil && len(freshNames(seen.current, plan.want)) > 0 {
+		if r.Endpoints != nil && len(freshNames(seen.current.Endpoints, plan.want.Endpoints)) > 0 {
 			// Entries went, and with them (through CAPZ) their endpoints:
 			// a list of the group asked before this write may lack an
 			// endpoint created just before it, and must not answer for a
 			// name given again.
 			r.Endpoints.Invalidate(ctx, seen.mc)
 		}
-		return ctrl.Result{RequeueAfter: max(r.Opts.MCWriteDelay, time.Second)}, nil
+		return LowestNonZeroResult(res, ctrl.Result{RequeueAfter: max(r.Opts.MCWriteDelay, time.Second)}), nil
 	}
 	if err := r.removeStale(ctx, seen.u, plan.stale); err != nil {
 		return ctrl.Result{}, err
@@ -109,7 +115,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		res.RequeueAfter = r.Opts.PendingRecheckInterval()
 	}
 	if plan.sweep && r.Orphans != nil {
-		swept, err := r.Orphans.Sweep(ctx, seen.mc, isMCEndpointName)
+		swept, err := r.Orphans.Sweep(ctx, seen.mc, isMCEndpointName, placedNames(seen, plan)...)
 		return LowestNonZeroResult(res, swept), err
 	}
 	return res, nil
@@ -139,6 +145,17 @@ type mcSeen struct {
 	// no endpoint to a full MC service ("namespace/name"); serviceWaiting
 	// those that wait for a further one (shards.go).
 	serviceRefused, serviceWaiting []string
+	// placedObjs are the operator's AzurePrivateEndpoints of the MC's
+	// endpoints beyond its AzureCluster; placed the same by subnet ID
+	// (beyond.go).
+	placedObjs []v1alpha1.AzurePrivateEndpoint
+	placed     map[string][]capz.PrivateEndpoint
+}
+
+// all is what the operator holds of the MC's endpoints, entries and
+// placed objects together (keys: subnet names and subnet IDs).
+func (s *mcSeen) all() map[string][]capz.PrivateEndpoint {
+	return joinPlaced(s.current.Endpoints, s.placed)
 }
 
 // gather reads the MC and the selected WCs; nil when there is nothing to
@@ -161,19 +178,28 @@ func (r *MCReconciler) gather(ctx context.Context) (*mcSeen, error) {
 	if err != nil {
 		return nil, err
 	}
+	objs, err := placedObjects(ctx, r.Client, r.Opts.ManagementCluster)
+	if err != nil {
+		return nil, err
+	}
 	return &mcSeen{
 		u: u, mc: mc, specErr: errs.ToAggregate(), active: wcs.active, held: wcs.held, publishing: wcs.publishing,
 		serviceRefused: wcs.serviceRefused, serviceWaiting: wcs.serviceWaiting,
 		current: capz.CurrentOwned(u, mc, capz.FieldManager), owners: capz.EndpointOwners(u),
+		placedObjs: objs, placed: placedOf(objs),
 	}, nil
 }
 
 // mcPlan is what one MC pass does: apply want when it differs from what the
 // operator holds; otherwise remove stale entries and sweep.
 type mcPlan struct {
-	want  capz.Owned
-	stale []StaleEntry // only once want is applied
-	sweep bool         // the orphan sweep runs: only once want is applied
+	want capz.Owned
+	// placed are the MC's endpoints beyond its AzureCluster, by subnet ID
+	// (beyond.go); placedFor the cluster each new one is for (by name).
+	placed    map[string][]capz.PrivateEndpoint
+	placedFor map[string]string
+	stale     []StaleEntry // only once want is applied
+	sweep     bool         // the orphan sweep runs: only once want is applied
 	// recheck: new entries wait for Azure (a name it still gives another
 	// service's endpoint, or it could not be read); nothing on the
 	// objects changes when Azure does, so the pass comes back by itself.
@@ -187,15 +213,32 @@ type mcPlan struct {
 	unread   []string
 }
 
+// all is what the plan holds of the MC's endpoints, entries and placed
+// objects together.
+func (p mcPlan) all() map[string][]capz.PrivateEndpoint {
+	return joinPlaced(p.want.Endpoints, p.placed)
+}
+
 // decideMC decides an MC pass. Nothing new is wired into a malformed MC,
 // but deleted WCs are still let go: their endpoints leave, the rest stay.
 func decideMC(seen *mcSeen, opts Options) mcPlan {
 	if seen.specErr != nil {
-		return mcPlan{want: capz.Owned{Endpoints: CarryPublished(WithoutEndpointsOf(seen.current.Endpoints, deletingOnly(seen.active)), seen.current.Endpoints, seen.publishing)}}
+		all := seen.all()
+		entries, placed := splitPlaced(CarryPublished(WithoutEndpointsOf(all, deletingOnly(seen.active)), all, seen.publishing))
+		return mcPlan{want: capz.Owned{Endpoints: entries}, placed: placed}
 	}
 	older := opts.olderInMC()
-	held := heldTargets(seen.current.Endpoints)
-	desired, problems := DesiredMC(seen.mc, seen.active, opts.Config, held)
+	held := heldTargets(seen.all())
+	desired, refused, problems := desiredMC(seen.mc, seen.active, opts.Config, held)
+	desired = onPlacedSubnets(desired, seen.placed)
+	if opts.Beyond.On() && len(refused) > 0 {
+		// The clusters the entries have no room for get objects instead,
+		// if a network has room; only those that fit nowhere keep their
+		// PrivateEndpointLimit.
+		placed, unplaced := PlaceBeyond(refused, opts.Beyond, networkUse(seen.placed))
+		desired = append(desired, placed...)
+		problems = append(slices.DeleteFunc(problems, func(p Problem) bool { return p.Reason == ReasonEndpointLimit }), unplaced...)
+	}
 	recheck := false
 	var unread []string
 	switch {
@@ -215,8 +258,14 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 		recheck = len(inUse) > 0
 	}
 	desired, taken := SkipTaken(desired, TakenNames(seen.mc, seen.owners, older), key(seen.mc))
-	want := CarryHeld(groupBySubnet(desired), seen.current.Endpoints, seen.held)
-	plan := mcPlan{want: capz.Owned{Endpoints: CarryPublished(want, seen.current.Endpoints, seen.publishing)}, taken: taken, recheck: recheck, unread: unread}
+	all := seen.all()
+	entries, placed := splitPlaced(CarryPublished(CarryHeld(groupBySubnet(desired), all, seen.held), all, seen.publishing))
+	plan := mcPlan{want: capz.Owned{Endpoints: entries}, placed: placed, placedFor: map[string]string{}, taken: taken, recheck: recheck, unread: unread}
+	for _, ep := range desired {
+		if ep.placed() {
+			plan.placedFor[ep.Name] = ep.Cluster
+		}
+	}
 	for _, p := range problems {
 		// The others (waiting for private links, a WC's own spec) are the
 		// WC's own reconcile's to report, and not the MC's doing.
@@ -232,7 +281,7 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 		return plan
 	}
 	groups := slices.Concat(seen.active, seen.held)
-	plan.stale = StaleEntries(seen.mc, seen.owners, older, names(plan.want.Endpoints), func(pe capz.PrivateEndpoint) bool {
+	plan.stale = StaleEntries(seen.mc, seen.owners, older, names(plan.all()), func(pe capz.PrivateEndpoint) bool {
 		return isMCEndpointName(pe) && slices.ContainsFunc(groups, func(wc *capz.AzureCluster) bool {
 			return targetsGroup(pe.Connections[0].PrivateLinkServiceID, wc.SubscriptionID, wc.ResourceGroup)
 		})
@@ -262,7 +311,8 @@ func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) ma
 	// Near the limit: once while it lasts, not at every entry added (the
 	// message carries the count).
 	setLimitMetrics(seen.mc, r.Opts.MCEndpointLimit)
-	if msg := nearLimit(EntryCount(seen.mc), r.Opts.MCEndpointLimit); msg != "" {
+	if msg := nearLimit(EntryCount(seen.mc), r.Opts.MCEndpointLimit); msg != "" && !r.Opts.Beyond.On() {
+		// With Beyond the entries' limit is where objects begin, not a wall.
 		reported = append(reported, ReasonEndpointLimitNear)
 		if r.memory.first(key(seen.mc), ReasonEndpointLimitNear) {
 			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonEndpointLimitNear, "Wire", "%s", msg)
@@ -273,6 +323,7 @@ func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) ma
 		use = mcServiceUse(seen.mc, slices.Concat(seen.active, seen.held), r.Opts.mcServices(seen.mc.Name))
 	}
 	reported = append(reported, r.reportServices(seen, use)...)
+	reported = append(reported, r.reportNetworks(seen)...)
 	r.memory.keepOnly(key(seen.mc), reported)
 	return use
 }
@@ -302,15 +353,15 @@ func (r *MCReconciler) reportServices(seen *mcSeen, use map[string]int) []string
 // freshNames returns the names of want's entries that current has no
 // entry of: the entries a write of want would add (with the arguments
 // swapped, the ones it would remove).
-func freshNames(want, current capz.Owned) []string {
+func freshNames(want, current map[string][]capz.PrivateEndpoint) []string {
 	have := map[string]bool{}
-	for _, eps := range current.Endpoints {
+	for _, eps := range current {
 		for _, ep := range eps {
 			have[ep.Name] = true
 		}
 	}
 	var out []string
-	for _, eps := range want.Endpoints {
+	for _, eps := range want {
 		for _, ep := range eps {
 			if !have[ep.Name] {
 				out = append(out, ep.Name)

@@ -55,6 +55,13 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 		w.reason, w.message = ReasonPrivateEndpointNameTaken, fmt.Sprintf("the entries of %s wait: an entry of the name the operator would write "+
 			"belongs to another field manager (the management cluster's Events name it); rename or remove that entry, or rename the link",
 			clusters(byReason[ReasonPrivateEndpointNameTaken]))
+	case len(byReason[ReasonEndpointLimit]) > 0 && opts.Beyond.On():
+		w.reason, w.message = ReasonEndpointLimit, fmt.Sprintf("no private endpoint for %s: the AzureCluster holds %d entries, "+
+			"the limit is %d (--mc-private-endpoint-limit), and no network of --mc-endpoint-subnets has room for them (%s; "+
+			"--mc-endpoint-network-limit %d; Azure allows %d private endpoints per virtual network, %d with high-scale private endpoints); "+
+			"declare a subnet of another network, or remove private links no cluster needs",
+			clusters(byReason[ReasonEndpointLimit]), EntryCount(seen.mc), opts.MCEndpointLimit, networkFigures(opts.Beyond, networkUse(seen.placed)),
+			opts.Beyond.NetworkLimit, AzureEndpointsPerVNet, MaxNetworkLimit)
 	case len(byReason[ReasonEndpointLimit]) > 0:
 		w.reason, w.message = ReasonEndpointLimit, fmt.Sprintf("no private endpoint entry for %s: the AzureCluster holds %d entries, "+
 			"the limit is %d (--mc-private-endpoint-limit; Azure allows %d private endpoints per virtual network, 5,000 with high-scale "+
@@ -78,8 +85,15 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 		w.status, w.reason = "True", ReasonEndpointEntriesWritten
 		w.message = "the management cluster holds a private endpoint entry for every private link of its workload clusters that can be wired " +
 			"(a workload cluster that waits for itself says why on its GSPrivateLinksReady)"
-		if msg := nearLimit(EntryCount(seen.mc), opts.MCEndpointLimit); msg != "" {
+		if n := placedCount(seen.placed); n > 0 {
+			w.message = fmt.Sprintf("the management cluster holds a private endpoint for every private link of its workload clusters that can be wired: "+
+				"%d entries in its AzureCluster, %d AzurePrivateEndpoints beyond it (%s) "+
+				"(a workload cluster that waits for itself says why on its GSPrivateLinksReady)", EntryCount(seen.mc), n, networkFigures(opts.Beyond, networkUse(seen.placed)))
+		}
+		if msg := nearLimit(EntryCount(seen.mc), opts.MCEndpointLimit); msg != "" && !opts.Beyond.On() {
 			w.reason, w.message = ReasonEndpointLimitNear, msg
+		} else if net, ok := nearestNetwork(opts.Beyond, networkUse(seen.placed)); ok {
+			w.reason, w.message = ReasonNetworkLimitNear, nearNetworkLimit(opts.Beyond, net, networkUse(seen.placed)[net])
 		} else if link, ok := nearestService(opts.warnable(seen.mc.Name, use), opts.MCServiceConnectionLimit); ok {
 			w.reason, w.message = ReasonServiceLimitNear, nearServiceLimit(link, use[link], opts.MCServiceConnectionLimit)
 		}

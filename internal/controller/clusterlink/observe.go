@@ -156,6 +156,9 @@ func tail(eps []Endpoint) []Endpoint {
 func endpointState(ob privateendpoints.Observation, exists bool, ep Endpoint) (string, string) {
 	pls := ep.Connections[0].PrivateLinkServiceID
 	switch {
+	case !exists && ep.placed():
+		return stateProvisioning, fmt.Sprintf("private endpoint %s is not in Azure yet; the management cluster's AzurePrivateEndpoint %s creates it in subnet %s "+
+			"(beyond the management cluster's AzureCluster, --mc-endpoint-subnets)", ep.Name, placedObjectName(ep.Name), ep.Subnet)
 	case !exists:
 		return stateProvisioning, fmt.Sprintf("private endpoint %s is not in Azure yet; CAPZ creates it from the AzureCluster spec", ep.Name)
 	case !strings.EqualFold(ob.PrivateLinkServiceID, pls):

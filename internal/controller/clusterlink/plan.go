@@ -21,18 +21,17 @@ type plan struct {
 }
 
 // planEndpoints computes the plan of wc (as the wiring sees it, with its
-// managed private link) against the MC as mcs shows it.
+// managed private link) against the MC as mcs shows it, before the MC's
+// room is counted (onMCRoom).
 func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcState, opts Options) plan {
 	mc := mcs.view
 	toMC, p1 := WCToMC(mc, wc, opts.Config)
 	toWC, p2 := MCToWC(mc, wc, opts.Config, mcs.held)
 	toWC, p6 := WithoutHeldForOthers(toWC, mcs.held)
-	// The MC's pass decides the same, and may fill the last room with
-	// clusters served before this one: this cluster then waits one more
-	// pass and sees the limit reached.
-	toWC, p5 := WithinLimit(toWC, mcs.held, EntryCount(mc), opts.MCEndpointLimit)
+	// The MC's entry limit (and where the endpoints beyond it go) is
+	// onMCRoom's, which reads the MC's objects: the callers ask it next.
 	wcOwners := capz.EndpointOwners(u)
 	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, opts.olderInWC(wc, mc)), key(wc))
 	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, opts.olderInMC()), key(mc))
-	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p6, p5, p3, p4)}
+	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p6, p3, p4)}
 }

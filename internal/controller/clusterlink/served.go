@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
@@ -61,6 +62,9 @@ func (w *Wiring) Serves(ctx context.Context, u *unstructured.Unstructured, wc *c
 		return Served{}, false, err
 	}
 	p := planEndpoints(u, wired, mcs, w.Opts)
+	if p.toWC, _, err = onMCRoom(ctx, w.Client, mcs, p.toWC, w.Opts); err != nil {
+		return Served{}, false, err
+	}
 	// The wiring's limit on the MC's services and its choice of ingress
 	// service, as the wiring decides them (without its admissions the
 	// cache does not show yet).
@@ -82,7 +86,10 @@ func WorkloadClusterController(mgr ctrl.Manager, name string, opts Options) *bui
 		For(newAzureCluster()).
 		Watches(newAzureCluster(), wcsOnMCChange(mgr.GetClient(), opts.ManagementCluster)).
 		Watches(newCluster(), handler.EnqueueRequestsFromMapFunc(azureClusterOfCluster)).
-		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged()))
+		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged())).
+		// The MC's endpoint objects beyond its AzureCluster (beyond.go),
+		// which onMCRoom reads: one changing is news to its cluster.
+		Watches(&v1alpha1.AzurePrivateEndpoint{}, handler.EnqueueRequestsFromMapFunc(wcOfPlaced))
 }
 
 // NewAzureCluster is an empty AzureCluster to watch or read into.

@@ -25,6 +25,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints,verbs=get;list;watch;create;delete
 
 // Setup registers the AzureCluster controllers with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
@@ -54,6 +55,12 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		shard := func(o client.Object) bool { return o.GetLabels()[ShardOfLabel] != "" }
 		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, shard))
 	}
+	// The MC's endpoints beyond its AzureCluster (beyond.go): their
+	// objects' changes come back to the MC's pass (and, through
+	// WorkloadClusterController, to the cluster each is for). Watched (and
+	// so cached) also without --mc-endpoint-subnets: objects made before
+	// it was turned off stay where they are, and both passes read them.
+	mcb = mcb.Watches(&v1alpha1.AzurePrivateEndpoint{}, delayed(mcKey, opts.MCWriteDelay, mcOfPlaced))
 	if opts.PrivateLinkServices {
 		// The WC's managed AzurePrivateLinkService becoming Ready is its
 		// "private links ready".

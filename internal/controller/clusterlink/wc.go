@@ -181,6 +181,14 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		return wiring{}, err
 	}
 	w := wiring{u: u, declared: declared, wc: wc, mc: mcs.view, plan: planEndpoints(u, wc, mcs, r.Opts)}
+	// The MC's pass decides the same, and may fill the last room with
+	// clusters served before this one: this cluster then waits one more
+	// pass and sees the limit reached.
+	toWC, full, err := onMCRoom(ctx, r.Client, mcs, w.toWC, r.Opts)
+	if err != nil {
+		return wiring{}, err
+	}
+	w.toWC, w.problems = toWC, append(w.problems, full...)
 	toMC, limited, err := onShards(ctx, r.Client, mcs.view, wc, r.Opts.Config, w.toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
 		return r.services.admit(ctx, r.Client, wc, toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
 	})
@@ -337,6 +345,11 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 	if mcs.u != nil {
 		if HoldsEndpointsOf(mcs.owned.Endpoints, wc) {
 			return ctrl.Result{RequeueAfter: r.Opts.MCWriteDelay + time.Second}, nil
+		}
+		// The MC's objects beyond its AzureCluster, which its pass deletes
+		// (beyond.go); the object's deletion brings this cluster back.
+		if placed, err := placedFor(ctx, r.Client, r.Opts.ManagementCluster, wc); err != nil || placed {
+			return ctrl.Result{RequeueAfter: r.Opts.MCWriteDelay + time.Second}, err
 		}
 	} else {
 		r.Recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonManagementClusterNotFound, "Release",

@@ -1,0 +1,262 @@
+package clusterlink
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+)
+
+const (
+	netA    = "/subscriptions/" + mcSub + "/resourceGroups/pe-rg/providers/Microsoft.Network/virtualNetworks/pe-a"
+	netB    = "/subscriptions/" + mcSub + "/resourceGroups/pe-rg/providers/Microsoft.Network/virtualNetworks/pe-b"
+	subnetA = netA + "/subnets/pe"
+	subnetB = netB + "/subnets/pe"
+)
+
+// refusedOf are the MC's endpoints for clusters, in order (a cluster
+// named twice has two links).
+func refusedOf(clusters ...string) []Endpoint {
+	var out []Endpoint
+	for i, c := range clusters {
+		ep := mcEndpoint(false)
+		ep.Cluster = "org-a/" + c
+		ep.Name = c + "-" + string(rune('a'+i)) + "-privateendpoint"
+		out = append(out, ep)
+	}
+	return out
+}
+
+// TestPlaceBeyond: each cluster's endpoints all in the first subnet whose
+// network has room for them, in the order clusters are served; a
+// cluster that fits nowhere is told so and leaves the room to the next.
+func TestPlaceBeyond(t *testing.T) {
+	b := Beyond{Subnets: []string{subnetA, netA + "/subnets/other", subnetB}, NetworkLimit: 2}
+	for _, tc := range []struct {
+		reason    string
+		refused   []Endpoint
+		use       map[string]int
+		want      []string // cluster:subnet per placed endpoint
+		unplaced  []string
+		wantAfter map[string]int
+	}{
+		{
+			reason:    "the first network while it has room",
+			refused:   refusedOf("wc1", "wc2"),
+			want:      []string{"org-a/wc1:" + subnetA, "org-a/wc2:" + subnetA},
+			wantAfter: map[string]int{strings.ToLower(netA): 2},
+		},
+		{
+			reason:    "a network's second subnet shares its network's room; the next network after it",
+			refused:   refusedOf("wc1", "wc2"),
+			use:       map[string]int{strings.ToLower(netA): 1},
+			want:      []string{"org-a/wc1:" + subnetA, "org-a/wc2:" + subnetB},
+			wantAfter: map[string]int{strings.ToLower(netA): 2, strings.ToLower(netB): 1},
+		},
+		{
+			reason:    "a cluster's two endpoints come together: where only one fits, the next network takes both",
+			refused:   refusedOf("wc1", "wc1"),
+			use:       map[string]int{strings.ToLower(netA): 1},
+			want:      []string{"org-a/wc1:" + subnetB, "org-a/wc1:" + subnetB},
+			wantAfter: map[string]int{strings.ToLower(netA): 1, strings.ToLower(netB): 2},
+		},
+		{
+			reason:    "a cluster that fits nowhere is told so; the next one that fits gets the room",
+			refused:   refusedOf("wc1", "wc1", "wc2"),
+			use:       map[string]int{strings.ToLower(netA): 1, strings.ToLower(netB): 1},
+			want:      []string{"org-a/wc2:" + subnetA},
+			unplaced:  []string{"org-a/wc1"},
+			wantAfter: map[string]int{strings.ToLower(netA): 2, strings.ToLower(netB): 1},
+		},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			use := map[string]int{}
+			maps.Copy(use, tc.use)
+			placed, problems := PlaceBeyond(tc.refused, b, use)
+			var got []string
+			for _, ep := range placed {
+				got = append(got, ep.Cluster+":"+ep.Subnet)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("placed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.unplaced, limitedBy(t, problems, "--mc-endpoint-subnets")); diff != "" {
+				t.Errorf("unplaced (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAfter, use); diff != "" {
+				t.Errorf("use after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// wc2PlacedAt is the operator's object of wc2's MC endpoint in subnet.
+func wc2PlacedAt(subnet string) v1alpha1.AzurePrivateEndpoint {
+	return *desiredPlaced(mc(), Endpoint{Subnet: subnet, PrivateEndpoint: wcEntry("wc2"), Cluster: "org-a/wc2"})
+}
+
+// TestDecideMCBeyond: the MC pass with endpoints beyond its AzureCluster.
+func TestDecideMCBeyond(t *testing.T) {
+	beyond := Options{Config: Config{MCEndpointLimit: 1, Beyond: Beyond{Subnets: []string{subnetA, subnetB}, NetworkLimit: 1}}}
+	off := Options{Config: Config{MCEndpointLimit: 2}}
+	for _, tc := range []struct {
+		reason      string
+		opts        Options
+		seen        mcSeen
+		objs        []v1alpha1.AzurePrivateEndpoint
+		wantEntries map[string][]string
+		wantPlaced  map[string][]string
+		limited     []string
+	}{
+		{
+			reason: "the entries full: the next clusters get objects, one per network, the last none",
+			opts:   beyond,
+			seen: mcSeen{mc: mcWith(wcEntry("wc1")), active: []*capz.AzureCluster{wc("wc1"), wc("wc2"), wc("wc3"), wc("wc4")},
+				current: capz.Owned{Endpoints: onNodes(wcEntry("wc1"))}},
+			wantEntries: map[string][]string{"mc-nodes": {"wc1-api-privatelink-privateendpoint"}},
+			wantPlaced:  map[string][]string{subnetA: {"wc2-api-privatelink-privateendpoint"}, subnetB: {"wc3-api-privatelink-privateendpoint"}},
+			limited:     []string{"org-a/wc4"},
+		},
+		{
+			reason:     "an object stays where it is: in its network, never an entry, although the entries have room now",
+			opts:       beyond,
+			seen:       mcSeen{mc: mcWith(), active: []*capz.AzureCluster{wc("wc2")}},
+			objs:       []v1alpha1.AzurePrivateEndpoint{wc2PlacedAt(subnetB)},
+			wantPlaced: map[string][]string{subnetB: {"wc2-api-privatelink-privateendpoint"}},
+		},
+		{
+			reason: "Beyond turned off: the objects that exist stay, no new one is made",
+			opts:   off,
+			seen: mcSeen{mc: mcWith(wcEntry("wc1"), wcEntry("wc3")), active: []*capz.AzureCluster{wc("wc1"), wc("wc2"), wc("wc3"), wc("wc4")},
+				current: capz.Owned{Endpoints: onNodes(wcEntry("wc1"), wcEntry("wc3"))}},
+			objs:        []v1alpha1.AzurePrivateEndpoint{wc2PlacedAt(subnetA)},
+			wantEntries: map[string][]string{"mc-nodes": {"wc1-api-privatelink-privateendpoint", "wc3-api-privatelink-privateendpoint"}},
+			wantPlaced:  map[string][]string{subnetA: {"wc2-api-privatelink-privateendpoint"}},
+			limited:     []string{"org-a/wc4"},
+		},
+		{
+			reason: "a deleted cluster's object goes, and its room is the next cluster's",
+			opts:   beyond,
+			seen: mcSeen{mc: mcWith(wcEntry("wc1")), active: []*capz.AzureCluster{wc("wc1"), wc("wc2", deleting), wc("wc3")},
+				current: capz.Owned{Endpoints: onNodes(wcEntry("wc1"))}},
+			objs:        []v1alpha1.AzurePrivateEndpoint{wc2PlacedAt(subnetA)},
+			wantEntries: map[string][]string{"mc-nodes": {"wc1-api-privatelink-privateendpoint"}},
+			wantPlaced:  map[string][]string{subnetB: {"wc3-api-privatelink-privateendpoint"}},
+		},
+		{
+			reason: "a deleted cluster's object whose address it still publishes stays",
+			opts:   beyond,
+			seen: mcSeen{mc: mcWith(wcEntry("wc1")), active: []*capz.AzureCluster{wc("wc1"), wc("wc2", deleting)},
+				current:    capz.Owned{Endpoints: onNodes(wcEntry("wc1"))},
+				publishing: []Publishing{{Cluster: wc("wc2"), All: true}}},
+			objs:        []v1alpha1.AzurePrivateEndpoint{wc2PlacedAt(subnetA)},
+			wantEntries: map[string][]string{"mc-nodes": {"wc1-api-privatelink-privateendpoint"}},
+			wantPlaced:  map[string][]string{subnetA: {"wc2-api-privatelink-privateendpoint"}},
+		},
+		{
+			reason: "a paused cluster's object stays as it is",
+			opts:   beyond,
+			seen: mcSeen{mc: mcWith(wcEntry("wc1")), active: []*capz.AzureCluster{wc("wc1")},
+				held:    []*capz.AzureCluster{wc("wc2", func(a *capz.AzureCluster) { a.PrivateLinksReady = false })},
+				current: capz.Owned{Endpoints: onNodes(wcEntry("wc1"))}},
+			objs:        []v1alpha1.AzurePrivateEndpoint{wc2PlacedAt(subnetA)},
+			wantEntries: map[string][]string{"mc-nodes": {"wc1-api-privatelink-privateendpoint"}},
+			wantPlaced:  map[string][]string{subnetA: {"wc2-api-privatelink-privateendpoint"}},
+		},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			seen := tc.seen
+			seen.placedObjs, seen.placed = tc.objs, placedOf(tc.objs)
+			seen.owners = ownedBy(capz.FieldManager, slices.Sorted(maps.Keys(names(seen.current.Endpoints)))...)
+			plan := decideMC(&seen, tc.opts)
+			if diff := cmp.Diff(tc.wantEntries, namesBySubnet(plan.want.Endpoints)); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPlaced, namesBySubnet(plan.placed)); diff != "" {
+				t.Errorf("placed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.limited, limitedBy(t, plan.problems, "")); diff != "" {
+				t.Errorf("limited (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// limitedBy are the clusters of problems told PrivateEndpointLimit;
+// every such message says says.
+func limitedBy(t *testing.T, problems []Problem, says string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range problems {
+		if p.Reason != ReasonEndpointLimit {
+			continue
+		}
+		out = append(out, p.Cluster)
+		if !strings.Contains(p.Message, says) {
+			t.Errorf("problem %+v does not say %q", p, says)
+		}
+	}
+	return out
+}
+
+// namesBySubnet are the entries' names by subnet, nil when none.
+func namesBySubnet(eps map[string][]capz.PrivateEndpoint) map[string][]string {
+	var out map[string][]string
+	for subnet, list := range eps {
+		if len(list) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		for _, pe := range list {
+			out[subnet] = append(out[subnet], pe.Name)
+		}
+		slices.Sort(out[subnet])
+	}
+	return out
+}
+
+// TestDesiredPlaced: the object is in the MC's subscription, group,
+// region and cloud, with its identity, keeps the endpoint's name and
+// target, deletes the endpoint with it, and has no owner.
+func TestDesiredPlaced(t *testing.T) {
+	ep := mcEndpoint(true)
+	ep.Subnet = subnetA
+	m := mc(func(a *capz.AzureCluster) {
+		a.IdentityRef = &capz.ObjectRef{Name: "mc-identity", Namespace: "org-giantswarm"}
+	})
+	o := desiredPlaced(m, ep)
+	if o.Name != "wc1-api-privatelink-privateendpoint" || o.Namespace != m.Namespace || o.Labels[MCEndpointOfLabel] != m.Name ||
+		o.Annotations[ForClusterAnnotation] != ep.Cluster || len(o.OwnerReferences) != 0 {
+		t.Errorf("object meta: %+v", o.ObjectMeta)
+	}
+	s := o.Spec
+	if s.SubscriptionID != m.SubscriptionID || s.ResourceGroup != m.ResourceGroup || s.Location != m.Location || s.Name != ep.Name ||
+		s.SubnetID != subnetA || s.PrivateLinkServiceID != ep.Connections[0].PrivateLinkServiceID || !s.ManualApproval ||
+		s.RequestMessage != ep.Connections[0].RequestMessage || s.DeletionPolicy != v1alpha1.DeletionPolicyDelete ||
+		s.IdentityRef == nil || s.IdentityRef.Name != m.IdentityRef.Name {
+		t.Errorf("spec: %+v", s)
+	}
+	back := placedEndpoint(o)
+	if back.Name != ep.Name || !strings.EqualFold(back.Connections[0].PrivateLinkServiceID, ep.Connections[0].PrivateLinkServiceID) {
+		t.Errorf("read back: %+v", back)
+	}
+}
+
+// TestPlacedObjectName: the endpoint's name in lower case where
+// Kubernetes takes it; otherwise a stable name of its own.
+func TestPlacedObjectName(t *testing.T) {
+	if got := placedObjectName("WC1-api-privatelink-privateendpoint"); got != "wc1-api-privatelink-privateendpoint" {
+		t.Errorf("got %s", got)
+	}
+	a, b := placedObjectName("wc_1-privateendpoint"), placedObjectName("wc_2-privateendpoint")
+	if !strings.HasPrefix(a, "mc-endpoint-") || a == b || a != placedObjectName("WC_1-privateendpoint") {
+		t.Errorf("derived names %s, %s", a, b)
+	}
+}
