@@ -254,6 +254,8 @@ type EndpointInfo struct {
 	// PrivateLinkService is the service the endpoint connects to (or the
 	// Azure service).
 	PrivateLinkService string
+	// Subnet is the ID of the subnet it is in.
+	Subnet string
 	// Members are the addresses of an endpoint to an Azure service, by
 	// member name (IP is the first member's); nil for a private link
 	// service.
@@ -274,7 +276,7 @@ func (s *Server) Endpoints() []EndpointInfo {
 		out = append(out, EndpointInfo{
 			ID: r.id, Name: r.id[strings.LastIndex(r.id, "/")+1:], IP: r.link.address, NIC: r.link.nicID,
 			ConnectionState: ptr.Deref(connectionState(s.st, r.link).Status, ""), ProvisioningState: r.state,
-			PrivateLinkService: r.link.plsID, Members: memberAddresses(r.link),
+			PrivateLinkService: r.link.plsID, Subnet: r.link.subnetID, Members: memberAddresses(r.link),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i].ID) < key(out[j].ID) })

@@ -18,6 +18,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
@@ -376,6 +377,11 @@ func (w *world) lookEndpointObjects(ctx context.Context, s *snapshot) error {
 		return err
 	}
 	for _, o := range list.Items {
+		if o.Namespace == sandbox.FleetIdentityNS && o.Labels[clusterlink.MCEndpointOfLabel] == sandbox.FleetMCName {
+			// The MC's own endpoint beyond its AzureCluster, not a tenant's.
+			s.MCPlaced[o.AzurePrivateEndpointName()] = strings.ToLower(o.Spec.SubnetID)
+			continue
+		}
 		s.APEs = append(s.APEs, endpointObject{
 			Key:        o.Namespace + "/" + o.Name,
 			EndpointID: strings.ToLower("/subscriptions/" + o.Spec.SubscriptionID + "/resourcegroups/" + o.Spec.ResourceGroup + "/providers/microsoft.network/privateendpoints/" + o.AzurePrivateEndpointName()),

@@ -67,7 +67,10 @@ type HistoryResult struct {
 	// IngressServices counts the MC's ingress services a cluster's entry
 	// connected to during the history (more than one: further services
 	// were made and used).
-	IngressServices int         `json:"ingressServices"`
+	IngressServices int `json:"ingressServices"`
+	// PlacedEndpoints is the most MC endpoints seen beyond the MC's
+	// AzureCluster at once (AzurePrivateEndpoints in declared subnets).
+	PlacedEndpoints int         `json:"placedEndpoints"`
 	Violations      []violation `json:"violations"`
 	// Ops is the history as it ran, for replaying a failing seed.
 	Ops []string `json:"ops"`
@@ -120,6 +123,7 @@ func runHistory(ctx context.Context, cfg *Config, seed uint64, dir string) (Hist
 	res.Operations, res.Checks, res.Seconds = len(h.ops), h.checks, time.Since(h.start).Seconds()
 	res.ObjectAddresses = h.k.objectAddresses
 	res.IngressServices = len(h.k.servicesUsed)
+	res.PlacedEndpoints = h.k.placedMax
 	res.Ops = slices.Clone(h.ops)
 	res.Violations = slices.Clone(h.k.found)
 	h.asyncMu.Lock()

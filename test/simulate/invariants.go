@@ -55,6 +55,16 @@ const (
 	// InvClusterMoved: a cluster's ingress entry connected to one of the
 	// MC's ingress services, then to another, while the cluster existed.
 	InvClusterMoved = "cluster moved to another ingress service"
+	// InvPlacedTwice: one MC endpoint name is both an entry in the MC's
+	// AzureCluster and an AzurePrivateEndpoint beyond it: one of them would
+	// ask Azure for an endpoint the other has (docs/operations.md,
+	// "Endpoints beyond the management cluster's AzureCluster").
+	InvPlacedTwice = "MC endpoint both an entry and an object"
+	// InvNetworkOverfilled: a network of --mc-endpoint-subnets holds more
+	// of the MC's endpoints than --mc-endpoint-network-limit
+	// (networkLimit in the simulation, so that histories fill networks
+	// across restarts).
+	InvNetworkOverfilled = "MC endpoint network over its limit"
 	// InvDeletionStuck: a deleted cluster was not gone in time.
 	InvDeletionStuck = "deletion did not complete"
 	// InvLeftover: something the operator made is in Azure after every
@@ -110,6 +120,9 @@ type snapshot struct {
 	// MCEntries are the MC's private endpoint entries: name → the service
 	// their first connection names, lower case.
 	MCEntries map[string]string
+	// MCPlaced are the MC's endpoints beyond its AzureCluster: name →
+	// the subnet of their AzurePrivateEndpoint, lower case.
+	MCPlaced map[string]string
 	// MCPersonNote and MCPersonLabel are what a person put on the MC.
 	MCPersonNote, MCPersonLabel string
 	// AppResolve are the answers for the tenants' record names asked from
@@ -131,6 +144,10 @@ type worldNames struct {
 	IngressServices []string
 	// ServiceLimit is the operator's --mc-service-connection-limit.
 	ServiceLimit int
+	// PlacedNetworks are the networks of --mc-endpoint-subnets, lower
+	// case; NetworkLimit is --mc-endpoint-network-limit.
+	PlacedNetworks []string
+	NetworkLimit   int
 	// MCNames are names only the platform may answer in the MC's network.
 	MCNames []string
 	// APIName is the MC-side name of a workload cluster's API server.
@@ -178,8 +195,10 @@ type checker struct {
 	// objectAddresses counts the addresses of endpoint objects checked.
 	objectAddresses int
 	// servicesUsed are the MC's ingress services a cluster's entry
-	// connected to.
+	// connected to; placedMax is the most MC endpoints seen beyond the
+	// MC's AzureCluster at once.
 	servicesUsed map[string]bool
+	placedMax    int
 	open         map[string]*episode
 	found        []violation
 }
@@ -241,6 +260,7 @@ func (k *checker) check(s snapshot) []violation {
 		l.publicName(c)
 	}
 	l.entries()
+	l.placed()
 	l.ingressServices()
 	for _, c := range s.Clusters {
 		l.personsEdits(c.Key, c.PersonNote, c.PersonLabel)
@@ -446,6 +466,44 @@ func (l *look) entries() {
 			delete(k.entryOwner, name)
 		}
 	}
+}
+
+// placed holds the MC's endpoints beyond its AzureCluster: no name both
+// an entry and an object, and no declared network holding more of the
+// MC's endpoints, in Azure, than the limit.
+func (l *look) placed() {
+	l.k.placedMax = max(l.k.placedMax, len(l.s.MCPlaced))
+	for _, name := range sortedKeys(l.s.MCPlaced) {
+		if _, ok := l.s.MCEntries[name]; ok {
+			l.flag(InvPlacedTwice, name, "an entry, and an object in "+l.s.MCPlaced[name], false, "")
+		}
+	}
+	n := l.k.names
+	in := map[string][]string{}
+	for _, ep := range l.s.Endpoints {
+		id := strings.ToLower(ep.ID)
+		if !strings.HasPrefix(id, n.MCScope) {
+			continue
+		}
+		if net := networkOfSubnet(ep.Subnet); slices.Contains(n.PlacedNetworks, net) {
+			in[net] = append(in[net], ep.Name)
+		}
+	}
+	for _, net := range sortedKeys(in) {
+		if n.NetworkLimit > 0 && len(in[net]) > n.NetworkLimit {
+			slices.Sort(in[net])
+			l.flag(InvNetworkOverfilled, net, fmt.Sprintf("%d endpoints (%s), the limit is %d", len(in[net]), strings.Join(in[net], ", "), n.NetworkLimit), false, "")
+		}
+	}
+}
+
+// networkOfSubnet is a subnet's network ID, lower case.
+func networkOfSubnet(subnet string) string {
+	s := strings.ToLower(subnet)
+	if i := strings.LastIndex(s, "/subnets/"); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // ingressServices holds the clusters' ingress entries: no service with

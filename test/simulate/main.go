@@ -88,8 +88,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("seed %d: %w", seed, err)
 		}
-		cfg.logf("seed %d: %d operations, %d checks (%d of endpoint objects' addresses), %d MC ingress services used, %d violations in %.0fs",
-			seed, h.Operations, h.Checks, h.ObjectAddresses, h.IngressServices, len(h.Violations), h.Seconds)
+		cfg.logf("seed %d: %d operations, %d checks (%d of endpoint objects' addresses), %d MC ingress services used, %d MC endpoints beyond its AzureCluster at most, %d violations in %.0fs",
+			seed, h.Operations, h.Checks, h.ObjectAddresses, h.IngressServices, h.PlacedEndpoints, len(h.Violations), h.Seconds)
 	}
 	return res, nil
 }

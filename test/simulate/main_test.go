@@ -48,6 +48,11 @@ func TestSimulateShort(t *testing.T) {
 	if n := res.Histories[0].IngressServices; n < 2 {
 		t.Errorf("clusters connected to %d of the MC's ingress services, want a further one used", n)
 	}
+	// One entry in the MC's AzureCluster: the history places a cluster's
+	// MC endpoint beyond it.
+	if res.Histories[0].PlacedEndpoints == 0 {
+		t.Error("no MC endpoint was placed beyond the MC's AzureCluster")
+	}
 	if err := failure(res); err != nil {
 		t.Error(err)
 	}
@@ -128,6 +133,23 @@ func TestChecker(t *testing.T) {
 				s.Clusters = append(s.Clusters, another(i, n.IngressServices[1]))
 			}
 		}},
+		{name: "an MC endpoint both an entry and an object", change: func(s *snapshot) {
+			s.MCPlaced = map[string]string{"wc1-api-privatelink-privateendpoint": strings.ToLower(placedSubnets()[0])}
+		}, want: []string{InvPlacedTwice}},
+		{name: "as many MC endpoints in a declared network as the limit", change: func(s *snapshot) {
+			for i := range n.NetworkLimit {
+				ep := mcEP(fmt.Sprintf("p%d-privateendpoint", i), fmt.Sprintf("10.70.1.%d", 4+i), pls1b, azuresim.ConnectionApproved)
+				ep.Subnet = placedSubnets()[0]
+				s.Endpoints = append(s.Endpoints, ep)
+			}
+		}},
+		{name: "more MC endpoints in a declared network than the limit", change: func(s *snapshot) {
+			for i := range n.NetworkLimit + 1 {
+				ep := mcEP(fmt.Sprintf("p%d-privateendpoint", i), fmt.Sprintf("10.70.1.%d", 4+i), pls1b, azuresim.ConnectionApproved)
+				ep.Subnet = placedSubnets()[0]
+				s.Endpoints = append(s.Endpoints, ep)
+			}
+		}, want: []string{InvNetworkOverfilled}},
 		{name: "the WC-side record to another network's endpoint", change: func(s *snapshot) {
 			s.WCResolve[wc1.Key] = azuresim.Resolution{Name: n.IngressName, Status: azuresim.ResolveOK, Addresses: []string{"172.16.128.9"}}
 		}, want: []string{InvGoneAddress}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +65,8 @@ func names() worldNames {
 		IngressPLS:      ingressService(mc, 1),
 		IngressServices: ingressServices(mc),
 		ServiceLimit:    serviceLimit,
+		PlacedNetworks:  placedNetworks(),
+		NetworkLimit:    networkLimit,
 		MCNames:         []string{"api." + mc + "." + baseDomain, "ingress." + mc + "." + baseDomain},
 		APIName:         func(c string) string { return "api." + c + "." + baseDomain },
 		// The WC-side zone is <mc>.<base> with a wildcard record.
@@ -78,6 +82,48 @@ func names() worldNames {
 // AzurePrivateEndpoints connect to the first service too, and the
 // operator does not count them.
 const serviceLimit = 2
+
+// The MC's endpoints beyond its AzureCluster in the simulation: its
+// entries take entryLimit (the operator's --mc-private-endpoint-limit),
+// and two further networks of the MC's subscription take networkLimit each
+// (--mc-endpoint-network-limit), so that histories place clusters beyond
+// the MC object and fill networks across restarts (InvPlacedTwice,
+// InvNetworkOverfilled). Azure's own limit stays 1,000 per network.
+const (
+	entryLimit   = 1
+	networkLimit = 1
+	placedGroup  = "mc-endpoints"
+)
+
+// placedSubnets are the subnets of --mc-endpoint-subnets, one per network.
+func placedSubnets() []string {
+	return []string{placedVNet(0) + "/subnets/endpoints", placedVNet(1) + "/subnets/endpoints"}
+}
+
+func placedVNet(i int) string {
+	return "/subscriptions/" + sandbox.FleetMCSubscription + "/resourceGroups/" + placedGroup +
+		"/providers/Microsoft.Network/virtualNetworks/endpoints-" + strconv.Itoa(i)
+}
+
+func placedNetworks() []string {
+	return []string{strings.ToLower(placedVNet(0)), strings.ToLower(placedVNet(1))}
+}
+
+// seedPlaced makes the further networks of the MC's endpoints.
+func (w *world) seedPlaced() error {
+	seed := azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: sandbox.FleetMCSubscription, Name: placedGroup, Location: sandbox.FleetLocation}}}
+	for i := range 2 {
+		body, err := json.Marshal(armnetwork.VirtualNetwork{Location: new(sandbox.FleetLocation), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(fmt.Sprintf("10.%d.0.0/16", 70+i))}},
+			Subnets:      []*armnetwork.Subnet{{Name: new("endpoints"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(fmt.Sprintf("10.%d.1.0/24", 70+i))}}},
+		}})
+		if err != nil {
+			return err
+		}
+		seed.Resources = append(seed.Resources, azuresim.SeedResource{ID: placedVNet(i), Body: body})
+	}
+	return w.sb.Sim.Seed(seed)
+}
 
 // shardFrontends are the ingress load balancer's further frontends.
 var shardFrontends = []string{"shard-2", "shard-3", "shard-4", "shard-5", "shard-6", "shard-7", "shard-8"}
@@ -178,6 +224,9 @@ func operatorFlags() []string {
 		"--mc-ingress-shard-frontends=" + strings.Join(shardFrontends, ","),
 		"--mc-ingress-load-balancer=" + sandbox.FleetMCName + "-ingress-lb",
 		"--mc-ingress-shard-subscriptions=" + strings.Join(tenantSubscriptions(), ","),
+		"--mc-private-endpoint-limit=" + strconv.Itoa(entryLimit),
+		"--mc-endpoint-subnets=" + strings.Join(placedSubnets(), ","),
+		"--mc-endpoint-network-limit=" + strconv.Itoa(networkLimit),
 	}
 }
 
@@ -240,6 +289,9 @@ func (w *world) setup(ctx context.Context) error {
 		}
 	}
 	if err := w.setupTenants(ctx); err != nil {
+		return err
+	}
+	if err := w.seedPlaced(); err != nil {
 		return err
 	}
 	mc := sandbox.FleetMC()
@@ -322,6 +374,7 @@ func (w *world) stop() {
 // look takes one snapshot (the order is snapshot's).
 func (w *world) look(ctx context.Context, n worldNames, vnets map[string]string) (snapshot, error) {
 	s := snapshot{At: time.Now(), MCResolve: map[string]azuresim.Resolution{}, WCResolve: map[string]azuresim.Resolution{}, MCEntries: map[string]string{},
+		MCPlaced:   map[string]string{},
 		AppResolve: map[string]azuresim.Resolution{}}
 	mcVNet := vnetOf(sandbox.FleetMCSubscription, sandbox.FleetMCName, sandbox.FleetMCName)
 	for _, c := range clusterNames {
