@@ -113,7 +113,7 @@ func parseArgs(args []string, stderr io.Writer) (invocation, int) {
 	fs.Usage = func() { _, _ = fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	fs.StringVar(&inv.kubeconfig, "kubeconfig", "", "Path to the kubeconfig (default: KUBECONFIG, then ~/.kube/config).")
 	fs.StringVar(&inv.kubeContext, "context", "", "The kubeconfig context to use.")
-	fs.StringVar(&inv.managementCluster, "management-cluster", "", "The management cluster's AzureCluster, <namespace>/<name> (the operator's --management-cluster-namespace/-name). Default: the AzureCluster whose endpoint entries connect to the cluster's services.")
+	fs.StringVar(&inv.managementCluster, "management-cluster", "", "The management cluster's AzureCluster, <namespace>/<name> (the operator's --management-cluster-namespace/-name). Default: the AzureCluster whose endpoint entries (or endpoints beyond it, AzurePrivateEndpoints labelled privatelink.giantswarm.io/mc-endpoint-of) connect to the cluster's services.")
 	fs.StringVar(&inv.opts.WatchFilter, "watch-filter", "", "The operator's --watch-filter, if it runs with one.")
 	fs.StringVar(&inv.opts.AnnotationPrefix, "annotation-prefix", "", "The operator's --annotation-prefix, if not the default.")
 	fs.StringVar(&inv.output, "o", "text", "Output: text or json.")

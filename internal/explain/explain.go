@@ -161,7 +161,7 @@ func Explain(ctx context.Context, c client.Reader, key types.NamespacedName, o O
 	}
 	var inAzure map[string]string
 	if mc != nil {
-		toWC, toMC := entries(ch, view, mc, services)
+		toWC, toMC := entries(ch, view, mc, services, placedTo(ctx, c, mc, services))
 		if o.Azure != nil {
 			inAzure = endpointsInAzure(ctx, ch, o.Azure, mc, toWC)
 			maps.Copy(inAzure, endpointsInAzure(ctx, ch, o.Azure, view, toMC))
@@ -240,8 +240,8 @@ func links(ctx context.Context, c client.Reader, ch *chain, view *capz.AzureClus
 // entries: the management cluster's endpoint entries that connect to the
 // cluster's services, and the cluster's own entries to the MC. It returns
 // them.
-func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool) (toWC, toMC []entry) {
-	toWC = entriesTo(mc, func(pls string) bool { return own[pls] })
+func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool, placed []entry) (toWC, toMC []entry) {
+	toWC = append(entriesTo(mc, func(pls string) bool { return own[pls] }), placed...)
 	mcScope := strings.ToLower("/subscriptions/" + mc.SubscriptionID + "/resourceGroups/" + mc.ResourceGroup + "/")
 	toMC = entriesTo(view, func(pls string) bool { return strings.HasPrefix(pls, mcScope) })
 	switch {
@@ -260,6 +260,24 @@ func entries(ch *chain, view, mc *capz.AzureCluster, own map[string]bool) (toWC,
 		ch.add("cluster endpoints to the MC", StateOK, describe(toMC))
 	}
 	return toWC, toMC
+}
+
+// placedTo are the MC's endpoints beyond its AzureCluster (the
+// operator's AzurePrivateEndpoints in the MC's namespace) that connect to
+// the cluster's services; none when they cannot be read (a tenant's
+// kubeconfig may not read the MC's namespace).
+func placedTo(ctx context.Context, c client.Reader, mc *capz.AzureCluster, own map[string]bool) []entry {
+	list := &v1alpha1.AzurePrivateEndpointList{}
+	if err := c.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingLabels{clusterlink.MCEndpointOfLabel: mc.Name}); err != nil {
+		return nil
+	}
+	var out []entry
+	for _, o := range list.Items {
+		if own[strings.ToLower(o.Spec.PrivateLinkServiceID)] {
+			out = append(out, entry{name: o.AzurePrivateEndpointName(), subnet: o.Spec.SubnetID + ", AzurePrivateEndpoint " + o.Namespace + "/" + o.Name, service: o.Spec.PrivateLinkServiceID})
+		}
+	}
+	return out
 }
 
 // entry is one endpoint entry of an AzureCluster.
@@ -371,8 +389,9 @@ func read(ctx context.Context, c client.Reader, key types.NamespacedName) (*unst
 }
 
 // FindManagementCluster is the AzureCluster (other than key's) whose
-// endpoint entries connect to key's private link services: the management
-// cluster that wires it. found is false while there is none.
+// endpoint entries, or endpoints beyond it, connect to key's private link
+// services: the management cluster that wires it. found is false while
+// there is none.
 func FindManagementCluster(ctx context.Context, c client.Reader, key types.NamespacedName) (types.NamespacedName, bool, error) {
 	_, view, err := read(ctx, c, key)
 	if err != nil || view == nil {
@@ -394,6 +413,20 @@ func FindManagementCluster(ctx context.Context, c client.Reader, key types.Names
 		}
 		if other, _ := capz.FromUnstructured(u); other != nil && len(entriesTo(other, func(pls string) bool { return own[pls] })) > 0 {
 			return types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, true, nil
+		}
+	}
+	// Or whose endpoint beyond its AzureCluster (an AzurePrivateEndpoint
+	// of the operator's, labelled with the MC's name) connects to them.
+	placed := &v1alpha1.AzurePrivateEndpointList{}
+	if err := c.List(ctx, placed, client.HasLabels{clusterlink.MCEndpointOfLabel}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return types.NamespacedName{}, false, nil
+		}
+		return types.NamespacedName{}, false, err
+	}
+	for _, o := range placed.Items {
+		if own[strings.ToLower(o.Spec.PrivateLinkServiceID)] {
+			return types.NamespacedName{Namespace: o.Namespace, Name: o.Labels[clusterlink.MCEndpointOfLabel]}, true, nil
 		}
 	}
 	return types.NamespacedName{}, false, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/privateendpoint"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/explain"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
@@ -55,6 +56,7 @@ func TestMCEndpointsBeyond(t *testing.T) {
 	}
 	placedIn(t, w, "wc2", subnetA)
 	wc3Obj := placedIn(t, w, "wc3", subnetB)
+	explainsPlaced(t, w, "wc2", subnetA)
 	mcSays(t, w, "True", clusterlink.ReasonNetworkLimitNear, "mc-pe-b, the last of --mc-endpoint-subnets, holds 1 of the operator's private endpoints, the limit is 1")
 	waitEvent(t, w, mcKey, clusterlink.ReasonNetworkLimitNear)
 
@@ -135,4 +137,28 @@ func placedIn(t *testing.T, w *testworld.World, wc, subnet string) *v1alpha1.Azu
 		t.Errorf("%s's endpoint in Azure: subnet %s, connections %d", wc, *pe.Properties.Subnet.ID, len(conns))
 	}
 	return o
+}
+
+// explainsPlaced checks that kubectl apeo explain shows a placed
+// cluster's MC endpoint, the operator's object in subnet, as it shows an
+// entry.
+func explainsPlaced(t *testing.T, w *testworld.World, wc, subnet string) {
+	t.Helper()
+	key := types.NamespacedName{Namespace: wcNS, Name: wc}
+	if mc, found, err := explain.FindManagementCluster(context.Background(), w.Client, key); !found || err != nil || mc != mcKey {
+		t.Errorf("FindManagementCluster(%s) = %v, %v, %v; want %v, found by its placed endpoint", key, mc, found, err, mcKey)
+	}
+	r, err := explain.Explain(context.Background(), w.Client, key, explain.Options{ManagementCluster: mcKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range r.Steps {
+		if st.Name == "MC endpoints to the cluster" {
+			if st.State != explain.StateOK || !strings.Contains(st.Detail, wc+"-api-privatelink-privateendpoint (subnet "+subnet+", AzurePrivateEndpoint "+mcNS+"/") {
+				t.Errorf("explain %s: %+v", wc, st)
+			}
+			return
+		}
+	}
+	t.Errorf("explain %s has no step of the MC's endpoints: %+v", wc, r.Steps)
 }
