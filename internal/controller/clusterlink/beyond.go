@@ -268,14 +268,21 @@ func placedFor(ctx context.Context, c client.Reader, mc types.NamespacedName, wc
 // room (the MC's pass then makes the object; the cluster waits for it).
 // Only a cluster that is new beyond the limit lists the objects.
 func onMCRoom(ctx context.Context, c client.Reader, mcs mcState, toWC []Endpoint, opts Options) ([]Endpoint, []Problem, error) {
-	held := mcs.held
+	// What is held of this cluster's names only: the snapshot's Held has
+	// every entry of the MC, and a copy of it per pass would be a million
+	// map writes per MC change at 1,000 clusters (snapshot.go).
+	held := make(Held, len(toWC))
+	for _, ep := range toWC {
+		if target, ok := mcs.held[ep.Name]; ok {
+			held[ep.Name] = target
+		}
+	}
 	var problems []Problem
 	// Objects are looked up whether Beyond is on or not: once made, an
 	// object is where the endpoint is, also after Beyond is turned off
 	// (an entry of its name would ask CAPZ for an endpoint Azure has in
 	// another subnet).
 	if len(toWC) > 0 {
-		held = maps.Clone(mcs.held)
 		kept := toWC[:0:0]
 		for _, ep := range toWC {
 			o := &v1alpha1.AzurePrivateEndpoint{}

@@ -1,12 +1,16 @@
 package clusterlink
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -258,5 +262,66 @@ func TestPlacedObjectName(t *testing.T) {
 	a, b := placedObjectName("wc_1-privateendpoint"), placedObjectName("wc_2-privateendpoint")
 	if !strings.HasPrefix(a, "mc-endpoint-") || a == b || a != placedObjectName("WC_1-privateendpoint") {
 		t.Errorf("derived names %s, %s", a, b)
+	}
+}
+
+// TestOnMCRoom: a workload cluster's own pass, against the MC's entries
+// (one, the limit) and the operator's objects in the cache: an endpoint an
+// object holds keeps its object's subnet; a new one beyond the limit is
+// kept (the MC's pass makes its object) while a network has room, and
+// refused when none has; an object of the name for another service is a
+// name conflict; without Beyond the limit refuses as before.
+func TestOnMCRoom(t *testing.T) {
+	scheme := k8sruntime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	m := mcWith(wcEntry("wc1"))
+	mcs := mcState{view: m, held: heldTargets(onNodes(wcEntry("wc1")))}
+	beyond := Options{Config: Config{MCEndpointLimit: 1, Beyond: Beyond{Subnets: []string{subnetA, subnetB}, NetworkLimit: 1}}}
+	of := func(name string) []Endpoint {
+		ep := mcEndpoint(false)
+		ep.Cluster, ep.PrivateEndpoint = "org-a/"+name, wcEntry(name)
+		return []Endpoint{ep}
+	}
+	other := wc2PlacedAt(subnetA)
+	other.Spec.PrivateLinkServiceID = PrivateLinkServiceID(wcSub, "elsewhere", "wc2-api-privatelink")
+	for _, tc := range []struct {
+		reason   string
+		opts     Options
+		objs     []client.Object
+		cluster  string
+		want     string // the subnet the endpoint is kept in; "" refused
+		conflict bool
+	}{
+		{reason: "held by an entry", opts: beyond, cluster: "wc1", want: "mc-nodes"},
+		{reason: "held by an object: its subnet", opts: beyond, objs: []client.Object{new(wc2PlacedAt(subnetB))}, cluster: "wc2", want: subnetB},
+		{reason: "held by an object, Beyond off: still its subnet", opts: Options{Config: Config{MCEndpointLimit: 1}},
+			objs: []client.Object{new(wc2PlacedAt(subnetB))}, cluster: "wc2", want: subnetB},
+		{reason: "new beyond the limit, a network with room", opts: beyond, objs: []client.Object{new(wc2PlacedAt(subnetA))}, cluster: "wc3", want: subnetB},
+		{reason: "new beyond the limit, every network full", opts: beyond,
+			objs: []client.Object{new(wc2PlacedAt(subnetA)), desiredPlaced(m, Endpoint{Subnet: subnetB, PrivateEndpoint: wcEntry("wc4"), Cluster: "org-a/wc4"})}, cluster: "wc3"},
+		{reason: "new beyond the limit, Beyond off", opts: Options{Config: Config{MCEndpointLimit: 1}}, cluster: "wc3"},
+		{reason: "an object of the name for another service", opts: beyond, objs: []client.Object{&other}, cluster: "wc2", conflict: true},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+			got, problems, err := onMCRoom(context.Background(), c, mcs, of(tc.cluster), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subnet := ""
+			if len(got) == 1 {
+				subnet = got[0].Subnet
+			}
+			if subnet != tc.want {
+				t.Errorf("kept in %q, want %q (problems %v)", subnet, tc.want, problems)
+			}
+			conflict := len(problems) == 1 && problems[0].Reason == ReasonNameConflict
+			limited := len(problems) == 1 && problems[0].Reason == ReasonEndpointLimit
+			if conflict != tc.conflict || limited != (tc.want == "" && !tc.conflict) || (tc.want != "" && len(problems) > 0) {
+				t.Errorf("problems %v", problems)
+			}
+		})
 	}
 }
