@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
@@ -67,14 +64,11 @@ func (w *world) setupTenants(ctx context.Context) error {
 		w.sb.Sim.AddPrincipal(azuresim.Principal{TenantID: sandbox.FleetTenantID, ClientID: tenantClient(t), ClientSecret: tenantSecret(t),
 			Scopes: []string{"/subscriptions/" + tenantSubscription(t)}})
 		seed.ResourceGroups = append(seed.ResourceGroups, azuresim.SeedResourceGroup{SubscriptionID: tenantSubscription(t), Name: appsGroup, Location: sandbox.FleetLocation})
-		body, err := json.Marshal(armnetwork.VirtualNetwork{Location: new(sandbox.FleetLocation), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(fmt.Sprintf("10.%d.0.0/16", 60+t))}},
-			Subnets:      []*armnetwork.Subnet{{Name: new("endpoints"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(fmt.Sprintf("10.%d.1.0/24", 60+t))}}},
-		}})
+		vnet, err := endpointsVNet(appsVNet(t), 60+t)
 		if err != nil {
 			return err
 		}
-		seed.Resources = append(seed.Resources, azuresim.SeedResource{ID: appsVNet(t), Body: body})
+		seed.Resources = append(seed.Resources, vnet)
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenants[t], Name: tenantSecret(t)},
 			Data: map[string][]byte{"clientSecret": []byte(tenantSecret(t))}}
 		if err := w.sb.Client.Create(ctx, secret); err != nil {

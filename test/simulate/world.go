@@ -113,16 +113,23 @@ func placedNetworks() []string {
 func (w *world) seedPlaced() error {
 	seed := azuresim.Seed{ResourceGroups: []azuresim.SeedResourceGroup{{SubscriptionID: sandbox.FleetMCSubscription, Name: placedGroup, Location: sandbox.FleetLocation}}}
 	for i := range 2 {
-		body, err := json.Marshal(armnetwork.VirtualNetwork{Location: new(sandbox.FleetLocation), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(fmt.Sprintf("10.%d.0.0/16", 70+i))}},
-			Subnets:      []*armnetwork.Subnet{{Name: new("endpoints"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(fmt.Sprintf("10.%d.1.0/24", 70+i))}}},
-		}})
+		r, err := endpointsVNet(placedVNet(i), 70+i)
 		if err != nil {
 			return err
 		}
-		seed.Resources = append(seed.Resources, azuresim.SeedResource{ID: placedVNet(i), Body: body})
+		seed.Resources = append(seed.Resources, r)
 	}
 	return w.sb.Sim.Seed(seed)
+}
+
+// endpointsVNet is a network 10.<b>.0.0/16 whose subnet "endpoints" is
+// 10.<b>.1.0/24, to seed.
+func endpointsVNet(id string, b int) (azuresim.SeedResource, error) {
+	body, err := json.Marshal(armnetwork.VirtualNetwork{Location: new(sandbox.FleetLocation), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(fmt.Sprintf("10.%d.0.0/16", b))}},
+		Subnets:      []*armnetwork.Subnet{{Name: new("endpoints"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(fmt.Sprintf("10.%d.1.0/24", b))}}},
+	}})
+	return azuresim.SeedResource{ID: id, Body: body}, err
 }
 
 // shardFrontends are the ingress load balancer's further frontends.
