@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 )
 
@@ -31,9 +32,13 @@ type Limits struct {
 	// ZonesPerVirtualNetwork is how many private DNS zones one virtual
 	// network can be linked to (without autoregistration): 1,000.
 	ZonesPerVirtualNetwork int
-	// PrivateEndpointsPerVirtualNetwork: 1,000 (5,000 with High Scale
-	// Private Endpoints, a preview the emulator does not model).
+	// PrivateEndpointsPerVirtualNetwork: 1,000.
 	PrivateEndpointsPerVirtualNetwork int
+	// PrivateEndpointsPerHighScaleVirtualNetwork: 5,000, in a network
+	// whose privateEndpointVNetPolicies is Basic (high-scale private
+	// endpoints; "Increase Private Endpoint virtual network limits",
+	// 2025, and the limits page's Private Link table).
+	PrivateEndpointsPerHighScaleVirtualNetwork int
 	// PrivateLinkServicesPerSubscription: 800.
 	PrivateLinkServicesPerSubscription int
 	// PrivateEndpointsPerPrivateLinkService: 1,000.
@@ -43,14 +48,15 @@ type Limits struct {
 // AzureLimits are Azure's published defaults.
 func AzureLimits() Limits {
 	return Limits{
-		PrivateDNSZonesPerSubscription:        1000,
-		RecordSetsPerZone:                     25000,
-		RecordsPerRecordSet:                   20,
-		VirtualNetworkLinksPerZone:            1000,
-		ZonesPerVirtualNetwork:                1000,
-		PrivateEndpointsPerVirtualNetwork:     1000,
-		PrivateLinkServicesPerSubscription:    800,
-		PrivateEndpointsPerPrivateLinkService: 1000,
+		PrivateDNSZonesPerSubscription:             1000,
+		RecordSetsPerZone:                          25000,
+		RecordsPerRecordSet:                        20,
+		VirtualNetworkLinksPerZone:                 1000,
+		ZonesPerVirtualNetwork:                     1000,
+		PrivateEndpointsPerVirtualNetwork:          1000,
+		PrivateEndpointsPerHighScaleVirtualNetwork: 5000,
+		PrivateLinkServicesPerSubscription:         800,
+		PrivateEndpointsPerPrivateLinkService:      1000,
 	}
 }
 
@@ -64,6 +70,7 @@ func (l Limits) withDefaults() Limits {
 		{&l.VirtualNetworkLinksPerZone, &d.VirtualNetworkLinksPerZone},
 		{&l.ZonesPerVirtualNetwork, &d.ZonesPerVirtualNetwork},
 		{&l.PrivateEndpointsPerVirtualNetwork, &d.PrivateEndpointsPerVirtualNetwork},
+		{&l.PrivateEndpointsPerHighScaleVirtualNetwork, &d.PrivateEndpointsPerHighScaleVirtualNetwork},
 		{&l.PrivateLinkServicesPerSubscription, &d.PrivateLinkServicesPerSubscription},
 		{&l.PrivateEndpointsPerPrivateLinkService, &d.PrivateEndpointsPerPrivateLinkService},
 	} {
@@ -186,8 +193,15 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 	inVNet := s.count(typePE, func(pe *resource) bool {
 		return pe.link != nil && strings.HasPrefix(key(pe.link.subnetID), subnets)
 	})
-	if inVNet >= s.limits.PrivateEndpointsPerVirtualNetwork {
-		return errLimit(codeEndpointsPerVNet, "Private endpoints per virtual network", s.limits.PrivateEndpointsPerVirtualNetwork, "virtual network "+vnetID)
+	limit := s.limits.PrivateEndpointsPerVirtualNetwork
+	if vnet := s.lookup(vnetID); vnet != nil {
+		if p := objOf[armnetwork.VirtualNetwork](vnet).Properties; p != nil && p.PrivateEndpointVNetPolicies != nil &&
+			*p.PrivateEndpointVNetPolicies == armnetwork.PrivateEndpointVNetPoliciesBasic {
+			limit = s.limits.PrivateEndpointsPerHighScaleVirtualNetwork
+		}
+	}
+	if inVNet >= limit {
+		return errLimit(codeEndpointsPerVNet, "Private endpoints per virtual network", limit, "virtual network "+vnetID)
 	}
 	// Azure's limit of endpoints per service is a private link service's;
 	// none is on record for an Azure service (firstparty.go).

@@ -12,7 +12,7 @@ func TestLimitsDefaults(t *testing.T) {
 	azure := Limits{
 		PrivateDNSZonesPerSubscription: 1000, RecordSetsPerZone: 25000, RecordsPerRecordSet: 20,
 		VirtualNetworkLinksPerZone: 1000, ZonesPerVirtualNetwork: 1000, PrivateEndpointsPerVirtualNetwork: 1000,
-		PrivateLinkServicesPerSubscription: 800, PrivateEndpointsPerPrivateLinkService: 1000,
+		PrivateLinkServicesPerSubscription: 800, PrivateEndpointsPerPrivateLinkService: 1000, PrivateEndpointsPerHighScaleVirtualNetwork: 5000,
 	}
 	lowered := azure
 	lowered.RecordsPerRecordSet = 2

@@ -2,6 +2,7 @@ package azuresim_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
@@ -190,6 +191,49 @@ func TestProviderThrottling(t *testing.T) {
 	for i := range 5 {
 		if _, err := zones.Get(ctx, "dns", "a.example", nil); err != nil {
 			t.Fatalf("exempt read %d: %v", i, err)
+		}
+	}
+}
+
+// TestHighScaleNetwork: a network whose privateEndpointVNetPolicies is
+// Basic (high-scale private endpoints) takes the high-scale limit, any
+// other network the usual one; the answer beyond either is the same 400.
+func TestHighScaleNetwork(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, azuresim.Options{Limits: azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 1, PrivateEndpointsPerHighScaleVirtualNetwork: 2}})
+	prov := newProvider(t, e, providerSub, "prov", "10.1")
+	mustPoll(t, func() (*poller[armnetwork.PrivateLinkServicesClientCreateOrUpdateResponse], error) {
+		return e.network(t, providerSub).NewPrivateLinkServicesClient().BeginCreateOrUpdate(ctx, prov.rg, "svc", prov.plsBody([]string{"*"}, []string{consumerSub}), nil)
+	})
+	plsID := "/subscriptions/" + providerSub + "/resourceGroups/prov/providers/Microsoft.Network/privateLinkServices/svc"
+	e.seedGroup(t, consumerSub, "guest")
+	vnets := e.network(t, consumerSub).NewVirtualNetworksClient()
+	for i, policy := range []armnetwork.PrivateEndpointVNetPolicies{armnetwork.PrivateEndpointVNetPoliciesBasic, armnetwork.PrivateEndpointVNetPoliciesDisabled} {
+		mustPoll(t, func() (*poller[armnetwork.VirtualNetworksClientCreateOrUpdateResponse], error) {
+			return vnets.BeginCreateOrUpdate(ctx, "guest", string(policy), armnetwork.VirtualNetwork{Location: new(location), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace:                &armnetwork.AddressSpace{AddressPrefixes: []*string{new(fmt.Sprintf("10.%d.0.0/16", 20+i))}},
+				Subnets:                     []*armnetwork.Subnet{{Name: new("pe"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(fmt.Sprintf("10.%d.0.0/24", 20+i))}}},
+				PrivateEndpointVNetPolicies: new(policy),
+			}}, nil)
+		})
+	}
+	endpoints := e.network(t, consumerSub).NewPrivateEndpointsClient()
+	endpoint := func(vnet, name string) error {
+		subnet := "/subscriptions/" + consumerSub + "/resourceGroups/guest/providers/Microsoft.Network/virtualNetworks/" + vnet + "/subnets/pe"
+		return pollErr(func() (*poller[armnetwork.PrivateEndpointsClientCreateOrUpdateResponse], error) {
+			return endpoints.BeginCreateOrUpdate(ctx, "guest", name, peBody(subnet, plsID, false), nil)
+		})
+	}
+	basic, disabled := string(armnetwork.PrivateEndpointVNetPoliciesBasic), string(armnetwork.PrivateEndpointVNetPoliciesDisabled)
+	for _, tc := range []struct {
+		vnet, name, code string
+	}{
+		{basic, "hs-1", ""}, {basic, "hs-2", ""}, {basic, "hs-3", "PrivateEndpointsPerVirtualNetworkLimitExceeded"},
+		{disabled, "std-1", ""}, {disabled, "std-2", "PrivateEndpointsPerVirtualNetworkLimitExceeded"},
+	} {
+		err := endpoint(tc.vnet, tc.name)
+		if code, _ := errorCode(err); code != tc.code && !(tc.code == "" && err == nil) {
+			t.Errorf("%s in the %s network: %v, want %q", tc.name, tc.vnet, err, tc.code)
 		}
 	}
 }
