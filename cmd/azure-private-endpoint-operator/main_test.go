@@ -90,7 +90,7 @@ func TestParseFlags(t *testing.T) {
 			operatorCredential:       "default",
 			wcToMCLayout:             "ingress",
 			mcEndpointLimit:          1000,
-			mcEndpointNetworkLimit:   1000,
+			mcEndpointNetworkLimit:   5000,
 			mcServiceConnectionLimit: 1000,
 			ingressLoadBalancer:      "kubernetes-internal",
 			gatewayLoadBalancer:      "kubernetes-internal",

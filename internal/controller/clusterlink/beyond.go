@@ -79,8 +79,38 @@ type Beyond struct {
 	// region, in the order they fill.
 	Subnets []string
 	// NetworkLimit is how many of these endpoints each virtual network of
-	// Subnets may hold.
+	// Subnets may hold at most.
 	NetworkLimit int
+	// Standard and HighScale are Azure's figures per network without and
+	// with high-scale private endpoints; zero: 1,000 and 5,000. (Not
+	// flags: tests lower them as they lower azuresim's.)
+	Standard, HighScale int
+	// Capacity is what each network (lower-case ID) takes, as Azure
+	// counts it and within NetworkLimit (NetworkCapacities.Of); a network
+	// not in it takes min(NetworkLimit, Standard).
+	Capacity map[string]int
+}
+
+// limitOf is how many of these endpoints network net may hold.
+func (b Beyond) limitOf(net string) int {
+	if c, ok := b.Capacity[net]; ok {
+		return c
+	}
+	return min(b.NetworkLimit, b.standard())
+}
+
+func (b Beyond) standard() int {
+	if b.Standard > 0 {
+		return b.Standard
+	}
+	return AzureEndpointsPerVNet
+}
+
+func (b Beyond) highScale() int {
+	if b.HighScale > 0 {
+		return b.HighScale
+	}
+	return MaxNetworkLimit
 }
 
 // On says endpoints go beyond the MC's AzureCluster.
@@ -115,7 +145,7 @@ func networkUse(placed map[string][]capz.PrivateEndpoint) map[string]int {
 
 // PlaceBeyond places the endpoints the MC's AzureCluster has no room for
 // (refused, in the order clusters are served): each cluster's all in the
-// first subnet of b whose network holds fewer than b.NetworkLimit with
+// first subnet of b whose network holds no more than its limit with
 // them (use: what each network holds now, updated), so a cluster is wired
 // all or none; a cluster that fits nowhere gets a Problem and leaves the
 // room to the next ones. Pure.
@@ -132,14 +162,13 @@ func PlaceBeyond(refused []Endpoint, b Beyond, use map[string]int) ([]Endpoint, 
 	var problems []Problem
 	for _, c := range clusters {
 		eps := of[c]
-		i := slices.IndexFunc(b.Subnets, func(s string) bool { return use[networkOf(s)]+len(eps) <= b.NetworkLimit })
+		i := slices.IndexFunc(b.Subnets, func(s string) bool { return use[networkOf(s)]+len(eps) <= b.limitOf(networkOf(s)) })
 		if i < 0 {
 			problems = append(problems, Problem{c, ReasonEndpointLimit, fmt.Sprintf(
-				"no private endpoint %s is requested for the management cluster: its AzureCluster is full (--mc-private-endpoint-limit) and every "+
-					"network of --mc-endpoint-subnets holds %d of the operator's private endpoints or too many for this cluster's %d "+
-					"(--mc-endpoint-network-limit; Azure allows %d per virtual network, %d with high-scale private endpoints); "+
-					"declare a subnet of another network, or remove private links no cluster needs",
-				eps[0].Name, b.NetworkLimit, len(eps), AzureEndpointsPerVNet, MaxNetworkLimit)})
+				"no private endpoint %s is requested for the management cluster: its AzureCluster is full (--mc-private-endpoint-limit) and no "+
+					"network of --mc-endpoint-subnets has room for this cluster's %d (%s; Azure allows %d per virtual network, %d with high-scale "+
+					"private endpoints, at most --mc-endpoint-network-limit); declare a subnet of another network, or remove private links no cluster needs",
+				eps[0].Name, len(eps), networkFigures(b, use), AzureEndpointsPerVNet, MaxNetworkLimit)})
 			continue
 		}
 		use[networkOf(b.Subnets[i])] += len(eps)
@@ -267,7 +296,7 @@ func placedFor(ctx context.Context, c client.Reader, mc types.NamespacedName, wc
 // fit: under the MC's entry limit, else, with Beyond, in a network with
 // room (the MC's pass then makes the object; the cluster waits for it).
 // Only a cluster that is new beyond the limit lists the objects.
-func onMCRoom(ctx context.Context, c client.Reader, mcs mcState, toWC []Endpoint, opts Options) ([]Endpoint, []Problem, error) {
+func onMCRoom(ctx context.Context, c client.Reader, mcs mcState, toWC []Endpoint, opts Options, caps *NetworkCapacities) ([]Endpoint, []Problem, error) {
 	// What is held of this cluster's names only: the snapshot's Held has
 	// every entry of the MC, and a copy of it per pass would be a million
 	// map writes per MC change at 1,000 clusters (snapshot.go).
@@ -311,7 +340,7 @@ func onMCRoom(ctx context.Context, c client.Reader, mcs mcState, toWC []Endpoint
 	if err != nil {
 		return nil, nil, err
 	}
-	placed, unplaced := PlaceBeyond(refused, opts.Beyond, networkUse(placedOf(objs)))
+	placed, unplaced := PlaceBeyond(refused, caps.Of(ctx, mcs.view, opts.Beyond), networkUse(placedOf(objs)))
 	return append(in, placed...), append(problems, unplaced...), nil
 }
 
@@ -406,11 +435,10 @@ func (r *MCReconciler) reader() client.Reader {
 // reportNetworks publishes each declared network's placed endpoints and
 // warns once while the last one holds 90 % of the limit or more
 // (nearestNetwork); it returns the memory keys of the Warnings that last.
-func (r *MCReconciler) reportNetworks(seen *mcSeen) []string {
-	b := r.Opts.Beyond
+func (r *MCReconciler) reportNetworks(seen *mcSeen, b Beyond) []string {
 	use := networkUse(seen.placed)
 	for _, net := range b.networks() {
-		limitmetrics.Set(limitmetrics.MCNetworkEndpoints, net, use[net], b.NetworkLimit)
+		limitmetrics.Set(limitmetrics.MCNetworkEndpoints, net, use[net], b.limitOf(net))
 	}
 	net, near := nearestNetwork(b, use)
 	if !near {
@@ -426,8 +454,8 @@ func (r *MCReconciler) reportNetworks(seen *mcSeen) []string {
 // nearNetworkLimit is the Warning of the last network near its limit.
 func nearNetworkLimit(b Beyond, net string, n int) string {
 	return fmt.Sprintf("network %s, the last of --mc-endpoint-subnets, holds %d of the operator's private endpoints, the limit is %d "+
-		"(--mc-endpoint-network-limit; Azure allows %d per virtual network, %d with high-scale private endpoints): when it is full, "+
-		"new workload clusters get no endpoint (PrivateEndpointLimit); declare a subnet of another network", net, n, b.NetworkLimit, AzureEndpointsPerVNet, MaxNetworkLimit)
+		"(Azure allows %d per virtual network, %d with high-scale private endpoints, at most --mc-endpoint-network-limit): when it is full, "+
+		"new workload clusters get no endpoint (PrivateEndpointLimit); declare a subnet of another network", net, n, b.limitOf(net), AzureEndpointsPerVNet, MaxNetworkLimit)
 }
 
 // mcOfPlaced maps the operator's placed objects to the MC's request.
@@ -506,7 +534,7 @@ func (b Beyond) networks() []string {
 func networkFigures(b Beyond, use map[string]int) string {
 	parts := make([]string, 0, len(b.Subnets))
 	for _, net := range b.networks() {
-		parts = append(parts, fmt.Sprintf("%s %d/%d", net[strings.LastIndex(net, "/")+1:], use[net], b.NetworkLimit))
+		parts = append(parts, fmt.Sprintf("%s %d/%d", net[strings.LastIndex(net, "/")+1:], use[net], b.limitOf(net)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -516,9 +544,9 @@ func networkFigures(b Beyond, use map[string]int) string {
 // sends clusters to the next, and only the last one's is worth saying.
 func nearestNetwork(b Beyond, use map[string]int) (string, bool) {
 	nets := b.networks()
-	if len(nets) == 0 || b.NetworkLimit <= 0 {
+	if len(nets) == 0 {
 		return "", false
 	}
 	last := nets[len(nets)-1]
-	return last, use[last]*10 >= b.NetworkLimit*9
+	return last, b.limitOf(last) > 0 && use[last]*10 >= b.limitOf(last)*9
 }

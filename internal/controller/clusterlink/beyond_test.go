@@ -2,10 +2,12 @@ package clusterlink
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +47,7 @@ func TestPlaceBeyond(t *testing.T) {
 		reason    string
 		refused   []Endpoint
 		use       map[string]int
+		capacity  map[string]int
 		want      []string // cluster:subnet per placed endpoint
 		unplaced  []string
 		wantAfter map[string]int
@@ -70,6 +73,14 @@ func TestPlaceBeyond(t *testing.T) {
 			wantAfter: map[string]int{strings.ToLower(netA): 1, strings.ToLower(netB): 2},
 		},
 		{
+			reason:    "a high-scale network takes more than the others",
+			refused:   refusedOf("wc1", "wc2", "wc3"),
+			capacity:  map[string]int{strings.ToLower(netA): 3},
+			use:       map[string]int{strings.ToLower(netA): 1},
+			want:      []string{"org-a/wc1:" + subnetA, "org-a/wc2:" + subnetA, "org-a/wc3:" + subnetB},
+			wantAfter: map[string]int{strings.ToLower(netA): 3, strings.ToLower(netB): 1},
+		},
+		{
 			reason:    "a cluster that fits nowhere is told so; the next one that fits gets the room",
 			refused:   refusedOf("wc1", "wc1", "wc2"),
 			use:       map[string]int{strings.ToLower(netA): 1, strings.ToLower(netB): 1},
@@ -81,6 +92,8 @@ func TestPlaceBeyond(t *testing.T) {
 		t.Run(tc.reason, func(t *testing.T) {
 			use := map[string]int{}
 			maps.Copy(use, tc.use)
+			b := b
+			b.Capacity = tc.capacity
 			placed, problems := PlaceBeyond(tc.refused, b, use)
 			var got []string
 			for _, ep := range placed {
@@ -306,7 +319,7 @@ func TestOnMCRoom(t *testing.T) {
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
-			got, problems, err := onMCRoom(context.Background(), c, mcs, of(tc.cluster), tc.opts)
+			got, problems, err := onMCRoom(context.Background(), c, mcs, of(tc.cluster), tc.opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,5 +336,42 @@ func TestOnMCRoom(t *testing.T) {
 				t.Errorf("problems %v", problems)
 			}
 		})
+	}
+}
+
+// TestNetworkCapacities: a network takes 5,000 when Azure says it has
+// high-scale private endpoints, 1,000 otherwise or when it cannot be
+// read, never more than the flag; each is read once per TTL.
+func TestNetworkCapacities(t *testing.T) {
+	reads := map[string]int{}
+	caps := &NetworkCapacities{TTL: time.Hour, HighScale: func(_ context.Context, _ *capz.AzureCluster, vnetID string) (bool, error) {
+		reads[vnetID]++
+		switch vnetID {
+		case strings.ToLower(netA):
+			return true, nil
+		case strings.ToLower(netB):
+			return false, nil
+		}
+		return false, errors.New("403 AuthorizationFailed")
+	}}
+	netC := "/subscriptions/" + mcSub + "/resourceGroups/pe-rg/providers/Microsoft.Network/virtualNetworks/pe-c"
+	b := Beyond{Subnets: []string{subnetA, subnetB, netC + "/subnets/pe"}, NetworkLimit: MaxNetworkLimit}
+	for range 3 {
+		got := caps.Of(context.Background(), mc(), b).Capacity
+		want := map[string]int{strings.ToLower(netA): 5000, strings.ToLower(netB): 1000, strings.ToLower(netC): 1000}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("capacities (-want +got):\n%s", diff)
+		}
+	}
+	if reads[strings.ToLower(netA)] != 1 || reads[strings.ToLower(netC)] != 1 {
+		t.Errorf("reads %v, want one per network within the TTL", reads)
+	}
+	b.NetworkLimit = 2000
+	if got := caps.Of(context.Background(), mc(), b).Capacity[strings.ToLower(netA)]; got != 2000 {
+		t.Errorf("a high-scale network under --mc-endpoint-network-limit 2000 takes %d", got)
+	}
+	var none *NetworkCapacities
+	if got := none.Of(context.Background(), mc(), b).Capacity[strings.ToLower(netA)]; got != 1000 {
+		t.Errorf("without a reader a network takes %d, want 1000", got)
 	}
 }

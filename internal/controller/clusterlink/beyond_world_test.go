@@ -37,7 +37,7 @@ func TestMCEndpointsBeyond(t *testing.T) {
 		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
 		Limits:  azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 1}})
 	w.Namespace(t, wcNS)
-	subnetA, subnetB := seedNetwork(t, w, "mc-pe-a", 50), seedNetwork(t, w, "mc-pe-b", 51)
+	subnetA, subnetB := seedNetwork(t, w, "mc-pe-a", 50, false), seedNetwork(t, w, "mc-pe-b", 51, false)
 	create(t, w, testenv.SchemaFork, mcCluster(true))
 	operator(t, w, func(o *clusterlink.Options) {
 		o.MCEndpointLimit = 1
@@ -91,16 +91,52 @@ func TestMCEndpointsBeyond(t *testing.T) {
 	}
 }
 
+// TestMCEndpointsHighScale: each network takes what Azure allows it, read
+// from the network (azuresim: one endpoint per network, two with
+// high-scale private endpoints), under the default
+// --mc-endpoint-network-limit. wc1 gets the MC's one entry, wc2 and wc3
+// the high-scale first network, wc4 the second, and Azure refuses
+// nothing.
+func TestMCEndpointsHighScale(t *testing.T) {
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+		Ingress: map[string]capzsim.Ingress{mcNS + "/mc": {AutoApprovedSubscriptions: []string{wcSub}}},
+		Limits:  azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 1, PrivateEndpointsPerHighScaleVirtualNetwork: 2}})
+	w.Namespace(t, wcNS)
+	subnetA, subnetB := seedNetwork(t, w, "mc-pe-a", 50, true), seedNetwork(t, w, "mc-pe-b", 51, false)
+	create(t, w, testenv.SchemaFork, mcCluster(true))
+	operator(t, w, func(o *clusterlink.Options) {
+		o.MCEndpointLimit = 1
+		// Azure's figures lowered as azuresim's are.
+		o.Beyond = clusterlink.Beyond{Subnets: []string{subnetA, subnetB}, NetworkLimit: clusterlink.MaxNetworkLimit, Standard: 1, HighScale: 2}
+	})
+	w.StartPrivateEndpoints(t, privateendpoint.Options{})
+	for i, wc := range []string{"wc1", "wc2", "wc3", "wc4"} {
+		create(t, w, testenv.SchemaFork, wcCluster(wc, 20+i))
+		wired(t, w, wc, true, true)
+	}
+	placedIn(t, w, "wc2", subnetA)
+	placedIn(t, w, "wc3", subnetA)
+	placedIn(t, w, "wc4", subnetB)
+	mcSays(t, w, "True", clusterlink.ReasonNetworkLimitNear, "mc-pe-b, the last of --mc-endpoint-subnets, holds 1 of the operator's private endpoints, the limit is 1")
+	if n := w.Sim.Counters().Errors[endpointsPerVNetExceeded]; n != 0 {
+		t.Errorf("%d private endpoint requests refused by Azure with %s", n, endpointsPerVNetExceeded)
+	}
+}
+
 // seedNetwork makes a virtual network of the MC's subscription, in a
 // resource group of its own (mc-pe-rg, not the MC's), with one subnet "pe" (10.<cidr>.0.0/24), and returns
 // the subnet's ID.
-func seedNetwork(t *testing.T, w *testworld.World, name string, cidr int) string {
+func seedNetwork(t *testing.T, w *testworld.World, name string, cidr int, highScale bool) string {
 	t.Helper()
 	vnetID := "/subscriptions/" + mcSub + "/resourceGroups/mc-pe-rg/providers/Microsoft.Network/virtualNetworks/" + name
-	raw, err := json.Marshal(armnetwork.VirtualNetwork{Location: new("westeurope"), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+	props := &armnetwork.VirtualNetworkPropertiesFormat{
 		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{new(fmt.Sprintf("10.%d.0.0/16", cidr))}},
 		Subnets:      []*armnetwork.Subnet{{Name: new("pe"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new(fmt.Sprintf("10.%d.0.0/24", cidr))}}},
-	}})
+	}
+	if highScale {
+		props.PrivateEndpointVNetPolicies = new(armnetwork.PrivateEndpointVNetPoliciesBasic)
+	}
+	raw, err := json.Marshal(armnetwork.VirtualNetwork{Location: new("westeurope"), Properties: props})
 	if err != nil {
 		t.Fatal(err)
 	}

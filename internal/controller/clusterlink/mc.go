@@ -36,6 +36,9 @@ type MCReconciler struct {
 	// entry's name must not be one Azure still gives another service's
 	// endpoint (WithoutNamesInAzure). Nil: not asked (unit tests).
 	Endpoints mcEndpoints
+	// Networks says what each network beyond the MC's AzureCluster takes
+	// (networks.go); nil: at most 1,000 each.
+	Networks *NetworkCapacities
 
 	memory EventMemory
 	// shardMemory: the Warnings of the MC's further ingress services
@@ -65,15 +68,19 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 	if err != nil || seen == nil {
 		return ctrl.Result{}, err
 	}
-	plan := decideMC(seen, r.Opts)
+	// The networks beyond the MC's AzureCluster with their capacities, as
+	// Azure counts them now (networks.go).
+	opts := r.Opts
+	opts.Beyond = r.Networks.Of(ctx, seen.mc, opts.Beyond)
+	plan := decideMC(seen, opts)
 	if fresh := freshNames(plan.all(), seen.all()); len(fresh) > 0 && r.Endpoints != nil {
 		seen.inAzure, seen.azureErr = r.Endpoints.NamesInAzure(ctx, seen.mc, fresh)
 		if seen.azureErr != nil {
 			ctrl.LoggerFrom(ctx).Error(seen.azureErr, "Cannot read Azure's private endpoints in the management cluster's resource group: new entries wait", "entries", fresh)
 		}
-		plan = decideMC(seen, r.Opts)
+		plan = decideMC(seen, opts)
 	}
-	use := r.report(ctx, seen, plan)
+	use := r.report(ctx, seen, plan, opts.Beyond)
 	var res ctrl.Result
 	if err := r.ensureShards(ctx, seen, use); err != nil {
 		// The further services are objects of their own: one that cannot
@@ -82,7 +89,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot apply the management cluster's further ingress services; the pass goes on, and they are tried again")
 		res.RequeueAfter = r.Opts.PendingRecheckInterval()
 	}
-	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, r.Opts), mcWrites); err != nil {
+	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, opts), mcWrites); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.ensurePlaced(ctx, seen, plan); err != nil {
@@ -294,7 +301,7 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 // MC, once while they last; name conflicts on the WC concerned. It returns
 // the connections of each MC service a WC connects to (mcServiceUse; nil
 // for a malformed or public MC).
-func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) map[string]int {
+func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan, beyond Beyond) map[string]int {
 	if seen.specErr != nil {
 		r.warnOnce(seen.u, ReasonInvalidSpec, seen.specErr.Error())
 		return nil
@@ -323,7 +330,7 @@ func (r *MCReconciler) report(ctx context.Context, seen *mcSeen, plan mcPlan) ma
 		use = mcServiceUse(seen.mc, slices.Concat(seen.active, seen.held), r.Opts.mcServices(seen.mc.Name))
 	}
 	reported = append(reported, r.reportServices(seen, use)...)
-	reported = append(reported, r.reportNetworks(seen)...)
+	reported = append(reported, r.reportNetworks(seen, beyond)...)
 	r.memory.keepOnly(key(seen.mc), reported)
 	return use
 }

@@ -58,10 +58,10 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 	case len(byReason[ReasonEndpointLimit]) > 0 && opts.Beyond.On():
 		w.reason, w.message = ReasonEndpointLimit, fmt.Sprintf("no private endpoint for %s: the AzureCluster holds %d entries, "+
 			"the limit is %d (--mc-private-endpoint-limit), and no network of --mc-endpoint-subnets has room for them (%s; "+
-			"--mc-endpoint-network-limit %d; Azure allows %d private endpoints per virtual network, %d with high-scale private endpoints); "+
+			"Azure allows %d private endpoints per virtual network, %d with high-scale private endpoints, at most --mc-endpoint-network-limit %d); "+
 			"declare a subnet of another network, or remove private links no cluster needs",
 			clusters(byReason[ReasonEndpointLimit]), EntryCount(seen.mc), opts.MCEndpointLimit, networkFigures(opts.Beyond, networkUse(seen.placed)),
-			opts.Beyond.NetworkLimit, AzureEndpointsPerVNet, MaxNetworkLimit)
+			AzureEndpointsPerVNet, MaxNetworkLimit, opts.Beyond.NetworkLimit)
 	case len(byReason[ReasonEndpointLimit]) > 0:
 		w.reason, w.message = ReasonEndpointLimit, fmt.Sprintf("no private endpoint entry for %s: the AzureCluster holds %d entries, "+
 			"the limit is %d (--mc-private-endpoint-limit; Azure allows %d private endpoints per virtual network, 5,000 with high-scale "+

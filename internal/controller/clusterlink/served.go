@@ -62,7 +62,9 @@ func (w *Wiring) Serves(ctx context.Context, u *unstructured.Unstructured, wc *c
 		return Served{}, false, err
 	}
 	p := planEndpoints(u, wired, mcs, w.Opts)
-	if p.toWC, _, err = onMCRoom(ctx, w.Client, mcs, p.toWC, w.Opts); err != nil {
+	// Without the networks' capacities (nil: 1,000 each): an endpoint the
+	// MC's pass has placed is found by its object whatever they are.
+	if p.toWC, _, err = onMCRoom(ctx, w.Client, mcs, p.toWC, w.Opts, nil); err != nil {
 		return Served{}, false, err
 	}
 	// The wiring's limit on the MC's services and its choice of ingress

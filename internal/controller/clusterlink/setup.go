@@ -35,8 +35,9 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}
 	endpoints := AzureEndpoints{Clients: clients, Observer: observer}
-	mcr := &MCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Orphans: orphans, Endpoints: endpoints}
-	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: endpoints, Orphans: orphans}
+	networks := &NetworkCapacities{HighScale: AzureHighScale(clients), TTL: opts.DriftCheckInterval()}
+	mcr := &MCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Orphans: orphans, Endpoints: endpoints, Networks: networks}
+	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: endpoints, Orphans: orphans, Networks: networks}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
 	selected := opts.Selected

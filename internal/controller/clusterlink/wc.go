@@ -37,6 +37,9 @@ type WCReconciler struct {
 	Orphans orphanSweeper
 	// Clock drives healing; the real clock when nil.
 	Clock clock.PassiveClock
+	// Networks says what each network beyond the MC's AzureCluster takes,
+	// shared with the MC's pass (networks.go); nil: at most 1,000 each.
+	Networks *NetworkCapacities
 
 	memory EventMemory
 	mc     mcSnapshot
@@ -184,7 +187,7 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 	// The MC's pass decides the same, and may fill the last room with
 	// clusters served before this one: this cluster then waits one more
 	// pass and sees the limit reached.
-	toWC, full, err := onMCRoom(ctx, r.Client, mcs, w.toWC, r.Opts)
+	toWC, full, err := onMCRoom(ctx, r.Client, mcs, w.toWC, r.Opts, r.Networks)
 	if err != nil {
 		return wiring{}, err
 	}
