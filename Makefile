@@ -220,6 +220,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from marker
 	@# The chart grants the same rules (a test compares them).
 	sed -n '/^rules:/,$$p' config/rbac/role.yaml | tail -n +2 > $(CHART)/files/clusterrole-rules.yaml
 	sed -n '/^rules:/,$$p' config/rbac/leader_election_role.yaml | tail -n +2 > $(CHART)/files/leader-election-rules.yaml
+	sed -n '/^rules:/,$$p' config/rbac/mc_namespace_role.yaml | tail -n +2 > $(CHART)/files/mc-namespace-rules.yaml
 	@if ls config/crd/bases/*.yaml >/dev/null 2>&1; then mkdir -p $(CHART)/crds && cp config/crd/bases/*.yaml $(CHART)/crds/; fi
 	@# The generated blocks of docs/flags.md, docs/api.md and docs/operations.md.
 	APEO_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagReferenceIsCurrent|TestAPIReferenceIsCurrent|TestReasonTableIsCurrent' ./cmd/azure-private-endpoint-operator ./internal/docgen ./internal/explain >/dev/null

@@ -175,6 +175,7 @@ func TestChartRulesMatchGenerated(t *testing.T) {
 	for _, c := range []struct{ generated, chart string }{
 		{"../config/rbac/role.yaml", "azure-private-endpoint-operator/files/clusterrole-rules.yaml"},
 		{"../config/rbac/leader_election_role.yaml", "azure-private-endpoint-operator/files/leader-election-rules.yaml"},
+		{"../config/rbac/mc_namespace_role.yaml", "azure-private-endpoint-operator/files/mc-namespace-rules.yaml"},
 	} {
 		raw, err := os.ReadFile(c.generated)
 		if err != nil {
@@ -310,6 +311,10 @@ func checkAccess(t *testing.T, c client.Client) {
 		// The metrics endpoint's authentication and authorization filter.
 		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
+		// The MC's endpoints beyond its AzureCluster: in its namespace only.
+		{"create", plsGroup, "azureprivateendpoints", "", "org-giantswarm", true},
+		{"delete", plsGroup, "azureprivateendpoints", "", "org-giantswarm", true},
+		{"update", plsGroup, "azureprivateendpoints", "", "org-giantswarm", false},
 		// What the controllers never do.
 		{"create", plsGroup, "azureprivateendpoints", "", "org-a", false},
 		{"delete", plsGroup, "azureprivateendpoints", "", "org-a", false},

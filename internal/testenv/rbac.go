@@ -75,6 +75,38 @@ func (e *Env) AsOperator(ctx context.Context, extra ...rbacv1.PolicyRule) (*rest
 	return user.Config(), nil
 }
 
+// GrantManagementClusterRole grants OperatorUser, in namespace (the
+// management cluster's), the Role the chart grants there
+// (config/rbac/mc_namespace_role.yaml: the MC's endpoint objects beyond
+// its AzureCluster), as the chart's templates/mc-namespace-rbac.yaml does.
+func (e *Env) GrantManagementClusterRole(ctx context.Context, namespace string) error {
+	root := repoRoot()
+	if root == "" {
+		return fmt.Errorf("the operator's module root was not found above the working directory")
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "mc_namespace_role.yaml"))
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.Role{}
+	if err := yaml.UnmarshalStrict(raw, role); err != nil {
+		return fmt.Errorf("config/rbac/mc_namespace_role.yaml: %w", err)
+	}
+	role.ObjectMeta = metav1.ObjectMeta{Namespace: namespace, Name: operatorRole + "-management-cluster"}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: role.ObjectMeta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: OperatorUser}},
+	}
+	if err := e.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Role %s/%s: %w", namespace, role.Name, err)
+	}
+	if err := e.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding Role %s/%s: %w", namespace, role.Name, err)
+	}
+	return nil
+}
+
 // bind creates a ClusterRole and its binding unless they exist.
 func (e *Env) bind(ctx context.Context, role *rbacv1.ClusterRole, binding *rbacv1.ClusterRoleBinding) error {
 	if err := e.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {

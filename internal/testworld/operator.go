@@ -147,6 +147,10 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The chart's Role in the management cluster's namespace.
+	if err := w.Env.GrantManagementClusterRole(context.Background(), IdentityNS); err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 w.Env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -25,7 +25,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=privatelink.giantswarm.io,resources=azureprivateendpoints,verbs=get;list;watch;create;delete
 
 // Setup registers the AzureCluster controllers with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
