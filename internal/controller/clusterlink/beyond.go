@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -332,16 +333,44 @@ func onMCRoom(ctx context.Context, c client.Reader, mcs mcState, toWC []Endpoint
 		}
 		toWC = kept
 	}
-	in, refused, limited := limitSplit(toWC, held, EntryCount(mcs.view), opts.MCEndpointLimit)
-	if !opts.Beyond.On() || len(refused) == 0 {
-		return in, append(problems, limited...), nil
+	cfg := opts.Config
+	var use map[string]int
+	if cfg.Beyond.On() && !fitsInEntries(toWC, held, EntryCount(mcs.view), cfg.MCEndpointLimit) {
+		// Only a cluster new beyond the entries' limit reads the objects
+		// and the networks' capacities.
+		objs, err := placedObjects(ctx, c, types.NamespacedName{Namespace: mcs.view.Namespace, Name: mcs.view.Name})
+		if err != nil {
+			return nil, nil, err
+		}
+		use, cfg.Beyond = networkUse(placedOf(objs)), caps.Of(ctx, mcs.view, cfg.Beyond)
 	}
-	objs, err := placedObjects(ctx, c, types.NamespacedName{Namespace: mcs.view.Namespace, Name: mcs.view.Name})
-	if err != nil {
-		return nil, nil, err
+	out, full := fitInMC(toWC, held, EntryCount(mcs.view), cfg, use)
+	return out, append(problems, full...), nil
+}
+
+// fitInMC is where the MC's endpoints eps (in the order clusters are
+// served) go: those held (an entry, or an object beyond the MC's
+// AzureCluster) stay; a cluster's new ones become entries while the
+// entries' limit has room; beyond it, with Beyond, objects in the first
+// network with room (PlaceBeyond; use is updated); a cluster that fits
+// nowhere gets PrivateEndpointLimit. The MC's pass and each WC's pass
+// decide through it.
+func fitInMC(eps []Endpoint, held Held, entries int, cfg Config, use map[string]int) ([]Endpoint, []Problem) {
+	in, refused, limited := limitSplit(eps, held, entries, cfg.MCEndpointLimit)
+	if !cfg.Beyond.On() || len(refused) == 0 {
+		return in, limited
 	}
-	placed, unplaced := PlaceBeyond(refused, caps.Of(ctx, mcs.view, opts.Beyond), networkUse(placedOf(objs)))
-	return append(in, placed...), append(problems, unplaced...), nil
+	if use == nil {
+		use = map[string]int{}
+	}
+	placed, unplaced := PlaceBeyond(refused, cfg.Beyond, use)
+	return append(in, placed...), unplaced
+}
+
+// fitsInEntries says no endpoint of eps is refused by the entries' limit.
+func fitsInEntries(eps []Endpoint, held Held, entries, limit int) bool {
+	_, refused, _ := limitSplit(eps, held, entries, limit)
+	return len(refused) == 0
 }
 
 // ensurePlaced makes the objects of plan.placed that do not exist and
@@ -394,15 +423,15 @@ func (r *MCReconciler) createPlaced(ctx context.Context, seen *mcSeen, ep Endpoi
 	err := r.Client.Create(ctx, o, client.FieldOwner(capz.FieldManager))
 	switch {
 	case err == nil:
-		if r.shardMemory.first(key(seen.mc), ReasonEndpointPlaced+":"+o.Name) {
-			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeNormal, ReasonEndpointPlaced, "Wire",
-				"created AzurePrivateEndpoint %s/%s in subnet %s for workload cluster %s: the AzureCluster's entries reached --mc-private-endpoint-limit (%d)",
-				o.Namespace, o.Name, ep.Subnet, ep.Cluster, r.Opts.MCEndpointLimit)
-		}
+		// One Event per creation: a second create of the name is
+		// AlreadyExists, so nothing needs remembering.
+		r.Recorder.Eventf(seen.u, nil, corev1.EventTypeNormal, ReasonEndpointPlaced, "Wire",
+			"created AzurePrivateEndpoint %s/%s in subnet %s for workload cluster %s: the AzureCluster's entries reached --mc-private-endpoint-limit (%d)",
+			o.Namespace, o.Name, ep.Subnet, ep.Cluster, r.Opts.MCEndpointLimit)
 		return nil
 	case apierrors.IsAlreadyExists(err):
 		live := &v1alpha1.AzurePrivateEndpoint{}
-		if err := r.reader().Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+		if err := apiOr(r.APIReader, r.Client).Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
 			return err
 		}
 		if live.Labels[MCEndpointOfLabel] != seen.mc.Name {
@@ -422,14 +451,6 @@ func (r *MCReconciler) warnPlaced(seen *mcSeen, memKey, format string, args ...a
 	if r.shardMemory.first(key(seen.mc), ReasonEndpointNotPlaced+":"+memKey) {
 		r.Recorder.Eventf(seen.u, nil, corev1.EventTypeWarning, ReasonEndpointNotPlaced, "Wire", format, args...)
 	}
-}
-
-// reader reads past the cache.
-func (r *MCReconciler) reader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }
 
 // reportNetworks publishes each declared network's placed endpoints and
@@ -458,20 +479,32 @@ func nearNetworkLimit(b Beyond, net string, n int) string {
 		"new workload clusters get no endpoint (PrivateEndpointLimit); declare a subnet of another network", net, n, b.limitOf(net), AzureEndpointsPerVNet, MaxNetworkLimit)
 }
 
-// mcOfPlaced maps the operator's placed objects to the MC's request.
-func mcOfPlaced(o client.Object) bool { return o.GetLabels()[MCEndpointOfLabel] != "" }
+// isPlaced says o is one of the MC's endpoint objects: in the MC's
+// namespace, labelled with its name. Objects elsewhere (a tenant may
+// label its own) are nobody's business here.
+func isPlaced(mc types.NamespacedName, o client.Object) bool {
+	return o.GetNamespace() == mc.Namespace && o.GetLabels()[MCEndpointOfLabel] == mc.Name
+}
 
-// wcOfPlaced maps a placed object to the workload cluster it is for: its
-// endpoint turning Ready is what that cluster's wiring waits for.
-func wcOfPlaced(_ context.Context, o client.Object) []reconcile.Request {
-	if o.GetLabels()[MCEndpointOfLabel] == "" {
-		return nil
+// mcOfPlaced selects the MC's endpoint objects for the MC's request.
+func mcOfPlaced(mc types.NamespacedName) func(client.Object) bool {
+	return func(o client.Object) bool { return isPlaced(mc, o) }
+}
+
+// wcOfPlaced maps one of the MC's endpoint objects to the workload
+// cluster it is for: its endpoint turning Ready is what that cluster's
+// wiring waits for.
+func wcOfPlaced(mc types.NamespacedName) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		if !isPlaced(mc, o) {
+			return nil
+		}
+		ns, name, ok := strings.Cut(o.GetAnnotations()[ForClusterAnnotation], "/")
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 	}
-	ns, name, ok := strings.Cut(o.GetAnnotations()[ForClusterAnnotation], "/")
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
 // onPlacedSubnets gives each endpoint of eps that one of the operator's

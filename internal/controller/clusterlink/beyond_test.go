@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -157,7 +158,7 @@ func TestDecideMCBeyond(t *testing.T) {
 			limited:     []string{"org-a/wc4"},
 		},
 		{
-			reason: "a deleted cluster's object goes, and its room is the next cluster's",
+			reason: "a deleted cluster's object goes; its network counts it until it is gone, so the next cluster takes the next network",
 			opts:   beyond,
 			seen: mcSeen{mc: mcWith(wcEntry("wc1")), active: []*capz.AzureCluster{wc("wc1"), wc("wc2", deleting), wc("wc3")},
 				current: capz.Owned{Endpoints: onNodes(wcEntry("wc1"))}},
@@ -373,5 +374,27 @@ func TestNetworkCapacities(t *testing.T) {
 	var none *NetworkCapacities
 	if got := none.Of(context.Background(), mc(), b).Capacity[strings.ToLower(netA)]; got != 1000 {
 		t.Errorf("without a reader a network takes %d, want 1000", got)
+	}
+}
+
+// TestIsPlaced: only an object in the MC's namespace labelled with its
+// name is one of the MC's endpoint objects; a tenant's object carrying
+// the label wakes neither the MC's pass nor the cluster it names.
+func TestIsPlaced(t *testing.T) {
+	mcKey := types.NamespacedName{Namespace: "org-giantswarm", Name: "mc"}
+	o := wc2PlacedAt(subnetA)
+	o.Namespace = mcKey.Namespace
+	if !isPlaced(mcKey, &o) || len(wcOfPlaced(mcKey)(context.Background(), &o)) != 1 {
+		t.Errorf("the MC's own object is not taken: %+v", o.ObjectMeta)
+	}
+	tenant := o.DeepCopy()
+	tenant.Namespace = "org-a"
+	if isPlaced(mcKey, tenant) || mcOfPlaced(mcKey)(tenant) || len(wcOfPlaced(mcKey)(context.Background(), tenant)) != 0 {
+		t.Error("a tenant's object with the label is taken for the MC's")
+	}
+	other := o.DeepCopy()
+	other.Labels[MCEndpointOfLabel] = "another-mc"
+	if isPlaced(mcKey, other) {
+		t.Error("another MC's object is taken for this one's")
 	}
 }

@@ -147,6 +147,14 @@ func (w wantCondition) set(o *unstructured.Unstructured) {
 	}
 }
 
+// apiOr is the reader past the cache when there is one (api), else c.
+func apiOr(api, c client.Reader) client.Reader {
+	if api != nil {
+		return api
+	}
+	return c
+}
+
 // writeCondition writes one condition of an AzureCluster (status True or
 // Unknown) in every form its schema has.
 func writeCondition(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured, w wantCondition, writes prometheus.Counter) error {
@@ -156,10 +164,7 @@ func writeCondition(ctx context.Context, c client.Client, reader client.Reader, 
 	// Right after the annotations were applied the cache is stale: a
 	// condition written a moment ago may not be in it yet, and would be
 	// added twice. Read the API.
-	if reader == nil {
-		reader = c
-	}
-	fresh, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	fresh, err := getAzureCluster(ctx, apiOr(reader, c), types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
 	if err != nil || fresh == nil || w.current(fresh) {
 		return err
 	}

@@ -371,13 +371,22 @@ func heldTargets(eps map[string][]capz.PrivateEndpoint) Held {
 // free name, the first by namespace/name gets it. An entry is never
 // re-targeted from one service to another.
 func DesiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing Held) ([]Endpoint, []Problem) {
-	out, _, problems := desiredMC(mc, wcs, cfg, existing)
-	return out, problems
+	out, problems := claimsMC(mc, wcs, cfg, existing)
+	out, limited := WithinLimit(out, existing, EntryCount(mc), cfg.MCEndpointLimit)
+	return sortedByName(out), append(problems, limited...)
 }
 
-// desiredMC is DesiredMC that also returns the endpoints the MC's entry
-// limit refuses (which Beyond may place elsewhere, beyond.go).
-func desiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing Held) (out, refused []Endpoint, problems []Problem) {
+// sortedByName sorts eps by name and returns them.
+func sortedByName(eps []Endpoint) []Endpoint {
+	sort.Slice(eps, func(i, j int) bool { return eps[i].Name < eps[j].Name })
+	return eps
+}
+
+// claimsMC is DesiredMC before the MC's room is counted: every WC's
+// endpoints, with the name rules applied, in the order the clusters are
+// served (by namespace and name), which the room's count relies on
+// (fitInMC, WithinLimit).
+func claimsMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, existing Held) (out []Endpoint, problems []Problem) {
 	sorted := slices.Clone(wcs)
 	sort.Slice(sorted, func(i, j int) bool { return key(sorted[i]) < key(sorted[j]) })
 	var claims []Endpoint
@@ -411,10 +420,7 @@ func desiredMC(mc *capz.AzureCluster, wcs []*capz.AzureCluster, cfg Config, exis
 			problems = append(problems, nameConflict(ep, ""))
 		}
 	}
-	out, refused, limited := limitSplit(out, existing, EntryCount(mc), cfg.MCEndpointLimit)
-	problems = append(problems, limited...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, refused, problems
+	return out, problems
 }
 
 // WithoutNamesInAzure withholds the new entries among eps (names existing

@@ -111,10 +111,7 @@ func (r *WCReconciler) followASOHeal(ctx context.Context, owner *capz.AzureClust
 // past the cache; nil when there is none, it is not provably CAPZ's for
 // owner, or ASO is not installed.
 func (r *WCReconciler) asoEndpoint(ctx context.Context, owner *capz.AzureCluster, name string) (*unstructured.Unstructured, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
+	reader := apiOr(r.APIReader, r.Client)
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(capz.ASOPrivateEndpointGVK)
 	err := reader.Get(ctx, types.NamespacedName{Namespace: owner.Namespace, Name: capz.ASOName(name)}, obj)

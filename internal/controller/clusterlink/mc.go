@@ -236,16 +236,9 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 	}
 	older := opts.olderInMC()
 	held := heldTargets(seen.all())
-	desired, refused, problems := desiredMC(seen.mc, seen.active, opts.Config, held)
-	desired = onPlacedSubnets(desired, seen.placed)
-	if opts.Beyond.On() && len(refused) > 0 {
-		// The clusters the entries have no room for get objects instead,
-		// if a network has room; only those that fit nowhere keep their
-		// PrivateEndpointLimit.
-		placed, unplaced := PlaceBeyond(refused, opts.Beyond, networkUse(seen.placed))
-		desired = append(desired, placed...)
-		problems = append(slices.DeleteFunc(problems, func(p Problem) bool { return p.Reason == ReasonEndpointLimit }), unplaced...)
-	}
+	claims, problems := claimsMC(seen.mc, seen.active, opts.Config, held)
+	desired, full := fitInMC(onPlacedSubnets(claims, seen.placed), held, EntryCount(seen.mc), opts.Config, networkUse(seen.placed))
+	desired, problems = sortedByName(desired), append(problems, full...)
 	recheck := false
 	var unread []string
 	switch {

@@ -91,7 +91,7 @@ func WorkloadClusterController(mgr ctrl.Manager, name string, opts Options) *bui
 		Watches(newIdentity(), handler.EnqueueRequestsFromMapFunc(clustersOfIdentity(mgr.GetClient())), builder.WithPredicates(identitySpecChanged())).
 		// The MC's endpoint objects beyond its AzureCluster (beyond.go),
 		// which onMCRoom reads: one changing is news to its cluster.
-		Watches(&v1alpha1.AzurePrivateEndpoint{}, handler.EnqueueRequestsFromMapFunc(wcOfPlaced))
+		Watches(&v1alpha1.AzurePrivateEndpoint{}, handler.EnqueueRequestsFromMapFunc(wcOfPlaced(opts.ManagementCluster)))
 }
 
 // NewAzureCluster is an empty AzureCluster to watch or read into.

@@ -60,7 +60,7 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	// WorkloadClusterController, to the cluster each is for). Watched (and
 	// so cached) also without --mc-endpoint-subnets: objects made before
 	// it was turned off stay where they are, and both passes read them.
-	mcb = mcb.Watches(&v1alpha1.AzurePrivateEndpoint{}, delayed(mcKey, opts.MCWriteDelay, mcOfPlaced))
+	mcb = mcb.Watches(&v1alpha1.AzurePrivateEndpoint{}, delayed(mcKey, opts.MCWriteDelay, mcOfPlaced(opts.ManagementCluster)))
 	if opts.PrivateLinkServices {
 		// The WC's managed AzurePrivateLinkService becoming Ready is its
 		// "private links ready".

@@ -370,10 +370,7 @@ func (r *WCReconciler) release(ctx context.Context, u *unstructured.Unstructured
 	// apply: read past the cache, and remove it only if it is still there.
 	// Once it is gone the object may be gone too, and an apply to it would
 	// be refused (a UID precondition conflict) for nothing.
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
+	reader := apiOr(r.APIReader, r.Client)
 	if u2, err := getAzureCluster(ctx, reader, types.NamespacedName{Namespace: wc.Namespace, Name: wc.Name}); err == nil && u2 != nil &&
 		u2.GetUID() == u.GetUID() && controllerutil.ContainsFinalizer(u2, Finalizer) {
 		if err := r.apply(ctx, u2, wc, capz.CurrentOwned(u2, wc, capz.FieldManager), capz.Owned{}); err != nil {
