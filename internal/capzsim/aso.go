@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -153,12 +154,29 @@ func (r *Reconciler) ensureASO(ctx context.Context, u *unstructured.Unstructured
 }
 
 // listASO returns the ASO objects of a kind the AzureCluster controls, by
-// name.
+// name, from the cache (read only: applyASO copies the one it changes),
+// through the index of their controller's UID (ownerIndex). A live list of
+// the namespace on every pass was capzsim's cost at scale: the MC's pass
+// read all N of its endpoints' objects from the API server each second,
+// and a WC's its namespace's (make bench at N = 300: a third of the
+// harness's CPU, decoding lists). As CAPZ does, a pass may see the cache a
+// moment behind: a second Create is AlreadyExists, a stale Update a
+// conflict retried.
 func (r *Reconciler) listASO(ctx context.Context, u *unstructured.Unstructured, gvk schema.GroupVersionKind) (map[string]*unstructured.Unstructured, error) {
+	return r.listOwned(ctx, r.Cache, u, gvk, client.MatchingFields{ownerIndex: string(u.GetUID())}, client.UnsafeDisableDeepCopy)
+}
+
+// listASOLive is listASO from the API server: where acting on a stale list
+// would leave an object behind (pausing before clusterctl move, deleting
+// before the finalizer goes). opts narrow the list (a label).
+func (r *Reconciler) listASOLive(ctx context.Context, u *unstructured.Unstructured, gvk schema.GroupVersionKind, opts ...client.ListOption) (map[string]*unstructured.Unstructured, error) {
+	return r.listOwned(ctx, r.Client, u, gvk, opts...)
+}
+
+func (r *Reconciler) listOwned(ctx context.Context, c client.Reader, u *unstructured.Unstructured, gvk schema.GroupVersionKind, opts ...client.ListOption) (map[string]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	// Read only (the cache's objects): applyASO copies the one it changes.
-	if err := r.Client.List(ctx, list, client.InNamespace(u.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, list, append([]client.ListOption{client.InNamespace(u.GetNamespace())}, opts...)...); err != nil {
 		return nil, err
 	}
 	out := map[string]*unstructured.Unstructured{}
@@ -169,6 +187,27 @@ func (r *Reconciler) listASO(ctx context.Context, u *unstructured.Unstructured, 
 		}
 	}
 	return out, nil
+}
+
+// ownerIndex indexes the ASO objects capzsim reads by their controller's
+// UID.
+const ownerIndex = "capzsim.controller-uid"
+
+// indexOwners registers ownerIndex for the ASO kinds.
+func indexOwners(ctx context.Context, mgr ctrl.Manager) error {
+	for _, gvk := range []schema.GroupVersionKind{capz.ASOPrivateEndpointGVK, capz.ASOPrivateLinkServiceGVK} {
+		o := &unstructured.Unstructured{}
+		o.SetGroupVersionKind(gvk)
+		if err := mgr.GetFieldIndexer().IndexField(ctx, o, ownerIndex, func(obj client.Object) []string {
+			if ref := metav1.GetControllerOf(obj); ref != nil {
+				return []string{string(ref.UID)}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applyASO writes one ASO object as CAPZ's aso reconciler does and says
@@ -233,10 +272,11 @@ func (r *Reconciler) applyASO(ctx context.Context, u *unstructured.Unstructured,
 // deleteASO deletes every ASO object the AzureCluster controls (Kubernetes'
 // garbage collector would, after CAPZ deleted the AzureCluster; envtest
 // runs none) and says whether any is still there.
-func (r *Reconciler) deleteASO(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+func (r *Reconciler) deleteASO(ctx context.Context, u *unstructured.Unstructured, s *clusterSpec) (bool, error) {
 	left := false
 	for _, gvk := range []schema.GroupVersionKind{capz.ASOPrivateEndpointGVK, capz.ASOPrivateLinkServiceGVK} {
-		objs, err := r.listASO(ctx, u, gvk)
+		// capzsim labels what it makes with the cluster's name (applyASO).
+		objs, err := r.listASOLive(ctx, u, gvk, client.MatchingLabels{capz.ClusterNameLabel: s.clusterName()})
 		if err != nil {
 			return false, err
 		}
@@ -256,7 +296,7 @@ func (r *Reconciler) deleteASO(ctx context.Context, u *unstructured.Unstructured
 // does (capz.PrePauseReconcilePolicyAnnotation).
 func (r *Reconciler) pauseASO(ctx context.Context, u *unstructured.Unstructured) error {
 	for _, gvk := range []schema.GroupVersionKind{capz.ASOPrivateEndpointGVK, capz.ASOPrivateLinkServiceGVK} {
-		objs, err := r.listASO(ctx, u, gvk)
+		objs, err := r.listASOLive(ctx, u, gvk)
 		if err != nil {
 			return err
 		}

@@ -123,7 +123,10 @@ const BrokenLinksAnnotation = "capzsim.giantswarm.io/private-links-broken"
 // Reconciler is capzsim's controller.
 type Reconciler struct {
 	Client client.Client
-	Opts   Options
+	// Cache reads the ASO objects on the hot path (listASO); default the
+	// manager's cache.
+	Cache client.Reader
+	Opts  Options
 
 	mu      sync.Mutex
 	clients map[string]*azureClients // by subscription
@@ -140,6 +143,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Opts.SyncPeriod <= 0 {
 		r.Opts.SyncPeriod = 10 * time.Minute
+	}
+	if r.Cache == nil {
+		r.Cache = mgr.GetCache()
+	}
+	if err := indexOwners(context.Background(), mgr); err != nil {
+		return err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
@@ -644,7 +653,7 @@ func samePE(got *armnetwork.PrivateEndpoint, want armnetwork.PrivateEndpoint) bo
 // them), then its resource group.
 func (r *Reconciler) reconcileDelete(ctx context.Context, u *unstructured.Unstructured, az *azureClients, spec *clusterSpec) (ctrl.Result, error) {
 	if r.Opts.Mode.usesASO() {
-		if left, err := r.deleteASO(ctx, u); err != nil || left {
+		if left, err := r.deleteASO(ctx, u, spec); err != nil || left {
 			return ctrl.Result{RequeueAfter: r.Opts.Resync}, err
 		}
 	}
