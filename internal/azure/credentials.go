@@ -460,6 +460,11 @@ func transportFor(caFile string) (policy.Transporter, error) {
 	}
 	tr := base.Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	// As many idle connections as the Azure SDK's default transport keeps
+	// (sdk/internal transport.go: 100, 10 per host), the one used without
+	// a CA file; Go's default of 2 per host has concurrent workers open a
+	// TLS connection for most requests.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 100, 10
 	return &http.Client{Transport: tr}, nil
 }
 
