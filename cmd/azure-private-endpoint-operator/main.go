@@ -122,6 +122,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 		LeaderElectionID:        opts.leaderElectionID,

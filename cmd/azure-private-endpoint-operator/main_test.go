@@ -50,6 +50,7 @@ func TestParseFlags(t *testing.T) {
 			metricsAddr:              ":8443",
 			metricsSecure:            true,
 			probeAddr:                ":8081",
+			pprofAddr:                "0",
 			leaderElectionID:         "azure-private-endpoint-operator.giantswarm.io",
 			leaseDuration:            15 * time.Second,
 			renewDeadline:            10 * time.Second,
@@ -322,6 +323,11 @@ func TestParseFlags(t *testing.T) {
 			wantErr: `--metrics-bind-address="localhost": want host:port`,
 		},
 		{
+			reason:  "the profiler's address is checked as the others",
+			args:    []string{"--pprof-bind-address=localhost"},
+			wantErr: `--pprof-bind-address="localhost": want host:port`,
+		},
+		{
 			reason:  "a bind address with a non-numeric port is refused",
 			args:    []string{"--health-probe-bind-address=:http"},
 			wantErr: `port "http" is not a number`,
@@ -426,7 +432,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	probe, metrics := freeAddr(t), freeAddr(t)
+	probe, metrics, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
 	const leaseName = "apeo-lifecycle-test"
 
 	var stderr bytes.Buffer
@@ -434,6 +440,7 @@ func TestBinaryLifecycle(t *testing.T) {
 		"--kubeconfig="+kubeconfig,
 		"--metrics-bind-address="+metrics,
 		"--health-probe-bind-address="+probe,
+		"--pprof-bind-address="+pprof,
 		"--leader-elect",
 		"--leader-election-namespace=default",
 		"--leader-election-id="+leaseName,
@@ -475,6 +482,9 @@ func TestBinaryLifecycle(t *testing.T) {
 		t.Errorf("/healthz is not OK while /readyz is")
 	}
 	checkSecureMetrics(ctx, t, env, "https://"+metrics+"/metrics")
+	if !httpOK(ctx, "http://"+pprof+"/debug/pprof/heap") {
+		t.Errorf("--pprof-bind-address=%s: no heap profile at /debug/pprof/heap", pprof)
+	}
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		return leaseHolder(ctx, env.Client, leaseName) != "", nil
 	})

@@ -48,6 +48,7 @@ type options struct {
 	metricsCertDir          string
 	enableHTTP2             bool
 	probeAddr               string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -323,6 +324,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Allow HTTP/2 on the metrics endpoint. Off by default: HTTP/2 Rapid Reset and stream cancellation attacks (CVE-2023-44487, CVE-2023-39325).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address (host:port) the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0",
+		"Address (host:port) Go's profiler (/debug/pprof/) binds to, plain HTTP without authentication: bind it to localhost (e.g. localhost:6060) and reach it with kubectl port-forward. \"0\", the default, disables it.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader so that only one replica reconciles. Enable when running more than one replica.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
@@ -524,6 +527,7 @@ func (o *options) validateManager() []error {
 	for _, a := range []struct{ flag, value string }{
 		{"--metrics-bind-address", o.metricsAddr},
 		{"--health-probe-bind-address", o.probeAddr},
+		{"--pprof-bind-address", o.pprofAddr},
 	} {
 		if err := validateBindAddress(a.value); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", a.flag, a.value, err))

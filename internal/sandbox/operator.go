@@ -142,11 +142,11 @@ func (sb *Sandbox) StartOperator(binary, logFile string, extra ...string) (*Oper
 // to this process's (HTTPS_PROXY and SSL_CERT_FILE for a well-known cloud
 // through a CloudProxy).
 func (sb *Sandbox) StartOperatorWithEnv(binary, logFile string, env []string, extra ...string) (*Operator, error) {
-	metrics, err := freeAddress()
+	metrics, err := FreeAddress()
 	if err != nil {
 		return nil, err
 	}
-	health, err := freeAddress()
+	health, err := FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -293,8 +293,9 @@ func (op *Operator) AnonRSS() (int64, error) {
 	return 0, fmt.Errorf("no RssAnon in /proc/%d/status", op.cmd.Process.Pid)
 }
 
-// freeAddress returns a loopback address that was free a moment ago.
-func freeAddress() (string, error) {
+// FreeAddress returns a loopback address (host:port) that was free a
+// moment ago, for a server to bind to.
+func FreeAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -77,7 +77,7 @@ func (sb *Sandbox) startRealControllers(ctx context.Context, opts Options) error
 	sb.Real = rc
 	sb.stopCAPZ = rc.stop
 
-	addr, err := freeAddress()
+	addr, err := FreeAddress()
 	if err != nil {
 		return err
 	}

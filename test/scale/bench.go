@@ -64,6 +64,10 @@ type Config struct {
 	// subscription and per linked network); otherwise every WC's API name
 	// goes into one shared MC-side zone ({{.BaseDomain}}, api.{{.Cluster}}).
 	DNSPerCluster bool
+	// ProfileDir, when set, receives the operator's heap profile at its
+	// peak heap and its CPU profiles while the wiring converges
+	// (profile.go).
+	ProfileDir string
 }
 
 // DNSBaseDomain is the base domain of the benchmark's DNS mode.
@@ -152,8 +156,11 @@ type bench struct {
 	res       Result
 	audits    int // audit events already attributed to a phase
 
+	pprof string // the running operator's profiler (http://host:port), with ProfileDir
+
 	mu       sync.Mutex
 	peakHeap float64
+	profiled float64 // heap in use when the last heap profile was saved
 	peakAnon int64
 	usage    sandbox.Usage // of processes already stopped
 }
@@ -230,13 +237,23 @@ func (b *bench) startOperator(ctx context.Context, name string, extra ...string)
 			args = append(args, "--wiring-dns-mc-zone={{.BaseDomain}}", "--wiring-dns-mc-records=api.{{.Cluster}}")
 		}
 	}
+	pprof := "" // the operator's profiler, with ProfileDir
+	if b.cfg.ProfileDir != "" {
+		addr, err := sandbox.FreeAddress()
+		if err != nil {
+			return err
+		}
+		args = append(args, "--pprof-bind-address="+addr)
+		pprof = "http://" + addr
+	}
 	args = append(args, b.cfg.OperatorFlags...)
 	op, err := b.sb.StartOperatorWithEnv(b.cfg.OperatorBinary, filepath.Join(b.cfg.Dir, name+".log"), b.cfg.OperatorEnv, args...)
 	if err != nil {
 		return err
 	}
 	b.op = op
-	go b.sample(ctx, op)
+	b.pprof = pprof
+	go b.sample(ctx, op, pprof, name)
 	b.logf("operator %s started (log %s)", name, op.LogFile)
 	return nil
 }
@@ -283,6 +300,11 @@ func (b *bench) converge(ctx context.Context) error {
 		return fmt.Errorf("creating clusters: %w", err)
 	}
 	b.logf("created 1 MC and %d WCs in %.1fs", b.cfg.N, time.Since(start).Seconds())
+	if b.pprof != "" {
+		cpuCtx, stopCPU := context.WithCancel(ctx)
+		defer stopCPU()
+		go b.profileCPU(cpuCtx, b.pprof, "operator-1")
+	}
 	var capzDone time.Time
 	err := b.poll(ctx, "convergence", func(s state) bool {
 		if capzDone.IsZero() && b.endpointsProvisioned() >= 2*b.cfg.N {
@@ -577,14 +599,24 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 }
 
 // sample records the operator's peak Go heap from its metrics every 2s.
-func (b *bench) sample(ctx context.Context, op *sandbox.Operator) {
+// With pprof (the operator's profiler), the heap is profiled at each new
+// peak.
+func (b *bench) sample(ctx context.Context, op *sandbox.Operator, pprof, name string) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
 		if v, err := scrape(ctx, op.MetricsURL, "go_memstats_heap_inuse_bytes"); err == nil {
 			b.mu.Lock()
 			b.peakHeap = max(b.peakHeap, v)
+			// A new peak 5 % above the last profiled one is profiled.
+			profile := pprof != "" && v > 1.05*b.profiled
+			if profile {
+				b.profiled = v
+			}
 			b.mu.Unlock()
+			if profile {
+				b.profileHeap(ctx, pprof, name)
+			}
 		}
 		if v, err := op.AnonRSS(); err == nil {
 			b.mu.Lock()

@@ -55,6 +55,8 @@ type options struct {
 	consumerMarkdown     string
 	consumerJSON         string
 
+	profileDir string
+
 	revision string // the commit measured, named in the reports
 }
 
@@ -77,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "Limit on convergence and on deletion, per run.")
 	fs.StringVar(&o.markdown, "markdown", "", "Write the report here (e.g. docs/benchmarks.md).")
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "Write profiles here: this process's CPU (azuresim, capzsim, ASO's stand-in; harness.cpu.pprof) over the whole run, and in the wiring scenario the operator's heap at its peak and its CPU while the wiring converges, in 1-minute slices (operator-1-n<N>-*.pprof; read with go tool pprof).")
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
 	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode: converge, then watch DNS for --dns-window (no restart, steady or delete phase).")
@@ -172,6 +175,13 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 	logf := func(format string, args ...any) {
 		_, _ = fmt.Fprintf(stdout, "[%7.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
+	if opts.profileDir != "" {
+		stop, err := profileHarness(opts.profileDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer stop()
+	}
 	bin := opts.operatorBinary
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "apeo-scale-bin-")
@@ -197,7 +207,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		res, err := Run(ctx, Config{
 			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, OperatorEnv: operatorEnv(opts), OperatorFlags: opts.operatorFlags, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
-			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster,
+			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster, ProfileDir: opts.profileDir,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+)
+
+// Profiles of the operator under test, with --profile-dir: its heap when
+// its heap in use is at its peak (what decides the peak RSS), and its CPU
+// while the wiring converges, in consecutive slices (merge them with `go
+// tool pprof -proto a b … > all.pprof`). The operator serves them with
+// --pprof-bind-address on a loopback port.
+
+// cpuSlice is how long each CPU profile of the operator runs.
+const cpuSlice = time.Minute
+
+// saveProfile writes what the operator's profiler serves at path (e.g.
+// heap, or profile?seconds=60) to file.
+func saveProfile(ctx context.Context, base, path, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	tmp := file + ".tmp"
+	f, err := os.Create(tmp) //nolint:gosec // G304: under --profile-dir
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
+// profileCPU records the operator's CPU in slices of cpuSlice until ctx
+// ends (the convergence), as <name>-cpu-<k>.pprof.
+func (b *bench) profileCPU(ctx context.Context, base, name string) {
+	for k := 1; ctx.Err() == nil; k++ {
+		file := filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("%s-n%d-cpu-%d.pprof", name, b.cfg.N, k))
+		if err := saveProfile(ctx, base, fmt.Sprintf("profile?seconds=%d", int(cpuSlice.Seconds())), file); err != nil {
+			if ctx.Err() == nil {
+				b.logf("CPU profile %s: %v", file, err)
+			}
+			return
+		}
+	}
+}
+
+// profileHeap saves the operator's heap as <name>-heap-peak.pprof.
+func (b *bench) profileHeap(ctx context.Context, base, name string) {
+	file := filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("%s-n%d-heap-peak.pprof", name, b.cfg.N))
+	if err := saveProfile(ctx, base, "heap", file); err != nil && ctx.Err() == nil {
+		b.logf("heap profile %s: %v", file, err)
+	}
+}
+
+// profileHarness starts this process's CPU profile into
+// dir/harness.cpu.pprof; stop ends it.
+func profileHarness(dir string) (stop func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: a directory the user names
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, "harness.cpu.pprof")) //nolint:gosec // G304: under --profile-dir
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
