@@ -127,38 +127,39 @@ var natFields = []string{"natIpConfigurations", "natIPConfigurations"}
 // them all at once; what could be read is returned alongside.
 func FromUnstructured(u *unstructured.Unstructured) (*AzureCluster, field.ErrorList) {
 	r := reader{obj: u.Object}
-	spec := field.NewPath("spec")
-	net := spec.Child("networkSpec")
+	spec := path{"spec"}
+	net := spec.child("networkSpec")
+	lb := net.child("apiServerLB")
 	ac := &AzureCluster{
 		Name:             u.GetName(),
 		Namespace:        u.GetNamespace(),
-		SubscriptionID:   r.str(spec.Child("subscriptionID")),
-		ResourceGroup:    r.str(spec.Child("resourceGroup")),
-		Location:         r.str(spec.Child("location")),
-		AzureEnvironment: r.str(spec.Child("azureEnvironment")),
-		APIServerLBType:  r.str(net.Child("apiServerLB", "type")),
+		SubscriptionID:   r.str(spec.child("subscriptionID")),
+		ResourceGroup:    r.str(spec.child("resourceGroup")),
+		Location:         r.str(spec.child("location")),
+		AzureEnvironment: r.str(spec.child("azureEnvironment")),
+		APIServerLBType:  r.str(lb.child("type")),
 		Annotations:      u.GetAnnotations(),
 		Deleting:         u.GetDeletionTimestamp() != nil,
 		ClusterName:      ownerCluster(u),
 	}
-	if name := r.str(spec.Child("identityRef", "name")); name != "" {
-		ns := r.str(spec.Child("identityRef", "namespace"))
+	if name := r.str(spec.child("identityRef", "name")); name != "" {
+		ns := r.str(spec.child("identityRef", "namespace"))
 		if ns == "" {
 			ns = ac.Namespace // CAPZ's default: the cluster's namespace.
 		}
 		ac.IdentityRef = &ObjectRef{Name: name, Namespace: ns}
 	}
-	for i, m := range r.list(net.Child("apiServerLB", "privateLinks")) {
-		ac.PrivateLinks = append(ac.PrivateLinks, r.privateLink(net.Child("apiServerLB", "privateLinks").Index(i), m))
+	for i, m := range r.list(lb.child("privateLinks")) {
+		ac.PrivateLinks = append(ac.PrivateLinks, r.privateLink(lb.child("privateLinks").field().Index(i), m))
 	}
-	for i, m := range r.list(net.Child("subnets")) {
-		ac.Subnets = append(ac.Subnets, r.subnet(net.Child("subnets").Index(i), m))
+	for i, m := range r.list(net.child("subnets")) {
+		ac.Subnets = append(ac.Subnets, r.subnet(net.child("subnets").field().Index(i), m))
 	}
-	ac.APIServerLBName = r.str(net.Child("apiServerLB", "name"))
+	ac.APIServerLBName = r.str(lb.child("name"))
 	if ac.APIServerLBName == "" && ac.APIServerLBType == LBTypeInternal {
 		ac.APIServerLBName = ac.Name + "-internal-lb"
 	}
-	if fes := r.list(net.Child("apiServerLB", "frontendIPs")); len(fes) > 0 {
+	if fes := r.list(lb.child("frontendIPs")); len(fes) > 0 {
 		ac.APIServerFrontendName, _ = fes[0]["name"].(string)
 	}
 	if ac.APIServerFrontendName == "" && ac.APIServerLBName != "" {
@@ -171,19 +172,19 @@ func FromUnstructured(u *unstructured.Unstructured) (*AzureCluster, field.ErrorL
 func (r *reader) privateLink(p *field.Path, m map[string]any) PrivateLink {
 	sub := reader{obj: m}
 	pl := PrivateLink{
-		Name:                      sub.str(field.NewPath("name")),
-		LBFrontendIPConfigNames:   sub.strs(field.NewPath("lbFrontendIPConfigNames")),
-		AllowedSubscriptions:      sub.strs(field.NewPath("allowedSubscriptions")),
-		AutoApprovedSubscriptions: sub.strs(field.NewPath("autoApprovedSubscriptions")),
-		EnableProxyProtocol:       sub.boolean(field.NewPath("enableProxyProtocol")),
+		Name:                      sub.str(path{"name"}),
+		LBFrontendIPConfigNames:   sub.strs(path{"lbFrontendIPConfigNames"}),
+		AllowedSubscriptions:      sub.strs(path{"allowedSubscriptions"}),
+		AutoApprovedSubscriptions: sub.strs(path{"autoApprovedSubscriptions"}),
+		EnableProxyProtocol:       sub.boolean(path{"enableProxyProtocol"}),
 	}
 	for _, f := range natFields {
-		for i, nm := range sub.list(field.NewPath(f)) {
+		for i, nm := range sub.list(path{f}) {
 			n := reader{obj: nm}
 			pl.NATIPConfigurations = append(pl.NATIPConfigurations, NATIPConfiguration{
-				AllocationMethod: n.str(field.NewPath("allocationMethod")),
-				Subnet:           n.str(field.NewPath("subnet")),
-				PrivateIPAddress: n.str(field.NewPath("privateIPAddress")),
+				AllocationMethod: n.str(path{"allocationMethod"}),
+				Subnet:           n.str(path{"subnet"}),
+				PrivateIPAddress: n.str(path{"privateIPAddress"}),
 			})
 			r.absorb(p.Child(f).Index(i), n.errs)
 		}
@@ -198,23 +199,23 @@ func (r *reader) privateLink(p *field.Path, m map[string]any) PrivateLink {
 func (r *reader) subnet(p *field.Path, m map[string]any) Subnet {
 	sub := reader{obj: m}
 	s := Subnet{
-		Name: sub.str(field.NewPath("name")),
-		Role: sub.str(field.NewPath("role")),
-		ID:   sub.str(field.NewPath("id")),
+		Name: sub.str(path{"name"}),
+		Role: sub.str(path{"role"}),
+		ID:   sub.str(path{"id"}),
 	}
-	for i, pm := range sub.list(field.NewPath("privateEndpoints")) {
+	for i, pm := range sub.list(path{"privateEndpoints"}) {
 		pe := reader{obj: pm}
 		ep := PrivateEndpoint{
-			Name:           pe.str(field.NewPath("name")),
-			Location:       pe.str(field.NewPath("location")),
-			ManualApproval: pe.boolean(field.NewPath("manualApproval")),
+			Name:           pe.str(path{"name"}),
+			Location:       pe.str(path{"location"}),
+			ManualApproval: pe.boolean(path{"manualApproval"}),
 		}
-		for _, cm := range pe.list(field.NewPath("privateLinkServiceConnections")) {
+		for _, cm := range pe.list(path{"privateLinkServiceConnections"}) {
 			c := reader{obj: cm}
 			ep.Connections = append(ep.Connections, PrivateLinkServiceConnection{
-				Name:                 c.str(field.NewPath("name")),
-				PrivateLinkServiceID: c.str(field.NewPath("privateLinkServiceID")),
-				RequestMessage:       c.str(field.NewPath("requestMessage")),
+				Name:                 c.str(path{"name"}),
+				PrivateLinkServiceID: c.str(path{"privateLinkServiceID"}),
+				RequestMessage:       c.str(path{"requestMessage"}),
 			})
 			pe.errs = append(pe.errs, c.errs...)
 		}
@@ -234,10 +235,10 @@ func (r *reader) subnet(p *field.Path, m map[string]any) Subnet {
 // status.deprecated.v1beta1.conditions (where a v1beta2 API keeps the
 // v1beta1 form: api/core/v1beta2 ClusterDeprecatedStatus). Both forms
 // have type and status (True, False, Unknown).
-var conditionLists = []*field.Path{
-	field.NewPath("status", "conditions"),
-	field.NewPath("status", "v1beta2", "conditions"),
-	field.NewPath("status", "deprecated", "v1beta1", "conditions"),
+var conditionLists = []path{
+	{"status", "conditions"},
+	{"status", "v1beta2", "conditions"},
+	{"status", "deprecated", "v1beta1", "conditions"},
 }
 
 // conditionTrue says whether the condition typ is True in the first list
@@ -246,8 +247,8 @@ func conditionTrue(r reader, typ string) bool {
 	for _, list := range conditionLists {
 		for _, m := range r.list(list) {
 			c := reader{obj: m}
-			if c.str(field.NewPath("type")) == typ {
-				return strings.EqualFold(c.str(field.NewPath("status")), "True")
+			if c.str(path{"type"}) == typ {
+				return strings.EqualFold(c.str(path{"status"}), "True")
 			}
 		}
 	}
@@ -270,9 +271,19 @@ type reader struct {
 	errs field.ErrorList
 }
 
-func (r *reader) lookup(p *field.Path) (any, bool) {
+// path is a field path the reader walks key by key. Its field.Path, which
+// builds a string to be walked, is made only for an error: the operator
+// reads every AzureCluster on each pass (make bench at N = 1,000: field
+// paths' strings were an eighth of the operator's allocations).
+type path []string
+
+func (p path) child(keys ...string) path { return append(p[:len(p):len(p)], keys...) }
+
+func (p path) field() *field.Path { return field.NewPath(p[0], p[1:]...) }
+
+func (r *reader) lookup(p path) (any, bool) {
 	var cur any = r.obj
-	for _, part := range strings.Split(p.String(), ".") {
+	for _, part := range p {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false
@@ -284,45 +295,45 @@ func (r *reader) lookup(p *field.Path) (any, bool) {
 	return cur, cur != nil
 }
 
-func (r *reader) str(p *field.Path) string {
+func (r *reader) str(p path) string {
 	v, ok := r.lookup(p)
 	if !ok {
 		return ""
 	}
 	s, ok := v.(string)
 	if !ok {
-		r.errs = append(r.errs, field.Invalid(p, v, "must be a string"))
+		r.errs = append(r.errs, field.Invalid(p.field(), v, "must be a string"))
 	}
 	return s
 }
 
-func (r *reader) boolean(p *field.Path) bool {
+func (r *reader) boolean(p path) bool {
 	v, ok := r.lookup(p)
 	if !ok {
 		return false
 	}
 	b, ok := v.(bool)
 	if !ok {
-		r.errs = append(r.errs, field.Invalid(p, v, "must be a boolean"))
+		r.errs = append(r.errs, field.Invalid(p.field(), v, "must be a boolean"))
 	}
 	return b
 }
 
-func (r *reader) strs(p *field.Path) []string {
+func (r *reader) strs(p path) []string {
 	v, ok := r.lookup(p)
 	if !ok {
 		return nil
 	}
 	items, ok := v.([]any)
 	if !ok {
-		r.errs = append(r.errs, field.Invalid(p, fmt.Sprintf("%T", v), "must be a list of strings"))
+		r.errs = append(r.errs, field.Invalid(p.field(), fmt.Sprintf("%T", v), "must be a list of strings"))
 		return nil
 	}
 	out := make([]string, 0, len(items))
 	for i, it := range items {
 		s, ok := it.(string)
 		if !ok {
-			r.errs = append(r.errs, field.Invalid(p.Index(i), it, "must be a string"))
+			r.errs = append(r.errs, field.Invalid(p.field().Index(i), it, "must be a string"))
 			continue
 		}
 		out = append(out, s)
@@ -330,21 +341,21 @@ func (r *reader) strs(p *field.Path) []string {
 	return out
 }
 
-func (r *reader) list(p *field.Path) []map[string]any {
+func (r *reader) list(p path) []map[string]any {
 	v, ok := r.lookup(p)
 	if !ok {
 		return nil
 	}
 	items, ok := v.([]any)
 	if !ok {
-		r.errs = append(r.errs, field.Invalid(p, fmt.Sprintf("%T", v), "must be a list"))
+		r.errs = append(r.errs, field.Invalid(p.field(), fmt.Sprintf("%T", v), "must be a list"))
 		return nil
 	}
 	out := make([]map[string]any, 0, len(items))
 	for i, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
-			r.errs = append(r.errs, field.Invalid(p.Index(i), fmt.Sprintf("%T", it), "must be an object"))
+			r.errs = append(r.errs, field.Invalid(p.field().Index(i), fmt.Sprintf("%T", it), "must be an object"))
 			continue
 		}
 		out = append(out, m)

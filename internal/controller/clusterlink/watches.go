@@ -100,10 +100,15 @@ func clustersOfIdentity(c client.Client) handler.MapFunc {
 	}
 }
 
+// listAzureClusters maps to the AzureClusters keep accepts; keep must not
+// change the object it is given.
 func listAzureClusters(ctx context.Context, c client.Client, keep func(*unstructured.Unstructured) bool) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-	if err := c.List(ctx, list); err != nil {
+	// The cache's own objects, not copies: keep only reads them. A copy of
+	// every cluster on each of the MC's changes was a tenth of the
+	// operator's allocations at 1,000 clusters (make bench's profile).
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
