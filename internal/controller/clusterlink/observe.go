@@ -31,6 +31,14 @@ type observation struct {
 	// waitReason and waitMessage say what the first endpoint that is not
 	// ready waits for (GSPrivateLinksReady Unknown).
 	waitReason, waitMessage string
+	// throttled: an endpoint could not be read because the identity's
+	// request budget in the subscription is nearly spent (the operator's
+	// own pacing, or Azure's 429). Nothing new is known of the cluster, so
+	// its GSPrivateLinksReady stays as it was (whyWaiting): after a
+	// restart at 1,000 clusters, the pacing of the first pass's reads
+	// turned three quarters of them Unknown and True again, two status
+	// writes each (make bench, restart phase).
+	throttled bool
 }
 
 // waitFor records what the cluster waits for, unless something before it
@@ -94,7 +102,15 @@ func (r *WCReconciler) observeDirection(ctx context.Context, u *unstructured.Uns
 	if err != nil {
 		o.ready = false
 		o.states[dir] = stateUnknown
-		o.waitFor(ReasonAzureError, fmt.Sprintf("the private endpoints of %s/%s cannot be read from Azure; the cluster's Events say why", owner.Namespace, owner.Name))
+		switch c := azure.Classify(err); {
+		case c.Reason == azure.ReasonThrottled:
+			o.throttled = true
+		case c.Class == azure.ClassTransient || c.Class == azure.ClassWait:
+			// No Event: ClassifyAndReport only logs these.
+			o.waitFor(ReasonAzureError, fmt.Sprintf("the private endpoints of %s/%s cannot be read from Azure for now: %s", owner.Namespace, owner.Name, c.Message))
+		default:
+			o.waitFor(ReasonAzureError, fmt.Sprintf("the private endpoints of %s/%s cannot be read from Azure; the cluster's Events say why", owner.Namespace, owner.Name))
+		}
 		res, err := ClassifyAndReport(ctx, r.Recorder, u, r.Opts, fmt.Sprintf("reading private endpoints of %s/%s", owner.Namespace, owner.Name), err)
 		if err != nil {
 			o.err = err

@@ -316,6 +316,42 @@ func TestObserveReportsTerminalErrors(t *testing.T) {
 	}
 }
 
+// TestObserveHeldBack: a read the request budget holds back (the
+// operator's pacing, Azure's 429) leaves the cluster not ready, without a
+// wait reason or an Event, and comes back after Azure's wait; a transient
+// error says what it was, since no Event does.
+func TestObserveHeldBack(t *testing.T) {
+	toWC := []Endpoint{{Direction: DirectionMCToWC, PrivateEndpoint: capz.PrivateEndpoint{Name: "pe", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls"}}}}}
+	for _, c := range []struct {
+		reason        string
+		err           error
+		wantThrottled bool
+		wantWait      string // in the wait message
+	}{
+		{"held back by the pacer", &azure.ClassifiedError{Classification: azure.Classification{
+			Class: azure.ClassTransient, Reason: azure.ReasonThrottled, RetryAfter: 3 * time.Second, Message: "holding back Azure reads"}}, true, ""},
+		{"Azure unavailable for a moment", &azure.ClassifiedError{Classification: azure.Classification{
+			Class: azure.ClassTransient, Reason: "InternalServerError", Message: "HTTP 500"}}, false, "for now: HTTP 500"},
+	} {
+		rec := events.NewFakeRecorder(10)
+		opts := Options{}
+		opts.SetDefaults()
+		r := &WCReconciler{Opts: opts, Recorder: rec, Endpoints: fakeEndpoints{"mc": {err: c.err}}}
+		o := r.observe(context.Background(), &unstructured.Unstructured{}, &capz.AzureCluster{Name: "wc"}, &capz.AzureCluster{Name: "mc"}, toWC, nil, nil, nil)
+		if o.ready || o.throttled != c.wantThrottled || (c.wantWait == "") != (o.waitReason == "") || !strings.Contains(o.waitMessage, c.wantWait) {
+			t.Errorf("%s: ready %v, throttled %v, wait %q %q", c.reason, o.ready, o.throttled, o.waitReason, o.waitMessage)
+		}
+		if c.wantThrottled && o.result.RequeueAfter != 3*time.Second {
+			t.Errorf("%s: requeue after %s, want Azure's 3s", c.reason, o.result.RequeueAfter)
+		}
+		select {
+		case e := <-rec.Events:
+			t.Errorf("%s: event %q", c.reason, e)
+		default:
+		}
+	}
+}
+
 // TestObserveHealsDisconnected: an endpoint Disconnected for the grace
 // period is deleted in Azure once, with an Event; not again before the
 // backoff step; a Rejected one only when allowed.

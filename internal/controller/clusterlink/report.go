@@ -96,6 +96,8 @@ func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation,
 		reason, msg = p.Reason, p.Message
 	case o.waitReason != "":
 		reason, msg = o.waitReason, o.waitMessage
+	case o.throttled:
+		return "", "" // nothing new is known (observation.throttled)
 	case wired > 0:
 		reason, msg = ReasonEndpointNotReady, "a private endpoint of this cluster is not ready"
 	default:

@@ -215,7 +215,7 @@ func TestCarryPublished(t *testing.T) {
 // from being planned, else the first endpoint's wait; a new cluster that
 // only waits for CAPZ gets no condition (a status write per cluster for a
 // wait that ends by itself), one that had the condition always gets the
-// current reason.
+// current reason; a read the request budget held back changes nothing.
 func TestWhyWaiting(t *testing.T) {
 	had := &unstructured.Unstructured{Object: map[string]any{}}
 	_ = unstructured.SetNestedSlice(had.Object, []any{map[string]any{"type": ConditionGSPrivateLinksReady, "status": "True"}}, "status", "conditions")
@@ -241,6 +241,9 @@ func TestWhyWaiting(t *testing.T) {
 			[]Problem{{Reason: ReasonSubscriptionNotAllowed}, {Reason: ReasonServiceLimit}}, observation{}, 1, ReasonServiceLimit},
 		{"the MC's limit, the other endpoints ready", had, []Problem{{Reason: ReasonEndpointLimit}}, observation{ready: true}, 1, ReasonEndpointLimit},
 		{"no link allows the MC's subscription, the endpoint to the MC's ingress ready", had, []Problem{{Reason: ReasonSubscriptionNotAllowed}}, observation{ready: true}, 1, ReasonSubscriptionNotAllowed},
+		{"a read held back by the request budget: the condition stays as it was", had, nil, observation{throttled: true}, 2, ""},
+		{"held back, but the other direction's endpoint waits for approval", had, nil, observation{throttled: true, waitReason: ReasonEndpointPending}, 2, ReasonEndpointPending},
+		{"held back, and a limit kept an endpoint back", had, []Problem{{Reason: ReasonEndpointLimit}}, observation{throttled: true}, 2, ReasonEndpointLimit},
 	} {
 		if got, _ := whyWaiting(c.u, c.problems, c.o, c.wired); got != c.want {
 			t.Errorf("%s: reason %q, want %q", c.reason, got, c.want)
