@@ -453,27 +453,51 @@ func TestUntilTick(t *testing.T) {
 	}
 }
 
+// TestTrimManagedFields: the cache keeps the operator's entry of spec and
+// the kept managers' entries of spec, these with only what the operator
+// reads of them: the endpoint entries' owners and the finalizers come out
+// as from the whole entries.
 func TestTrimManagedFields(t *testing.T) {
+	capzFields := `{"f:metadata":{"f:finalizers":{".":{},"v:\"azurecluster.infrastructure.cluster.x-k8s.io\"":{}},"f:labels":{"f:x":{}}},` +
+		`"f:spec":{"f:location":{},"f:networkSpec":{"f:vnet":{"f:id":{},"f:cidrBlocks":{}},"f:subnets":{` +
+		`"k:{\"name\":\"node\"}":{".":{},"f:id":{},"f:cidrBlocks":{},"f:privateEndpoints":{"k:{\"name\":\"wc1-privateendpoint\"}":{".":{},"f:name":{},"f:location":{}}}},` +
+		`"k:{\"name\":\"cp\"}":{".":{},"f:id":{},"f:securityGroup":{"f:name":{}}}}}}}`
 	u := &unstructured.Unstructured{}
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{
-		{Manager: "cluster-api-provider-azure-manager", Operation: metav1.ManagedFieldsOperationUpdate},
+		{Manager: "cluster-api-provider-azure-manager", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(capzFields)}},
 		{Manager: "cluster-api-provider-azure-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
 		{Manager: capz.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
 		{Manager: capz.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status"},
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
 		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate},
 	})
-	out, err := TrimManagedFields("manager", "cluster-api-provider-azure-manager")(u)
+	ownersBefore := capz.EndpointOwners(u)
+	out, err := TrimManagedFields("manager", "cluster-api-provider-azure-manager")(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
+	trimmed := out.(*unstructured.Unstructured)
 	var kept []string
-	for _, f := range out.(*unstructured.Unstructured).GetManagedFields() {
+	for _, f := range trimmed.GetManagedFields() {
 		kept = append(kept, f.Manager+"/"+f.Subresource)
 	}
 	// Of the kept managers only spec: status is the larger part of CAPZ's.
-	if diff := cmp.Diff([]string{"cluster-api-provider-azure-manager/", capz.FieldManager + "/", capz.FieldManager + "/status", "manager/"}, kept); diff != "" {
+	if diff := cmp.Diff([]string{"cluster-api-provider-azure-manager/", capz.FieldManager + "/", "manager/"}, kept); diff != "" {
 		t.Errorf("kept managers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ownersBefore, capz.EndpointOwners(trimmed)); diff != "" || len(ownersBefore) != 1 {
+		t.Errorf("endpoint owners changed by the trim (-before +after):\n%s", diff)
+	}
+	raw := string(trimmed.GetManagedFields()[0].FieldsV1.Raw)
+	for _, want := range []string{`"f:finalizers"`, `azurecluster.infrastructure.cluster.x-k8s.io`, `wc1-privateendpoint`} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("trimmed fields lack %s: %s", want, raw)
+		}
+	}
+	for _, gone := range []string{"f:vnet", "f:cidrBlocks", "f:securityGroup", "f:location", "f:labels", `\"cp\"`} {
+		if strings.Contains(raw, gone) {
+			t.Errorf("trimmed fields still hold %s: %s", gone, raw)
+		}
 	}
 	if out, err := TrimManagedFields()("not an object"); err != nil || out != "not an object" {
 		t.Errorf("a non-object changed: %v, %v", out, err)

@@ -1,6 +1,7 @@
 package clusterlink
 
 import (
+	"encoding/json"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,10 +11,11 @@ import (
 )
 
 // TrimManagedFields returns the operator's cache transform: it keeps only
-// the managedFields entries of the operator's field manager and, of spec,
-// those of keep (the older operator's managers and CAPZ's: Older), the
-// only ones it reads (capz.CurrentOwned, TakenNames, StaleEntries: an
-// entry no kept manager holds is someone else's). Other managers' entries
+// the managedFields entries of spec of the operator's field manager and of
+// keep (the older operator's managers and CAPZ's: Older), the only ones it
+// reads (capz.CurrentOwned, TakenNames, StaleEntries: an entry no kept
+// manager holds is someone else's), and of keep's only the fields it reads
+// (trimFieldsV1). Other managers' entries
 // (users', CAPZ's of status) are often the larger part of an AzureCluster;
 // at 1,000 workload clusters they cost tens of MiB of cache for nothing.
 func TrimManagedFields(keep ...string) func(any) (any, error) {
@@ -27,16 +29,73 @@ func TrimManagedFields(keep ...string) func(any) (any, error) {
 		}
 		fields := o.GetManagedFields()
 		kept := make([]metav1.ManagedFieldsEntry, 0, 1)
+		trimmed := false
 		for _, f := range fields {
-			if f.Manager == capz.FieldManager || f.Subresource == "" && slices.Contains(keep, f.Manager) {
+			switch {
+			case f.Manager == capz.FieldManager && f.Subresource == "":
+				kept = append(kept, f)
+			case f.Subresource == "" && slices.Contains(keep, f.Manager):
+				if f.FieldsV1 != nil {
+					if raw, ok := trimFieldsV1(f.FieldsV1.Raw); ok {
+						f.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+						trimmed = true
+					}
+				}
 				kept = append(kept, f)
 			}
 		}
-		if len(kept) != len(fields) {
+		if trimmed || len(kept) != len(fields) {
 			o.SetManagedFields(kept)
 		}
 		return obj, nil
 	}
+}
+
+// trimFieldsV1 keeps of another manager's fields what the operator reads
+// of them: the finalizers and annotations it holds (cpgate's older-pause
+// check) and the keys of the private endpoint entries under each subnet
+// (capz.EndpointOwners), without what is below an entry's key. CAPZ's
+// entry of spec names every field of the network it writes; kept whole on
+// every AzureCluster it was most of the managedFields the cache held (make
+// bench at N = 1,000: 14 MiB of live heap). ok is false when raw is not a
+// JSON object, which is then kept as it is.
+func trimFieldsV1(raw []byte) ([]byte, bool) {
+	var fields map[string]any
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil, false
+	}
+	out := map[string]any{}
+	if meta, ok := fields["f:metadata"].(map[string]any); ok {
+		m := map[string]any{}
+		for _, k := range []string{"f:finalizers", "f:annotations"} {
+			if v, ok := meta[k]; ok {
+				m[k] = v
+			}
+		}
+		if len(m) > 0 {
+			out["f:metadata"] = m
+		}
+	}
+	subnets := map[string]any{}
+	spec, _ := fields["f:spec"].(map[string]any)
+	network, _ := spec["f:networkSpec"].(map[string]any)
+	all, _ := network["f:subnets"].(map[string]any)
+	for key, v := range all {
+		pes, _ := v.(map[string]any)["f:privateEndpoints"].(map[string]any)
+		if len(pes) == 0 {
+			continue
+		}
+		keys := map[string]any{}
+		for k := range pes {
+			keys[k] = map[string]any{}
+		}
+		subnets[key] = map[string]any{"f:privateEndpoints": keys}
+	}
+	if len(subnets) > 0 {
+		out["f:spec"] = map[string]any{"f:networkSpec": map[string]any{"f:subnets": subnets}}
+	}
+	b, err := json.Marshal(out)
+	return b, err == nil
 }
 
 // trimASO keeps of an ASO object only what the operator reads (ReadASO and
