@@ -453,8 +453,11 @@ func TestObserverLearns(t *testing.T) {
 		t.Error("Learn changed a map a caller held")
 	}
 	got := after["new"]
-	if !got.Ready() || got.IP != "10.1.0.1" || len(after) != 2 {
-		t.Errorf("after Learn (the IP from the NIC): %+v, %d endpoints", got, len(after))
+	if !got.Ready() || got.IP != "10.1.0.1" || len(after) != 1 {
+		t.Errorf("after Learn (the IP from the NIC): %+v, %d endpoints (want only the one asked for)", got, len(after))
+	}
+	if all, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}); err != nil || len(all) != 2 {
+		t.Errorf("the whole group after Learn: %d endpoints, %v; want 2", len(all), err)
 	}
 	if api.subLists != 1 {
 		t.Errorf("Learn cost %d lists, want the 1 before it", api.subLists)
