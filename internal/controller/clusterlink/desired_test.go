@@ -464,7 +464,7 @@ func TestTrimManagedFields(t *testing.T) {
 		`"k:{\"name\":\"cp\"}":{".":{},"f:id":{},"f:securityGroup":{"f:name":{}}}}}}}`
 	u := &unstructured.Unstructured{}
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{
-		{Manager: "cluster-api-provider-azure-manager", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(capzFields)}},
+		{Manager: "cluster-api-provider-azure-manager", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(capzFields)},
 		{Manager: "cluster-api-provider-azure-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
 		{Manager: capz.FieldManager, Operation: metav1.ManagedFieldsOperationApply},
 		{Manager: capz.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status"},
@@ -488,7 +488,7 @@ func TestTrimManagedFields(t *testing.T) {
 	if diff := cmp.Diff(ownersBefore, capz.EndpointOwners(trimmed)); diff != "" || len(ownersBefore) != 1 {
 		t.Errorf("endpoint owners changed by the trim (-before +after):\n%s", diff)
 	}
-	raw := string(trimmed.GetManagedFields()[0].FieldsV1.Raw)
+	raw := trimmed.GetManagedFields()[0].FieldsV1.GetRawString()
 	for _, want := range []string{`"f:finalizers"`, `azurecluster.infrastructure.cluster.x-k8s.io`, `wc1-privateendpoint`} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("trimmed fields lack %s: %s", want, raw)

@@ -27,28 +27,35 @@ func TrimManagedFields(keep ...string) func(any) (any, error) {
 		if !ok {
 			return obj, nil
 		}
-		fields := o.GetManagedFields()
-		kept := make([]metav1.ManagedFieldsEntry, 0, 1)
-		trimmed := false
-		for _, f := range fields {
-			switch {
-			case f.Manager == capz.FieldManager && f.Subresource == "":
-				kept = append(kept, f)
-			case f.Subresource == "" && slices.Contains(keep, f.Manager):
-				if f.FieldsV1 != nil {
-					if raw, ok := trimFieldsV1(f.FieldsV1.Raw); ok {
-						f.FieldsV1 = &metav1.FieldsV1{Raw: raw}
-						trimmed = true
-					}
-				}
-				kept = append(kept, f)
-			}
-		}
-		if trimmed || len(kept) != len(fields) {
+		if kept, changed := keptFields(o.GetManagedFields(), keep); changed {
 			o.SetManagedFields(kept)
 		}
 		return obj, nil
 	}
+}
+
+// keptFields are the entries of fields the cache keeps (TrimManagedFields),
+// and whether they differ from fields.
+func keptFields(fields []metav1.ManagedFieldsEntry, keep []string) ([]metav1.ManagedFieldsEntry, bool) {
+	kept := make([]metav1.ManagedFieldsEntry, 0, 1)
+	trimmed := false
+	for _, f := range fields {
+		switch {
+		case f.Subresource != "":
+		case f.Manager == capz.FieldManager:
+			kept = append(kept, f)
+		case slices.Contains(keep, f.Manager):
+			if f.FieldsV1 != nil {
+				if raw, ok := trimFieldsV1(f.FieldsV1.GetRawBytes()); ok {
+					f.FieldsV1 = &metav1.FieldsV1{}
+					f.FieldsV1.SetRawBytes(raw)
+					trimmed = true
+				}
+			}
+			kept = append(kept, f)
+		}
+	}
+	return kept, trimmed || len(kept) != len(fields)
 }
 
 // trimFieldsV1 keeps of another manager's fields what the operator reads
