@@ -36,7 +36,7 @@ func saveProfile(ctx context.Context, base, path, file string) error {
 		return fmt.Errorf("GET %s: %s", req.URL, resp.Status)
 	}
 	tmp := file + ".tmp"
-	f, err := os.Create(tmp) //nolint:gosec // G304: under --profile-dir
+	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func profileHarness(dir string) (stop func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: a directory the user names
 		return nil, err
 	}
-	f, err := os.Create(filepath.Join(dir, "harness.cpu.pprof")) //nolint:gosec // G304: under --profile-dir
+	f, err := os.Create(filepath.Join(dir, "harness.cpu.pprof"))
 	if err != nil {
 		return nil, err
 	}
