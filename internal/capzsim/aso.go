@@ -159,9 +159,11 @@ func (r *Reconciler) ensureASO(ctx context.Context, u *unstructured.Unstructured
 // the namespace on every pass was capzsim's cost at scale: the MC's pass
 // read all N of its endpoints' objects from the API server each second,
 // and a WC's its namespace's (make bench at N = 300: a third of the
-// harness's CPU, decoding lists). As CAPZ does, a pass may see the cache a
-// moment behind: a second Create is AlreadyExists, a stale Update a
-// conflict retried.
+// harness's CPU, decoding lists). CAPZ v1.27.0 lists the namespace's
+// objects from its cache too (azure/services/aso/service.go, ListFunc,
+// then skips those it does not own), so a pass may see the cache a moment
+// behind: a second Create is AlreadyExists, a stale Update a conflict
+// retried.
 func (r *Reconciler) listASO(ctx context.Context, u *unstructured.Unstructured, gvk schema.GroupVersionKind) (map[string]*unstructured.Unstructured, error) {
 	return r.listOwned(ctx, r.Cache, u, gvk, client.MatchingFields{ownerIndex: string(u.GetUID())}, client.UnsafeDisableDeepCopy)
 }
