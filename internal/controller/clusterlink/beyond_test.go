@@ -371,6 +371,36 @@ func TestNetworkCapacities(t *testing.T) {
 	if got := caps.Of(context.Background(), mc(), b).Capacity[strings.ToLower(netA)]; got != 2000 {
 		t.Errorf("a high-scale network under --mc-endpoint-network-limit 2000 takes %d", got)
 	}
+	// After the TTL a failed read keeps what Azure said last (a restart's
+	// paced reads must not shrink a high-scale network), and is tried
+	// again after a minute; a network never read stays at 1,000.
+	clock := time.Now()
+	caps.now = func() time.Time { return clock }
+	clock = clock.Add(2 * time.Hour)
+	failing := true
+	caps.HighScale = func(_ context.Context, _ *capz.AzureCluster, vnetID string) (bool, error) {
+		reads[vnetID]++
+		if failing {
+			return false, errors.New("429 held back")
+		}
+		return strings.EqualFold(vnetID, netA) || strings.EqualFold(vnetID, netC), nil
+	}
+	b.NetworkLimit = MaxNetworkLimit
+	got := caps.Of(context.Background(), mc(), b).Capacity
+	if got[strings.ToLower(netA)] != 5000 || got[strings.ToLower(netC)] != 1000 {
+		t.Errorf("failed reads after the TTL: %v, want netA's last answer (5000) and netC's safe 1000", got)
+	}
+	failing = false
+	clock = clock.Add(30 * time.Second)
+	before := reads[strings.ToLower(netC)]
+	caps.Of(context.Background(), mc(), b)
+	if reads[strings.ToLower(netC)] != before {
+		t.Error("a failed read was tried again before a minute passed")
+	}
+	clock = clock.Add(time.Minute)
+	if got := caps.Of(context.Background(), mc(), b).Capacity[strings.ToLower(netC)]; got != 5000 {
+		t.Errorf("netC read again after a minute: %d, want 5000", got)
+	}
 	var none *NetworkCapacities
 	if got := none.Of(context.Background(), mc(), b).Capacity[strings.ToLower(netA)]; got != 1000 {
 		t.Errorf("without a reader a network takes %d, want 1000", got)

@@ -21,23 +21,33 @@ import (
 // Link; "Increase Private Endpoint virtual network limits", 2025;
 // azuresim enforces both, internal/azuresim/limits.go), never more than
 // --mc-endpoint-network-limit. Each network is read once per TTL, with the
-// MC's identity; one that cannot be read counts 1,000 (the safe figure:
-// a high-scale network then only fills later than it could). The MC's
-// pass and every WC's pass share one, so both decide on the same figure.
+// MC's identity. A read that fails keeps what Azure said last and is tried
+// again after a minute; a network never read counts 1,000 meanwhile (the
+// safe figure: a high-scale network then only fills later than it could).
+// Keeping the last answer matters after a restart too: the first passes'
+// reads may be held back by the request budget, and a high-scale network
+// counted at 1,000 for a TTL would refuse clusters it has room for. The
+// MC's pass and every WC's pass share one, so both decide on the same
+// figure.
 type NetworkCapacities struct {
 	// HighScale reads whether a network allows high-scale private
 	// endpoints; nil: none is assumed to.
 	HighScale func(ctx context.Context, mc *capz.AzureCluster, vnetID string) (bool, error)
 	TTL       time.Duration
 
+	now  func() time.Time // time.Now unless a test sets it
 	mu   sync.Mutex
 	read map[string]capacityRead
 }
 
 type capacityRead struct {
 	highScale bool
-	at        time.Time
+	// next is when to read the network again.
+	next time.Time
 }
+
+// retryFailedRead is how soon a network whose read failed is read again.
+const retryFailedRead = time.Minute
 
 // Of returns b with the capacity of each of its networks.
 func (n *NetworkCapacities) Of(ctx context.Context, mc *capz.AzureCluster, b Beyond) Beyond {
@@ -59,25 +69,33 @@ func (n *NetworkCapacities) highScale(ctx context.Context, mc *capz.AzureCluster
 	if n.HighScale == nil {
 		return false
 	}
-	n.mu.Lock()
-	r, ok := n.read[net]
-	n.mu.Unlock()
-	if ok && time.Since(r.at) < n.TTL {
-		return r.highScale
+	now := time.Now
+	if n.now != nil {
+		now = n.now
 	}
+	n.mu.Lock()
+	last, ok := n.read[net]
+	n.mu.Unlock()
+	if ok && now().Before(last.next) {
+		return last.highScale
+	}
+	r := capacityRead{next: now().Add(n.TTL)}
 	hs, err := n.HighScale(ctx, mc, net)
-	if err != nil {
+	if err == nil {
+		r.highScale = hs
+	} else {
 		c := azure.Classify(err)
-		ctrl.LoggerFrom(ctx).Info("Cannot read a network of --mc-endpoint-subnets; it counts 1,000 private endpoints until it can be read", "network", net, "reason", c.Reason, "message", c.Message)
-		hs = false
+		ctrl.LoggerFrom(ctx).Info("Cannot read a network of --mc-endpoint-subnets; it keeps what Azure said last (1,000 private endpoints if nothing) and is read again in a minute",
+			"network", net, "reason", c.Reason, "message", c.Message)
+		r = capacityRead{highScale: ok && last.highScale, next: now().Add(min(retryFailedRead, n.TTL))}
 	}
 	n.mu.Lock()
 	if n.read == nil {
 		n.read = map[string]capacityRead{}
 	}
-	n.read[net] = capacityRead{highScale: hs, at: time.Now()}
+	n.read[net] = r
 	n.mu.Unlock()
-	return hs
+	return r.highScale
 }
 
 // AzureHighScale reads a network's privateEndpointVNetPolicies with the
