@@ -40,11 +40,12 @@ func saveProfile(ctx context.Context, base, path, file string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
-		return err
+	_, err = io.Copy(f, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
+		_ = os.Remove(tmp) // a slice cut short by the end of the convergence
 		return err
 	}
 	return os.Rename(tmp, file)
