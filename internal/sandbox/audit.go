@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 )
 
-// auditPolicy records, at Metadata level, every write to AzureClusters and
-// AzurePrivateEndpoints: the benchmark counts writes per object and per
-// writer with it.
+// auditPolicy records, at Metadata level, every write to AzureClusters,
+// AzurePrivateEndpoints and AzurePrivateLinkServices: the benchmark counts
+// writes per object and per writer with it.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -21,7 +21,7 @@ rules:
       - group: infrastructure.cluster.x-k8s.io
         resources: ["azureclusters", "azureclusters/status"]
       - group: privatelink.giantswarm.io
-        resources: ["azureprivateendpoints", "azureprivateendpoints/status"]
+        resources: ["azureprivateendpoints", "azureprivateendpoints/status", "azureprivatelinkservices", "azureprivatelinkservices/status"]
   - level: None
 `
 

@@ -68,6 +68,12 @@ type Config struct {
 	// peak heap and its CPU profiles while the wiring converges
 	// (profile.go).
 	ProfileDir string
+	// ScaleOut sets up the world past Azure's 1,000s (scaleout.go): the
+	// MC's ingress load balancer gets 7 further frontends and the MC's
+	// subscription a high-scale network for endpoints, and the operator
+	// the flags that use them (--mc-ingress-shard-frontends,
+	// --mc-endpoint-subnets). Below 900 WCs they change nothing.
+	ScaleOut bool
 }
 
 // DNSBaseDomain is the base domain of the benchmark's DNS mode.
@@ -82,6 +88,11 @@ type Phase struct {
 	// all and at most to one WC.
 	WCWrites    int `json:"wcWrites"`
 	WCWritesMax int `json:"wcWritesMax"`
+	// ObjectWrites are its writes to the objects it makes itself
+	// (AzurePrivateEndpoint, AzurePrivateLinkService; object and status):
+	// the MC's endpoints beyond its AzureCluster and its further ingress
+	// services.
+	ObjectWrites int `json:"objectWrites,omitempty"`
 	// Conflicts are writes the API server refused with 409.
 	Conflicts int `json:"conflicts"`
 	// ARMReads and ARMWrites are the operator's ARM requests (any status);
@@ -121,6 +132,12 @@ type Result struct {
 	DeleteMCEmptySeconds float64 `json:"deleteMCEmptySeconds"`
 	// MCObjectBytes is the MC AzureCluster's JSON size when converged.
 	MCObjectBytes int `json:"mcObjectBytes"`
+	// With ScaleOut: the MC's ingress services (the hand-made first and
+	// the operator's) and its endpoints beyond the AzureCluster, as
+	// AzurePrivateEndpoint objects, when converged.
+	ScaleOut          bool `json:"scaleOut,omitempty"`
+	IngressServices   int  `json:"ingressServices,omitempty"`
+	MCEndpointObjects int  `json:"mcEndpointObjects,omitempty"`
 	// CPUSeconds over the whole run (both operator processes); PeakRSSMiB
 	// (VmHWM: the binary's mapped code included), PeakAnonMiB (the
 	// anonymous part, sampled every 2 s) and PeakHeapMiB the highest of
@@ -156,7 +173,8 @@ type bench struct {
 	res       Result
 	audits    int // audit events already attributed to a phase
 
-	pprof string // the running operator's profiler (http://host:port), with ProfileDir
+	pprof string   // the running operator's profiler (http://host:port), with ProfileDir
+	subs  []string // the WCs' subscriptions
 
 	mu       sync.Mutex
 	peakHeap float64
@@ -174,7 +192,7 @@ func (b *bench) logf(format string, args ...any) {
 // Run runs the benchmark once.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	b := &bench{cfg: cfg, res: Result{CAPZ: string(cfg.Schema),
-		N: cfg.N, Subscriptions: cfg.Subscriptions, AzureLatencySeconds: cfg.AzureLatency.Seconds(), DNS: cfg.DNS,
+		N: cfg.N, Subscriptions: cfg.Subscriptions, AzureLatencySeconds: cfg.AzureLatency.Seconds(), DNS: cfg.DNS, ScaleOut: cfg.ScaleOut,
 		SteadyDriftSeconds: cfg.SteadyDrift.Seconds(), SteadyWindowSeconds: cfg.SteadyWindow.Seconds(),
 	}}
 	throttling := azuresim.DefaultThrottling()
@@ -184,10 +202,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for i := 0; i < cfg.Subscriptions; i++ {
 		subs = append(subs, sandbox.FleetWCSubscription(i, cfg.Subscriptions))
 	}
+	b.subs = subs
+	ingress := capzsim.Ingress{AutoApprovedSubscriptions: subs}
+	if cfg.ScaleOut {
+		ingress.Frontends = shardFrontendNames()
+	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: cfg.Dir, Schema: cfg.Schema, Audit: true, Latency: cfg.AzureLatency, MaxPollInterval: azureMaxPollInterval, Throttling: throttling,
 		CAPZResync: time.Second, CAPZConcurrency: 16,
-		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: {AutoApprovedSubscriptions: subs}},
+		Ingress:    map[string]capzsim.Ingress{sandbox.FleetIdentityNS + "/" + sandbox.FleetMCName: ingress},
 		Principals: []azuresim.Principal{{TenantID: sandbox.FleetTenantID, ClientID: sandbox.FleetOperatorClient, ClientSecret: sandbox.FleetOperatorSecret}},
 		Logf:       cfg.Logf,
 	})
@@ -198,6 +221,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer func() { _ = sb.Stop() }()
 	if err := sb.CreateIdentity(ctx, sandbox.FleetIdentity()); err != nil {
 		return b.res, err
+	}
+	if cfg.ScaleOut {
+		if err := seedBeyondNetwork(sb.Sim); err != nil {
+			return b.res, err
+		}
 	}
 	// Sampling of each operator ends when it exits, or with the run.
 	ctx, stopSampling := context.WithCancel(ctx)
@@ -236,6 +264,9 @@ func (b *bench) startOperator(ctx context.Context, name string, extra ...string)
 		if !b.cfg.DNSPerCluster {
 			args = append(args, "--wiring-dns-mc-zone={{.BaseDomain}}", "--wiring-dns-mc-records=api.{{.Cluster}}")
 		}
+	}
+	if b.cfg.ScaleOut {
+		args = append(args, scaleOutFlags(b.subs)...)
 	}
 	pprof := "" // the operator's profiler, with ProfileDir
 	if b.cfg.ProfileDir != "" {
@@ -309,7 +340,7 @@ func (b *bench) converge(ctx context.Context) error {
 	err := b.poll(ctx, "convergence", func(s state) bool {
 		if capzDone.IsZero() && b.endpointsProvisioned() >= 2*b.cfg.N {
 			capzDone = time.Now()
-			b.logf("capzsim finished all %d endpoints after %.1fs", 2*b.cfg.N, capzDone.Sub(start).Seconds())
+			b.logf("all %d endpoints provisioned in Azure after %.1fs", 2*b.cfg.N, capzDone.Sub(start).Seconds())
 		}
 		return s.annotated == b.cfg.N && s.ready == b.cfg.N && s.mcEndpoints == b.cfg.N
 	})
@@ -327,6 +358,16 @@ func (b *bench) converge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := b.recordConverged(ctx); err != nil {
+		return err
+	}
+	b.logf("converged after %.1fs (%.1fs after capzsim): %+v", end.Sub(start).Seconds(), b.res.AfterCAPZSeconds, b.res.Converge)
+	return nil
+}
+
+// recordConverged records the converged world's MC: its object's size and
+// what the operator made for it.
+func (b *bench) recordConverged(ctx context.Context) error {
 	mc, err := b.get(ctx, sandbox.FleetIdentityNS, sandbox.FleetMCName)
 	if err != nil {
 		return err
@@ -336,7 +377,14 @@ func (b *bench) converge(ctx context.Context) error {
 		return err
 	}
 	b.res.MCObjectBytes = len(raw)
-	b.logf("converged after %.1fs (%.1fs after capzsim): %+v", end.Sub(start).Seconds(), b.res.AfterCAPZSeconds, b.res.Converge)
+	if b.cfg.ScaleOut {
+		services, objects, err := b.scaleOutObjects(ctx)
+		if err != nil {
+			return err
+		}
+		b.res.IngressServices, b.res.MCEndpointObjects = 1+services, objects
+		b.logf("the MC has %d ingress services and %d endpoints beyond its AzureCluster", b.res.IngressServices, objects)
+	}
 	return nil
 }
 
@@ -415,7 +463,7 @@ func (b *bench) steady(ctx context.Context) error {
 	// window held SteadyWindow/SteadyDrift of them.
 	checks := b.cfg.SteadyWindow.Seconds() / b.cfg.SteadyDrift.Seconds()
 	b.res.SteadyReadsPerHour = float64(b.res.Steady.ARMReads) / checks * 6
-	b.res.SteadyWritesPerHour = float64(b.res.Steady.ARMWrites+b.res.Steady.MCWrites+b.res.Steady.WCWrites) / checks * 6
+	b.res.SteadyWritesPerHour = float64(b.res.Steady.ARMWrites+b.res.Steady.MCWrites+b.res.Steady.WCWrites+b.res.Steady.ObjectWrites) / checks * 6
 	b.logf("steady: %+v", b.res.Steady)
 	return nil
 }
@@ -466,7 +514,8 @@ type state struct {
 	annotated   int // WCs with both IP annotations
 	ready       int // WCs with the GSPrivateLinksReady condition True
 	dnsReady    int // WCs with the GSDNSZoneReady condition True
-	mcEndpoints int // private endpoints in the MC's spec
+	mcEndpoints int // the MC's private endpoints: entries in its spec and objects beyond it
+	mcObjects   int // of which objects (ScaleOut)
 }
 
 // poll reads the world every 2 seconds until done, for at most Timeout.
@@ -486,7 +535,7 @@ func (b *bench) poll(ctx context.Context, what string, done func(state) bool) er
 		last = s
 		if time.Since(lastLog) > 15*time.Second {
 			lastLog = time.Now()
-			b.logf("  %s: %d WCs, %d annotated, %d ready, %d DNS ready; MC holds %d endpoints", what, s.wcs, s.annotated, s.ready, s.dnsReady, s.mcEndpoints)
+			b.logf("  %s: %d WCs, %d annotated, %d ready, %d DNS ready; MC has %d endpoints (%d beyond its AzureCluster)", what, s.wcs, s.annotated, s.ready, s.dnsReady, s.mcEndpoints, s.mcObjects)
 		}
 		return done(s), nil
 	})
@@ -522,6 +571,14 @@ func (b *bench) read(ctx context.Context) (state, error) {
 		}
 		s.ready += boolInt(conditionTrue(u, clusterlink.ConditionGSPrivateLinksReady))
 		s.dnsReady += boolInt(conditionTrue(u, clusterlink.ConditionGSDNSZoneReady))
+	}
+	if b.cfg.ScaleOut {
+		_, objects, err := b.scaleOutObjects(ctx)
+		if err != nil {
+			return state{}, err
+		}
+		s.mcObjects = objects
+		s.mcEndpoints += objects
 	}
 	return s, nil
 }
@@ -572,13 +629,23 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 		}
 	}
 	p.TokenRequests = c.TokensByClient[sandbox.FleetOperatorClient]
+	return p, b.countWrites(&p)
+}
+
+// countWrites adds the operator's Kubernetes writes since the last phase,
+// from the audit log, to p.
+func (b *bench) countWrites(p *Phase) error {
 	events, err := b.sb.AuditEvents()
 	if err != nil {
-		return p, err
+		return err
 	}
 	perWC := map[string]int{}
 	for _, e := range events[min(b.audits, len(events)):] {
-		if !strings.HasPrefix(e.UserAgent, "azure-private-endpoint-operator") || e.ObjectRef.Resource != "azureclusters" {
+		if !strings.HasPrefix(e.UserAgent, "azure-private-endpoint-operator") {
+			continue
+		}
+		if e.ObjectRef.Resource != "azureclusters" {
+			p.ObjectWrites++
 			continue
 		}
 		if e.ResponseStatus.Code == http.StatusConflict {
@@ -595,7 +662,7 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 	for _, n := range perWC {
 		p.WCWritesMax = max(p.WCWritesMax, n)
 	}
-	return p, nil
+	return nil
 }
 
 // sample records the operator's peak Go heap from its metrics every 2s.

@@ -56,6 +56,7 @@ type options struct {
 	consumerJSON         string
 
 	profileDir string
+	scaleOut   bool
 
 	revision string // the commit measured, named in the reports
 }
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.markdown, "markdown", "", "Write the report here (e.g. docs/benchmarks.md).")
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write profiles here: this process's CPU (azuresim, capzsim, ASO's stand-in; harness.cpu.pprof) over the whole run, and in the wiring scenario the operator's heap at its peak and its CPU while the wiring converges, in 1-minute slices (operator-1-n<N>-*.pprof; read with go tool pprof).")
+	fs.BoolVar(&o.scaleOut, "scale-out", true, fmt.Sprintf("Wiring scenario: give the MC's ingress load balancer %d further frontends and the MC's subscription a high-scale network, and the operator the flags that use them (--mc-ingress-shard-frontends, --mc-endpoint-subnets), as docs/operations.md says to past 1,000 WCs; below 900 WCs they change nothing. Needed for --n above 1000; at most %d.", shardFrontends, scaleOutMaxN))
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
 	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode: converge, then watch DNS for --dns-window (no restart, steady or delete phase).")
@@ -96,12 +98,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	o.operatorFlags = strings.Fields(operatorFlags)
-	for _, s := range strings.Split(ns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return o, fmt.Errorf("--n: %q is not a positive number", s)
-		}
-		o.ns = append(o.ns, n)
+	var err error
+	if o.ns, err = parseNs(ns, o.scaleOut); err != nil {
+		return o, err
 	}
 	if o.scenario != "all" && o.scenario != "wiring" && o.scenario != "consumer" {
 		return o, fmt.Errorf("--scenario=%q: want wiring, consumer or all", o.scenario)
@@ -125,6 +124,26 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("--steady-window must hold at least one --steady-drift-check-interval")
 	}
 	return o, nil
+}
+
+// parseNs parses --n: the numbers of WCs, each within what the world
+// takes.
+func parseNs(ns string, scaleOut bool) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--n: %q is not a positive number", s)
+		}
+		if n > 1000 && !scaleOut {
+			return nil, fmt.Errorf("--n=%d: past 1,000 WCs Azure takes no more endpoints on one private link service or in one network; leave --scale-out on", n)
+		}
+		if n > scaleOutMaxN {
+			return nil, fmt.Errorf("--n=%d: the MC's ingress takes at most %d WCs (8 private link services per load balancer, 1,000 endpoints each)", n, scaleOutMaxN)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func main() {
@@ -207,7 +226,7 @@ func runAll(ctx context.Context, opts options, stdout io.Writer) ([]Result, []Co
 		res, err := Run(ctx, Config{
 			N: n, Subscriptions: opts.subscriptions, Schema: testenv.Schema(opts.capz), OperatorBinary: bin, OperatorEnv: operatorEnv(opts), OperatorFlags: opts.operatorFlags, AzureLatency: opts.latency,
 			SteadyDrift: opts.steadyDrift, SteadyWindow: opts.steadyWindow, Timeout: opts.timeout, Dir: dir, Logf: logf,
-			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster, ProfileDir: opts.profileDir,
+			DNS: opts.dns, DNSWindow: opts.dnsWindow, DNSPerCluster: opts.dnsPerCluster, ProfileDir: opts.profileDir, ScaleOut: opts.scaleOut,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("run with n=%d: %w (files kept in %s)", n, err, dir)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,11 +24,12 @@ func TestMain(m *testing.M) {
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
-	if err != nil || len(o.ns) != 3 || o.ns[2] != 1000 || o.subscriptions != 10 {
+	if err != nil || len(o.ns) != 3 || o.ns[2] != 1000 || o.subscriptions != 10 || !o.scaleOut {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	for _, args := range [][]string{
 		{"--n=100,x"}, {"--n=0"}, {"--subscriptions=0"}, {"--steady-window=10s", "--steady-drift-check-interval=1m"},
+		{"--n=1001", "--scale-out=false"}, {"--n=8001"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v) accepted invalid flags", args)
@@ -181,5 +183,56 @@ func TestConsumerSmoke(t *testing.T) {
 	}
 	if raw, err := os.ReadFile(md); err != nil || !strings.Contains(string(raw), "N = 6, own zones") {
 		t.Errorf("report: %v\n%s", err, raw)
+	}
+}
+
+// TestScaleOutSmoke runs the whole benchmark in the world past 1,000 WCs
+// (--scale-out) with the limits lowered to 3, so that a small N crosses
+// both: the MC's AzureCluster takes 3 entries and the rest of its
+// endpoints are AzurePrivateEndpoint objects in the high-scale network,
+// and the ingress service takes 3 WCs and the operator makes the next.
+// The operator writes Azure only for what it makes, nothing after a
+// restart, and the deletion removes its endpoints.
+func TestScaleOutSmoke(t *testing.T) {
+	bin, err := sandbox.SharedOperator(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{
+		N: 6, Subscriptions: 2, OperatorBinary: bin, AzureLatency: time.Second, ScaleOut: true,
+		OperatorFlags: []string{"--mc-private-endpoint-limit=3", "--mc-service-connection-limit=3"},
+		SteadyDrift:   10 * time.Second, SteadyWindow: 20 * time.Second, Timeout: 5 * time.Minute,
+		Dir: t.TempDir(), Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(p Phase, resource string) int { return p.ARMByOperation["PUT Microsoft.Network/"+resource] }
+	for _, c := range []struct {
+		what string
+		ok   bool
+	}{
+		{"3 endpoints beyond the MC's AzureCluster", res.MCEndpointObjects == 3},
+		// Service 3 is made once services 1 and 2 have 90 % of 3.
+		{"2 or 3 ingress services", res.IngressServices == 2 || res.IngressServices == 3},
+		{"one PUT per endpoint beyond the MC object", put(res.Converge, "privateEndpoints") == 3},
+		{"one PUT per further ingress service", put(res.Converge, "privateLinkServices") == res.IngressServices-1},
+		{"the operator wrote its objects", res.Converge.ObjectWrites >= 3+res.IngressServices-1},
+		{"nothing is written after a restart", res.Restart.MCWrites+res.Restart.WCWrites+res.Restart.ARMWrites == 0},
+		// A further service's status lists its connections as its last
+		// look at Azure found them: the clusters connected after it was
+		// Ready, and the first process would have written them at its
+		// next drift check; the restarted one does at its first look.
+		{"after a restart, at most the further services' connection lists", res.Restart.ObjectWrites <= res.IngressServices-1},
+		{"nothing is written in the steady state", res.Steady.MCWrites+res.Steady.WCWrites+res.Steady.ObjectWrites+res.Steady.ARMWrites == 0},
+		{"the deletion deleted the endpoints beyond in Azure", res.Delete.ARMByOperation["DELETE Microsoft.Network/privateEndpoints"] >= 3},
+		{"no 429", res.Converge.Throttled+res.Restart.Throttled+res.Steady.Throttled+res.Delete.Throttled == 0},
+	} {
+		if !c.ok {
+			t.Errorf("%s: %+v", c.what, res)
+		}
+	}
+	if table := markdownTable([]Result{res}); !strings.Contains(table, fmt.Sprintf("| %d / 3 |", res.IngressServices)) {
+		t.Errorf("table:\n%s", table)
 	}
 }
