@@ -121,6 +121,17 @@ func TestParseFlags(t *testing.T) {
 			},
 		},
 		{
+			reason: "further ingress services on two load balancers: 7 beside the first on the ingress's, 8 on another",
+			args: []string{"--mc-ingress-shard-frontends=" + strings.Join(shardFrontendsOn(7, "second-lb"), ","),
+				"--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			want: func() options {
+				o := defaults()
+				o.ingressShardFrontends = strings.Join(shardFrontendsOn(7, "second-lb"), ",")
+				o.ingressShardSubscriptions = "22222222-2222-2222-2222-222222222222"
+				return o
+			},
+		},
+		{
 			reason:  "the management cluster is required",
 			args:    []string{"--management-cluster-name="},
 			wantErr: "--management-cluster-name and --management-cluster-namespace are required",
@@ -207,7 +218,29 @@ func TestParseFlags(t *testing.T) {
 		{
 			reason:  "more further ingress services than a load balancer takes are refused",
 			args:    []string{"--mc-ingress-shard-frontends=a,b,c,d,e,f,g,h", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
-			wantErr: "--mc-ingress-shard-frontends names 8 frontends: at most 7",
+			wantErr: "--mc-ingress-shard-frontends puts more than 8 private link services on load balancer kubernetes-internal (the first service counted on kubernetes-internal)",
+		},
+		{
+			reason:  "more than 8 services on another load balancer are refused",
+			args:    []string{"--mc-ingress-shard-frontends=b/1,b/2,b/3,b/4,b/5,b/6,b/7,b/8,b/9", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends puts more than 8 private link services on load balancer b",
+		},
+		{
+			reason: "more than 31 further services are refused",
+			args: []string{"--mc-ingress-shard-frontends=" + strings.Join(shardFrontendsOn(0, "b", "c", "d", "e"), ","),
+				"--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends names 32 frontends: at most 31",
+		},
+		{
+			reason:  "a frontend that is not <frontend> nor <load-balancer>/<frontend> is refused",
+			args:    []string{"--mc-ingress-shard-frontends=a/b/c,/d,e/", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: `"a/b/c" is neither <frontend> nor <load-balancer>/<frontend>`,
+		},
+		{
+			reason: "one frontend of another load balancer for both services is refused",
+			args: []string{"--mc-ingress-shard-frontends=b/x", "--mc-gateway-shard-frontends=B/X", "--mc-gateway-load-balancer=gw", "--wc-to-mc-layout=ingress+gateway",
+				"--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
+			wantErr: "--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name frontend b/x",
 		},
 		{
 			reason:  "further ingress services need the subscriptions they auto-approve",
@@ -223,7 +256,7 @@ func TestParseFlags(t *testing.T) {
 			reason: "one frontend for both services of one load balancer is refused",
 			args: []string{"--mc-ingress-shard-frontends=a", "--mc-gateway-shard-frontends=A", "--wc-to-mc-layout=ingress+gateway",
 				"--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
-			wantErr: "--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name A of load balancer kubernetes-internal",
+			wantErr: "--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name frontend kubernetes-internal/a",
 		},
 		{
 			reason: "a NAT subnet name Azure refuses is refused",
@@ -239,7 +272,7 @@ func TestParseFlags(t *testing.T) {
 		{
 			reason:  "a frontend named twice is refused",
 			args:    []string{"--mc-ingress-shard-frontends=a,A", "--mc-ingress-shard-subscriptions=22222222-2222-2222-2222-222222222222"},
-			wantErr: "--mc-ingress-shard-frontends names A twice",
+			wantErr: "--mc-ingress-shard-frontends names kubernetes-internal/a twice",
 		},
 		{
 			reason:  "further ingress services need the AzurePrivateLinkService controller",
@@ -697,4 +730,19 @@ func TestHealFlagMapsToOptions(t *testing.T) {
 			t.Errorf("--heal-disconnected-after=%s: options get %s, want %s", tc.flag, got, tc.want)
 		}
 	}
+}
+
+// shardFrontendsOn lists frontends f1, f2, … : first of them on the flag's
+// load balancer, then 8 on each load balancer of others.
+func shardFrontendsOn(first int, others ...string) []string {
+	var out []string
+	for i := 1; i <= first; i++ {
+		out = append(out, fmt.Sprintf("f%d", i))
+	}
+	for _, lb := range others {
+		for i := 1; i <= 8; i++ {
+			out = append(out, fmt.Sprintf("%s/f%d", lb, i))
+		}
+	}
+	return out
 }

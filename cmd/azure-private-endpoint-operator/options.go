@@ -399,13 +399,13 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.IntVar(&o.mcEndpointNetworkLimit, "mc-endpoint-network-limit", clusterlink.MaxNetworkLimit,
 		"At most how many of the operator's private endpoints each virtual network of --mc-endpoint-subnets may hold. Each network takes what Azure allows it, read from the network with the management cluster's identity: 5,000 with high-scale private endpoints (privateEndpointVNetPolicies Basic), 1,000 otherwise or while it cannot be read; this caps both. Lower it by the endpoints others make in those networks. 1 to 5000; from 90% of it in the last network a Warning Event on the MC (PrivateEndpointNetworkLimitNear).")
 	fs.StringVar(&o.ingressShardFrontends, "mc-ingress-shard-frontends", "",
-		"Comma-separated frontend IP configurations of the management cluster's ingress load balancer (--mc-ingress-load-balancer) for its further ingress private link services, at most 7 (Azure allows 8 private link services per load balancer, one per frontend). With them the operator makes <first>-2, <first>-3, ... as AzurePrivateLinkService objects in the management cluster's namespace, each once every service before it has 90% of --mc-service-connection-limit, and connects each new workload cluster to the first with room; the first service (<mc-name>-ingress-privatelink) is never written, and a connected cluster never moves. Needs the AzurePrivateLinkService controller and a layout with the ingress endpoint. Default: none (one ingress service).")
+		"Comma-separated frontend IP configurations for the management cluster's further ingress private link services, in order: a frontend of the ingress load balancer (--mc-ingress-load-balancer) by its name, or of another load balancer in the management cluster's resource group as <load-balancer>/<frontend>. Azure allows 8 private link services per load balancer, one per frontend: at most 7 on the ingress load balancer (the first service is there), 8 on each other, 31 in all (32,000 workload clusters). With them the operator makes <first>-2, <first>-3, ... as AzurePrivateLinkService objects in the management cluster's namespace, each once every service before it has 90% of --mc-service-connection-limit, and connects each new workload cluster to the first with room; the first service (<mc-name>-ingress-privatelink) is never written, and a connected cluster never moves. Needs the AzurePrivateLinkService controller and a layout with the ingress endpoint. Default: none (one ingress service).")
 	fs.StringVar(&o.ingressLoadBalancer, "mc-ingress-load-balancer", "kubernetes-internal",
 		"The management cluster's internal load balancer the ingress is on, in its resource group (cloud-provider-azure names it <cluster-name>-internal), for --mc-ingress-shard-frontends.")
 	fs.StringVar(&o.ingressShardNATSubnet, "mc-ingress-shard-nat-subnet", "",
 		"Subnet of the ingress load balancer's network whose addresses the further ingress private link services' NAT IP configurations take (its private link service network policies are disabled). Default: the subnet the management cluster's private endpoints go in (--mc-private-endpoint-subnet).")
 	fs.StringVar(&o.gatewayShardFrontends, "mc-gateway-shard-frontends", "",
-		"Comma-separated frontend IP configurations of the load balancer of the management cluster's gateway (--mc-gateway-load-balancer) for further gateway private link services <mc-name>-gateway-privatelink-2, -3, ... in the gateway layouts (--wc-to-mc-layout=ingress+gateway or gateway), at most 7; made and assigned as --mc-ingress-shard-frontends says. Default: none (one gateway service).")
+		"Comma-separated frontend IP configurations for further gateway private link services <mc-name>-gateway-privatelink-2, -3, ... in the gateway layouts (--wc-to-mc-layout=ingress+gateway or gateway): a frontend of the gateway's load balancer (--mc-gateway-load-balancer) by its name, or <load-balancer>/<frontend>; at most 7 on the gateway's load balancer, 8 on each other, 31 in all; made and assigned as --mc-ingress-shard-frontends says. Default: none (one gateway service).")
 	fs.StringVar(&o.gatewayLoadBalancer, "mc-gateway-load-balancer", "kubernetes-internal",
 		"The management cluster's internal load balancer the gateway is on, in its resource group, for --mc-gateway-shard-frontends.")
 	fs.StringVar(&o.ingressShardSubscriptions, "mc-ingress-shard-subscriptions", "",
@@ -677,13 +677,12 @@ func (o *options) validateShards() []error {
 	if len(ingress)+len(gateway) == 0 {
 		return nil
 	}
-	errs := checkFrontends("--mc-ingress-shard-frontends", ingress)
-	errs = append(errs, checkFrontends("--mc-gateway-shard-frontends", gateway)...)
-	if strings.EqualFold(o.ingressLoadBalancer, o.gatewayLoadBalancer) {
-		for _, fe := range gateway {
-			if slices.ContainsFunc(ingress, func(s string) bool { return strings.EqualFold(s, fe) }) {
-				errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name %s of load balancer %s: a frontend takes one private link service", fe, o.ingressLoadBalancer))
-			}
+	errs := checkFrontends("--mc-ingress-shard-frontends", o.ingressLoadBalancer, ingress)
+	errs = append(errs, checkFrontends("--mc-gateway-shard-frontends", o.gatewayLoadBalancer, gateway)...)
+	ingressAt := qualifiedFrontends(o.ingressLoadBalancer, ingress)
+	for _, fe := range qualifiedFrontends(o.gatewayLoadBalancer, gateway) {
+		if slices.Contains(ingressAt, fe) {
+			errs = append(errs, fmt.Errorf("--mc-ingress-shard-frontends and --mc-gateway-shard-frontends both name frontend %s: a frontend takes one private link service", fe))
 		}
 	}
 	errs = append(errs, checkShardSubscriptions(commaList(o.ingressShardSubscriptions))...)
@@ -727,23 +726,50 @@ func checkShardSubscriptions(subs []string) []error {
 }
 
 // checkFrontends checks one list of frontends for further services.
-func checkFrontends(flag string, fes []string) []error {
+// checkFrontends checks one of the shard frontend lists, whose plain
+// entries are frontends of load balancer lb (the first service's):
+// Azure takes 8 private link services per load balancer, the first
+// service counted on lb, and the operator at most MaxShardFrontends
+// further services per list.
+func checkFrontends(flag, lb string, fes []string) []error {
 	var errs []error
-	if len(fes) > clusterlink.MaxIngressShards-1 {
-		errs = append(errs, fmt.Errorf("%s names %d frontends: at most %d (Azure allows %d private link services per load balancer, the first service included)",
-			flag, len(fes), clusterlink.MaxIngressShards-1, clusterlink.MaxIngressShards))
+	if len(fes) > clusterlink.MaxShardFrontends {
+		errs = append(errs, fmt.Errorf("%s names %d frontends: at most %d", flag, len(fes), clusterlink.MaxShardFrontends))
 	}
+	perLB := map[string]int{strings.ToLower(lb): 1}
 	seen := map[string]bool{}
-	for _, fe := range fes {
-		if seen[strings.ToLower(fe)] {
-			errs = append(errs, fmt.Errorf("%s names %s twice: a frontend takes one private link service", flag, fe))
+	for i, fe := range fes {
+		l, name := clusterlink.SplitShardFrontend(lb, fe)
+		if name == "" || strings.Contains(fe, "/") && l == "" || strings.Count(fe, "/") > 1 {
+			errs = append(errs, fmt.Errorf("%s: %q is neither <frontend> nor <load-balancer>/<frontend>", flag, fe))
+			continue
 		}
-		seen[strings.ToLower(fe)] = true
-		if len(fe) > 80 {
+		key := qualifiedFrontends(lb, fes[i:i+1])[0]
+		if seen[key] {
+			errs = append(errs, fmt.Errorf("%s names %s twice: a frontend takes one private link service", flag, key))
+		}
+		seen[key] = true
+		if perLB[strings.ToLower(l)]++; perLB[strings.ToLower(l)] == clusterlink.MaxIngressShards+1 {
+			errs = append(errs, fmt.Errorf("%s puts more than %d private link services on load balancer %s (the first service counted on %s): Azure allows %d per load balancer; name frontends of another load balancer as <load-balancer>/<frontend>",
+				flag, clusterlink.MaxIngressShards, l, lb, clusterlink.MaxIngressShards))
+		}
+		if len(l) > 80 || len(name) > 80 {
 			errs = append(errs, fmt.Errorf("%s: %q is longer than Azure's 80 characters", flag, fe))
 		}
 	}
 	return errs
+}
+
+// qualifiedFrontends are a shard frontend list's entries as
+// <load-balancer>/<frontend>, in lower case (Azure's names are
+// case-insensitive).
+func qualifiedFrontends(lb string, fes []string) []string {
+	out := make([]string, 0, len(fes))
+	for _, fe := range fes {
+		l, name := clusterlink.SplitShardFrontend(lb, fe)
+		out = append(out, strings.ToLower(l+"/"+name))
+	}
+	return out
 }
 
 // validateDNS checks the DNS mode's flags.

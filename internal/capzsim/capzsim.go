@@ -88,7 +88,9 @@ type Ingress struct {
 	// Frontends are further frontend IP configurations of the ingress
 	// load balancer, as further internal Services of type LoadBalancer on
 	// the ingress give it (the operator's further ingress services,
-	// --mc-ingress-shard-frontends, go on them).
+	// --mc-ingress-shard-frontends, go on them); <load-balancer>/<frontend>
+	// is one of another load balancer in the cluster's group, on the node
+	// subnet, which capzsim makes too.
 	Frontends []string
 }
 
@@ -389,14 +391,26 @@ func (r *Reconciler) ensureLoadBalancers(ctx context.Context, _ *unstructured.Un
 			return nil
 		}
 		name := s.view.Name + ingressLoadBalancerName
-		fes := []frontendSpec{{name: name + "-frontEnd"}}
+		fes := map[string][]frontendSpec{name: {{name: name + "-frontEnd"}}}
+		lbs := []string{name}
 		if r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Gateway {
-			fes = append(fes, frontendSpec{name: name + "-gateway-frontEnd"})
+			fes[name] = append(fes[name], frontendSpec{name: name + "-gateway-frontEnd"})
 		}
 		for _, fe := range r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Frontends {
-			fes = append(fes, frontendSpec{name: fe})
+			lb, feName := name, fe
+			if l, f, ok := strings.Cut(fe, "/"); ok {
+				lb, feName = l, f
+			}
+			if _, ok := fes[lb]; !ok {
+				lbs = append(lbs, lb)
+			}
+			fes[lb] = append(fes[lb], frontendSpec{name: feName})
 		}
-		return az.ensureLB(ctx, s, name, node.name, fes)
+		for _, lb := range lbs {
+			if err := az.ensureLB(ctx, s, lb, node.name, fes[lb]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

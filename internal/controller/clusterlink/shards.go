@@ -43,9 +43,12 @@ type IngressShards struct {
 	// in the MC's resource group (cloud-provider-azure's default:
 	// kubernetes-internal).
 	LoadBalancer string
-	// Frontends are its frontend IP configurations for the second, third,
-	// … service, in that order (at most MaxIngressShards-1). Empty: no
-	// service beyond the first.
+	// Frontends are the frontend IP configurations for the second, third,
+	// … service, in that order: a frontend of LoadBalancer by its name,
+	// or one of another load balancer of the MC's resource group as
+	// <load-balancer>/<frontend> (Azure allows MaxIngressShards private
+	// link services per load balancer, the first service counted on
+	// LoadBalancer). Empty: no service beyond the first.
 	Frontends []string
 	// GatewayLoadBalancer and GatewayFrontends are the same for the
 	// gateway's service (<mc>-gateway-privatelink) in the gateway layouts.
@@ -66,8 +69,14 @@ type IngressShards struct {
 
 const (
 	// MaxIngressShards is Azure's limit of private link services on one
-	// load balancer, the first one included.
+	// load balancer, the first one included ("Number of private link
+	// services per Standard Load Balancer: 8", Azure's networking limits,
+	// Private Link).
 	MaxIngressShards = 8
+	// MaxShardFrontends bounds the further services of one set, over all
+	// load balancers: 31 beside the first, 32,000 clusters at Azure's
+	// 1,000 endpoints per service.
+	MaxShardFrontends = 31
 	// ShardOfLabel marks an AzurePrivateLinkService the operator made as
 	// one of the MC's ingress services; its value is the MC's name.
 	ShardOfLabel = "privatelink.giantswarm.io/mc-ingress-shard-of"
@@ -101,6 +110,23 @@ const MaxShardSubscriptions = 64
 type shardSet struct {
 	first, loadBalancer string
 	frontends           []string
+}
+
+// frontend is where service k (1 is the second) goes: its load balancer
+// and frontend IP configuration.
+func (s shardSet) frontend(k int) (loadBalancer, frontend string) {
+	return SplitShardFrontend(s.loadBalancer, s.frontends[k-1])
+}
+
+// SplitShardFrontend reads an entry of --mc-ingress-shard-frontends
+// (--mc-gateway-shard-frontends): <frontend> of the flag's load balancer
+// lb, or <load-balancer>/<frontend> (Azure's names of either hold no
+// "/").
+func SplitShardFrontend(lb, entry string) (loadBalancer, frontend string) {
+	if l, fe, ok := strings.Cut(entry, "/"); ok {
+		return l, fe
+	}
+	return lb, entry
 }
 
 // services are the set's services in order: the first (whoever made it),
@@ -153,6 +179,7 @@ func desiredShard(mc *capz.AzureCluster, cfg Config, set shardSet, k int) *unstr
 		subs = append(subs, strings.ToLower(s))
 	}
 	slices.Sort(subs)
+	lb, fe := set.frontend(k)
 	listed := make([]any, 0, len(subs))
 	for _, s := range slices.Compact(subs) {
 		listed = append(listed, s)
@@ -162,7 +189,7 @@ func desiredShard(mc *capz.AzureCluster, cfg Config, set shardSet, k int) *unstr
 		"resourceGroup":  mc.ResourceGroup,
 		"location":       mc.Location,
 		"frontend": map[string]any{"loadBalancer": map[string]any{
-			"name": set.loadBalancer, "frontendIPConfigurationName": set.frontends[k-1],
+			"name": lb, "frontendIPConfigurationName": fe,
 		}},
 		"natSubnet":      map[string]any{"name": nat, "fixNetworkPolicies": true},
 		"visibility":     listed,
@@ -418,9 +445,10 @@ func (r *MCReconciler) ensureShardSet(ctx context.Context, seen *mcSeen, set sha
 		}
 		// Once, though the cache may not show the object at the next pass.
 		if existing == nil && first(ReasonIngressServiceRequested+":"+want.GetName()) {
+			lb, fe := set.frontend(k)
 			r.Recorder.Eventf(seen.u, nil, corev1.EventTypeNormal, ReasonIngressServiceRequested, "Wire",
 				"created AzurePrivateLinkService %s/%s on frontend %s of load balancer %s: every service before it has %d%% or more of the limit %d (--mc-service-connection-limit; %s has %d); new workload clusters connect to it once it is Ready",
-				want.GetNamespace(), want.GetName(), set.frontends[k-1], set.loadBalancer,
+				want.GetNamespace(), want.GetName(), fe, lb,
 				ShardThresholdPercent, r.Opts.MCServiceConnectionLimit, services[k-1], use[services[k-1]])
 		}
 	}

@@ -120,6 +120,28 @@ func TestDesiredShard(t *testing.T) {
 	}
 }
 
+// TestDesiredShardOtherLoadBalancer: a frontend named
+// <load-balancer>/<frontend> puts the service on that load balancer; the
+// services keep counting on, whatever load balancer each is on.
+func TestDesiredShardOtherLoadBalancer(t *testing.T) {
+	cfg := sharded("fe2", "second-lb/fe1")
+	for k, want := range map[int][3]string{
+		1: {"mc-ingress-privatelink-2", "kubernetes-internal", "fe2"},
+		2: {"mc-ingress-privatelink-3", "second-lb", "fe1"},
+	} {
+		u := desiredShard(mc(), cfg, cfg.shardSets("mc")[0], k)
+		fe := u.Object["spec"].(map[string]any)["frontend"].(map[string]any)["loadBalancer"].(map[string]any)
+		if got := [3]string{u.GetName(), fe["name"].(string), fe["frontendIPConfigurationName"].(string)}; got != want {
+			t.Errorf("service %d: %v, want %v", k+1, got, want)
+		}
+	}
+	for entry, want := range map[string][2]string{"fe": {"lb", "fe"}, "other/fe": {"other", "fe"}} {
+		if l, fe := SplitShardFrontend("lb", entry); [2]string{l, fe} != want {
+			t.Errorf("SplitShardFrontend(lb, %s) = %s, %s, want %v", entry, l, fe, want)
+		}
+	}
+}
+
 func readyShard(name string, subs ...string) *v1alpha1.AzurePrivateLinkService {
 	return &v1alpha1.AzurePrivateLinkService{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2, Labels: map[string]string{ShardOfLabel: "mc"}},
