@@ -390,22 +390,7 @@ func (r *Reconciler) ensureLoadBalancers(ctx context.Context, _ *unstructured.Un
 		if !ok {
 			return nil
 		}
-		name := s.view.Name + ingressLoadBalancerName
-		fes := map[string][]frontendSpec{name: {{name: name + "-frontEnd"}}}
-		lbs := []string{name}
-		if r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Gateway {
-			fes[name] = append(fes[name], frontendSpec{name: name + "-gateway-frontEnd"})
-		}
-		for _, fe := range r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name].Frontends {
-			lb, feName := name, fe
-			if l, f, ok := strings.Cut(fe, "/"); ok {
-				lb, feName = l, f
-			}
-			if _, ok := fes[lb]; !ok {
-				lbs = append(lbs, lb)
-			}
-			fes[lb] = append(fes[lb], frontendSpec{name: feName})
-		}
+		lbs, fes := ingressLoadBalancers(s.view.Name, r.Opts.Ingress[s.view.Namespace+"/"+s.view.Name])
 		for _, lb := range lbs {
 			if err := az.ensureLB(ctx, s, lb, node.name, fes[lb]); err != nil {
 				return err
@@ -413,6 +398,30 @@ func (r *Reconciler) ensureLoadBalancers(ctx context.Context, _ *unstructured.Un
 		}
 	}
 	return nil
+}
+
+// ingressLoadBalancers are the load balancers of a cluster's ingress, in
+// order, and their frontends: <cluster>-ingress-lb with the ingress's
+// (and the gateway's) frontend and the further plain ones, then each
+// load balancer a further <load-balancer>/<frontend> names.
+func ingressLoadBalancers(cluster string, ing Ingress) ([]string, map[string][]frontendSpec) {
+	name := cluster + ingressLoadBalancerName
+	fes := map[string][]frontendSpec{name: {{name: name + "-frontEnd"}}}
+	lbs := []string{name}
+	if ing.Gateway {
+		fes[name] = append(fes[name], frontendSpec{name: name + "-gateway-frontEnd"})
+	}
+	for _, fe := range ing.Frontends {
+		lb, feName := name, fe
+		if l, f, ok := strings.Cut(fe, "/"); ok {
+			lb, feName = l, f
+		}
+		if _, ok := fes[lb]; !ok {
+			lbs = append(lbs, lb)
+		}
+		fes[lb] = append(fes[lb], frontendSpec{name: feName})
+	}
+	return lbs, fes
 }
 
 func (az *azureClients) ensureLB(ctx context.Context, s *clusterSpec, name, subnet string, fes []frontendSpec) error {
