@@ -69,9 +69,9 @@ type Config struct {
 	// (profile.go).
 	ProfileDir string
 	// ScaleOut sets up the world past Azure's 1,000s (scaleout.go): the
-	// MC's ingress load balancer gets 7 further frontends and the MC's
-	// subscription a high-scale network for endpoints, and the operator
-	// the flags that use them (--mc-ingress-shard-frontends,
+	// MC's ingress gets 15 further frontends on two load balancers and
+	// the MC's subscription two high-scale networks for endpoints, and
+	// the operator the flags that use them (--mc-ingress-shard-frontends,
 	// --mc-endpoint-subnets). Below 900 WCs they change nothing.
 	ScaleOut bool
 }
@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return b.res, err
 	}
 	if cfg.ScaleOut {
-		if err := seedBeyondNetwork(sb.Sim); err != nil {
+		if err := seedBeyondNetworks(sb.Sim); err != nil {
 			return b.res, err
 		}
 	}
@@ -618,7 +618,13 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 		if r.Principal != sandbox.FleetOperatorClient {
 			continue
 		}
-		p.ARMByOperation[r.Method+" "+r.ResourceType] += r.Count
+		op := r.Method + " " + r.ResourceType
+		if r.Status >= http.StatusBadRequest {
+			// Refused requests apart, with Azure's status: a retry's
+			// cause shows in the report.
+			op += fmt.Sprintf(" (%d)", r.Status)
+		}
+		p.ARMByOperation[op] += r.Count
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			p.ARMReads += r.Count
 		} else {

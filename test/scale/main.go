@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.markdown, "markdown", "", "Write the report here (e.g. docs/benchmarks.md).")
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write profiles here: this process's CPU (azuresim, capzsim, ASO's stand-in; harness.cpu.pprof) over the whole run, and in the wiring scenario the operator's heap at its peak and its CPU while the wiring converges, in 1-minute slices (operator-1-n<N>-*.pprof; read with go tool pprof).")
-	fs.BoolVar(&o.scaleOut, "scale-out", true, fmt.Sprintf("Wiring scenario: give the MC's ingress load balancer %d further frontends and the MC's subscription a high-scale network, and the operator the flags that use them (--mc-ingress-shard-frontends, --mc-endpoint-subnets), as docs/operations.md says to past 1,000 WCs; below 900 WCs they change nothing. Needed for --n above 1000; at most %d.", shardFrontends, scaleOutMaxN))
+	fs.BoolVar(&o.scaleOut, "scale-out", true, fmt.Sprintf("Wiring scenario: give the MC's ingress %d further frontends on two load balancers and the MC's subscription %d high-scale networks, and the operator the flags that use them (--mc-ingress-shard-frontends, --mc-endpoint-subnets), as docs/operations.md says to past 1,000 WCs; below 900 WCs they change nothing. Needed for --n above 1000; at most %d.", shardFrontends, beyondNetworks, scaleOutMaxN))
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
 	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode: converge, then watch DNS for --dns-window (no restart, steady or delete phase).")
@@ -139,7 +139,7 @@ func parseNs(ns string, scaleOut bool) ([]int, error) {
 			return nil, fmt.Errorf("--n=%d: past 1,000 WCs Azure takes no more endpoints on one private link service or in one network; leave --scale-out on", n)
 		}
 		if n > scaleOutMaxN {
-			return nil, fmt.Errorf("--n=%d: the MC's ingress takes at most %d WCs (8 private link services per load balancer, 1,000 endpoints each)", n, scaleOutMaxN)
+			return nil, fmt.Errorf("--n=%d: the world takes at most %d WCs (1,000 entries in the MC's AzureCluster, 5,000 endpoints in each of its %d networks beyond it)", n, scaleOutMaxN, beyondNetworks)
 		}
 		out = append(out, n)
 	}

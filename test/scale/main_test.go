@@ -29,7 +29,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--n=100,x"}, {"--n=0"}, {"--subscriptions=0"}, {"--steady-window=10s", "--steady-drift-check-interval=1m"},
-		{"--n=1001", "--scale-out=false"}, {"--n=8001"},
+		{"--n=1001", "--scale-out=false"}, {"--n=11001"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v) accepted invalid flags", args)
@@ -234,5 +234,33 @@ func TestScaleOutSmoke(t *testing.T) {
 	}
 	if table := markdownTable([]Result{res}); !strings.Contains(table, fmt.Sprintf("| %d / 3 |", res.IngressServices)) {
 		t.Errorf("table:\n%s", table)
+	}
+}
+
+// TestProjectionTable: each figure goes on from the largest run at the
+// marginal cost of the last step, every step's marginal cost is shown,
+// and one run (or DNS mode's) projects nothing.
+func TestProjectionTable(t *testing.T) {
+	run := func(n int, seconds float64, reads int, rss float64) Result {
+		return Result{N: n, Converge: Phase{Seconds: seconds, ARMReads: reads}, PeakRSSMiB: rss, IngressServices: 1 + (n-1)/1000}
+	}
+	table := projectionTable([]Result{run(3000, 500, 9000, 300), run(1000, 100, 3000, 200), run(2000, 300, 6000, 250)})
+	for _, want := range []string{
+		"| converge: wall time (s) | 1000→2000: 200.0 per 1,000 WCs; 2000→3000: 200.0 per 1,000 WCs | 1900 |",
+		"| converge: operator ARM reads | 1000→2000: 3.00 per WC; 2000→3000: 3.00 per WC | 30000 |",
+		"| operator peak RSS (MiB) | 1000→2000: 50.0 per 1,000 WCs; 2000→3000: 50.0 per 1,000 WCs | 650 |",
+		"| the MC's ingress services | 1000→2000: 1.0 per 1,000 WCs; 2000→3000: 1.0 per 1,000 WCs | 10 |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("projection lacks %q:\n%s", want, table)
+		}
+	}
+	if got := projectionTable([]Result{run(1000, 100, 3000, 200)}); got != "" {
+		t.Errorf("one run projected: %s", got)
+	}
+	dns := run(2000, 300, 6000, 250)
+	dns.DNS = true
+	if got := projectionTable([]Result{run(1000, 100, 3000, 200), dns}); got != "" {
+		t.Errorf("DNS mode projected: %s", got)
 	}
 }

@@ -169,6 +169,9 @@ func markdownTable(results []Result) string {
 	for _, r := range results {
 		fmt.Fprintf(&b, "- N = %d: %s\n", r.N, operations(r.Steady))
 	}
+	if p := projectionTable(results); p != "" {
+		fmt.Fprintf(&b, "\nProjection to N = %d, from the largest run at the marginal cost of the last step (see notes for what the world needs there):\n\n%s", projectionN, p)
+	}
 	return b.String()
 }
 
@@ -190,7 +193,7 @@ func report(opts options, results []Result) string {
 	fmt.Fprintf(&b, "- World: 1 private MC and N private WCs created at once; WCs spread over %d subscriptions and 10 namespaces; one identity\n", opts.subscriptions)
 	fmt.Fprintf(&b, "- CAPZ (capzsim): %s\n", capzDescription(opts.capz))
 	if opts.scaleOut {
-		fmt.Fprintf(&b, "- Past 1,000 WCs (`--scale-out`): the MC's ingress load balancer has %d further frontends and the MC's subscription a high-scale network (`privateEndpointVNetPolicies: Basic`) with a /17 subnet; the operator runs with `--mc-ingress-shard-frontends` (all %d), `--mc-ingress-shard-subscriptions` (the WCs' subscriptions) and `--mc-endpoint-subnets` (that subnet), as docs/operations.md says; the MC's AzureCluster takes 1,000 entries (`--mc-private-endpoint-limit`'s default), the rest are AzurePrivateEndpoint objects\n", shardFrontends, shardFrontends)
+		fmt.Fprintf(&b, "- Past 1,000 WCs (`--scale-out`): the MC's ingress has %d further frontends (7 on its load balancer, 8 on a second) and the MC's subscription %d high-scale networks (`privateEndpointVNetPolicies: Basic`) with a /17 subnet each; the operator runs with `--mc-ingress-shard-frontends` (all of them), `--mc-ingress-shard-subscriptions` (the WCs' subscriptions) and `--mc-endpoint-subnets` (those subnets), as docs/operations.md says; the MC's AzureCluster takes 1,000 entries (`--mc-private-endpoint-limit`'s default), the rest are AzurePrivateEndpoint objects\n", shardFrontends, beyondNetworks)
 	}
 	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal) and the resource providers' windows per subscription; Azure's resource-count limits; CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
 	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)")
