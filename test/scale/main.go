@@ -57,6 +57,9 @@ type options struct {
 
 	profileDir string
 	scaleOut   bool
+	// renderJSON re-renders the wiring report from a results file
+	// instead of measuring (the report's code changed, not the figures).
+	renderJSON string
 
 	revision string // the commit measured, named in the reports
 }
@@ -82,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "Write the results as JSON here.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write profiles here: this process's CPU (azuresim, capzsim, ASO's stand-in; harness.cpu.pprof) over the whole run, and in the wiring scenario the operator's heap at its peak and its CPU while the wiring converges, in 1-minute slices (operator-1-n<N>-*.pprof; read with go tool pprof).")
 	fs.BoolVar(&o.scaleOut, "scale-out", true, fmt.Sprintf("Wiring scenario: give the MC's ingress %d further frontends on two load balancers and the MC's subscription %d high-scale networks, and the operator the flags that use them (--mc-ingress-shard-frontends, --mc-endpoint-subnets), as docs/operations.md says to past 1,000 WCs; below 900 WCs they change nothing. Needed for --n above 1000; at most %d.", shardFrontends, beyondNetworks, scaleOutMaxN))
+	fs.StringVar(&o.renderJSON, "render-json", "", "Measure nothing: write --markdown from the wiring results of this file (as --json wrote them), with the settings given by the other flags and --revision; for a report whose code changed after the run.")
+	fs.StringVar(&o.revision, "revision", "", "The commit the reports name as measured (default: the clone's HEAD, +changes when it has any).")
 	fs.BoolVar(&o.keep, "keep-files", false, "Keep each run's directory (operator logs, audit log).")
 	fs.StringVar(&o.scenario, "scenario", "all", "wiring (MC and WCs), consumer (AzurePrivateEndpoint objects with DNS, own and shared zones), or all.")
 	fs.BoolVar(&o.dns, "wiring-dns", false, "Run the wiring scenario with the operator in DNS mode: converge, then watch DNS for --dns-window (no restart, steady or delete phase).")
@@ -167,7 +172,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
 		return 2
 	}
-	opts.revision = sandbox.Revision(ctx)
+	if opts.revision == "" {
+		opts.revision = sandbox.Revision(ctx)
+	}
+	if opts.renderJSON != "" {
+		if err := render(opts); err != nil {
+			_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	results, consumers, err := runAll(ctx, opts, stdout)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "scale: %v\n", err)
@@ -268,6 +282,23 @@ func write(opts options, results []Result) error {
 		return os.WriteFile(opts.markdown, []byte(report(opts, results)), 0o644) //nolint:gosec // G306: a report committed with the docs
 	}
 	return nil
+}
+
+// render writes --markdown from the results in --render-json.
+func render(opts options) error {
+	if opts.markdown == "" {
+		return errors.New("--render-json needs --markdown")
+	}
+	raw, err := os.ReadFile(opts.renderJSON)
+	if err != nil {
+		return err
+	}
+	var results []Result
+	if err := json.Unmarshal(raw, &results); err != nil {
+		return fmt.Errorf("%s: %w", opts.renderJSON, err)
+	}
+	opts.jsonOut = ""
+	return write(opts, results)
 }
 
 // operatorEnv is the environment --operator-gomemlimit asks for.

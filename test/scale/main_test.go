@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -262,5 +263,35 @@ func TestProjectionTable(t *testing.T) {
 	dns.DNS = true
 	if got := projectionTable([]Result{run(1000, 100, 3000, 200), dns}); got != "" {
 		t.Errorf("DNS mode projected: %s", got)
+	}
+}
+
+// TestRenderJSON: --render-json writes the report from saved results,
+// projection included, naming the revision given, and measures nothing.
+func TestRenderJSON(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := json.Marshal([]Result{{N: 1000, ScaleOut: true, IngressServices: 2}, {N: 2000, ScaleOut: true, IngressServices: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, md := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(in, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"--render-json=" + in, "--markdown=" + md, "--revision=abc1234"}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"at commit abc1234", "| N = 1000 | N = 2000 |", "Projection to N = 10000", "| 2 / 0 | 3 / 0 |"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if code := run(context.Background(), []string{"--render-json=" + in}, io.Discard, io.Discard); code != 1 {
+		t.Errorf("--render-json without --markdown: exit %d, want 1", code)
 	}
 }
