@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -68,8 +70,15 @@ func SetupASOSim(mgr ctrl.Manager, base ASOSim) error {
 		r.gvk = gvk
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
+		// ASO retries a failed object after 1 s doubling up to 1 minute
+		// (azure-service-operator v2.20.0, cmd/controller/app/setup.go:
+		// generic.NewRateLimiter(1*time.Second, 1*time.Minute)), not
+		// controller-runtime's default of up to 16 minutes: a deletion
+		// Azure refused while the service still had connections is tried
+		// again within a minute of the last one going.
 		if err := ctrl.NewControllerManagedBy(mgr).Named("asosim-" + strings.ToLower(gvk.Kind)).For(u).
-			WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).Complete(&r); err != nil {
+			WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency,
+				RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute)}).Complete(&r); err != nil {
 			return err
 		}
 	}
