@@ -82,6 +82,11 @@ const AzureCountFresh = 10 * time.Second
 // Take takes a read or a write of a subscription's budget; a positive wait
 // means none is left for that long. A budget of 0 is no limit.
 func (b *Budget) Take(subscription string, write bool) time.Duration {
+	return b.take(subscription, write, true)
+}
+
+// take answers as Take; it takes from the budget only with commit.
+func (b *Budget) take(subscription string, write, commit bool) time.Duration {
 	if b == nil {
 		return 0
 	}
@@ -115,9 +120,13 @@ func (b *Budget) Take(subscription string, write bool) time.Duration {
 			budgetWaits.WithLabelValues(class).Inc()
 			return c.at.Add(AzureCountFresh).Sub(now)
 		}
-		c.since++
+		if commit {
+			c.since++
+		}
 	}
-	b.logs[k] = append(log, now)
+	if commit {
+		b.logs[k] = append(log, now)
+	}
 	return 0
 }
 
@@ -217,7 +226,19 @@ const listPage = 100
 // Microsoft.Network writes together, 1,000 in 5 minutes, Private DNS and
 // private endpoints alike: an endpoint write takes from the same budget.
 func (b *Budget) Wait(subscription string, write bool, what string) error {
-	wait := b.Take(subscription, write)
+	return heldBack(subscription, write, what, b.Take(subscription, write))
+}
+
+// Held is Wait's answer without taking from the budget: whether a request
+// would be held back now. A caller whose next step is a write asks before
+// the read that would precede it: while the budget is spent, every
+// object waiting for it would otherwise read Azure each time a place
+// frees, though only one of them gets it.
+func (b *Budget) Held(subscription string, write bool, what string) error {
+	return heldBack(subscription, write, what, b.take(subscription, write, false))
+}
+
+func heldBack(subscription string, write bool, what string, wait time.Duration) error {
 	if wait <= 0 {
 		return nil
 	}

@@ -2,10 +2,13 @@ package privatedns
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 )
 
 // TestBudgetWindow: a caller taking as fast as the budget allows never
@@ -168,4 +171,51 @@ type listAPI struct {
 
 func (l listAPI) Records(context.Context, string, string) ([]*armprivatedns.RecordSet, error) {
 	return make([]*armprivatedns.RecordSet, l.records), nil
+}
+
+// TestBudgetHeld: Held answers as Wait would, without taking: asking
+// leaves the budget as it was, for reads (Azure's count included) and
+// writes, and a spent budget says how long with a transient error.
+func TestBudgetHeld(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := &Budget{Reads: 400, Writes: 2, Now: func() time.Time { return now }}
+	for range 10 {
+		if err := b.Held("sub", true, "private endpoint"); err != nil {
+			t.Fatalf("an empty budget holds a write back: %v", err)
+		}
+	}
+	for i := range 2 {
+		if b.Take("sub", true) != 0 {
+			t.Fatalf("asking took from the budget: a budget of 2 writes refuses write %d", i+1)
+		}
+	}
+	err := b.Held("sub", true, "private endpoint")
+	c := azure.Classify(err)
+	if err == nil || c.Class != azure.ClassTransient || c.Reason != azure.ReasonThrottled || c.RetryAfter <= 0 || c.RetryAfter > budgetWindow+budgetMargin {
+		t.Fatalf("a spent budget: %v (%+v), want a transient wait within the window", err, c)
+	}
+	if !strings.Contains(err.Error(), "private endpoint writes") {
+		t.Errorf("message %q does not name what is held back", err)
+	}
+	if err := b.Held("sub", false, "Private DNS"); err != nil {
+		t.Errorf("reads are held back by spent writes: %v", err)
+	}
+	// Azure's count: 101 reads left, the reserve is 100 (500 − 400), so
+	// one read may go; asking does not spend it.
+	b.ObserveReads("sub", 101)
+	for range 3 {
+		if err := b.Held("sub", false, "Private DNS"); err != nil {
+			t.Fatalf("asking spent Azure's count: %v", err)
+		}
+	}
+	if b.Take("sub", false) != 0 {
+		t.Fatal("the read Azure's count leaves was not given")
+	}
+	if err := b.Held("sub", false, "Private DNS"); err == nil {
+		t.Error("Azure's count at the reserve: a read is not held back")
+	}
+	now = now.Add(budgetWindow + budgetMargin)
+	if err := b.Held("sub", true, "private endpoint"); err != nil {
+		t.Errorf("after the window: %v", err)
+	}
 }

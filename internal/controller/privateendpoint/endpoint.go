@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,7 +50,7 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		// pass always reads.
 		return ctrl.Result{}, true, nil
 	}
-	observed, err := api.Get(ctx, rg, want.Name)
+	observed, err := observe(ctx, obj, api, rg, want.Name)
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
 		return res, false, err
@@ -171,6 +172,25 @@ func (r *Reconciler) create(ctx context.Context, obj *v1alpha1.AzurePrivateEndpo
 	st := &obj.Status
 	st.ProvisioningState, st.ConnectionState, st.ConnectionDescription = "", "", ""
 	return r.requeueSoon(ctx), nil
+}
+
+// observe reads the endpoint. An object that has never seen it nor asked
+// for it will create it next, a write the budget may hold back: then the
+// read is not spent either (writeHeld).
+func observe(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint, api endpointAPI, rg, name string) (*armnetwork.PrivateEndpoint, error) {
+	if obj.Status.PrivateEndpointID == "" && !createSent(obj) {
+		if err := writeHeld(api); err != nil {
+			return nil, err
+		}
+	}
+	return api.Get(ctx, rg, name)
+}
+
+// createSent: the object's create reached Azure and the endpoint has not
+// been seen since (create's condition).
+func createSent(obj *v1alpha1.AzurePrivateEndpoint) bool {
+	c := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.ConditionPrivateEndpointReady)
+	return c != nil && c.Reason == ReasonProvisioning
 }
 
 // untargeted runs while the target cannot be resolved (the Service's

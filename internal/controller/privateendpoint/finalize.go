@@ -77,6 +77,15 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 		return false, res, err
 	}
 	name := obj.AzurePrivateEndpointName()
+	if obj.Status.PrivateEndpointID != "" && obj.Status.ProvisioningState != string(armnetwork.ProvisioningStateDeleting) {
+		// Seen and not yet being deleted: the next step is the delete,
+		// which the budget may hold back; then the read is not spent
+		// either. Once Deleting, only reads follow.
+		if err := writeHeld(api.endpoints); err != nil {
+			res, err := r.fail(ctx, obj, cond, err)
+			return false, res, err
+		}
+	}
 	observed, err := api.endpoints.Get(ctx, obj.Spec.ResourceGroup, name)
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
@@ -96,6 +105,7 @@ func (r *Reconciler) deleteAzure(ctx context.Context, obj *v1alpha1.AzurePrivate
 		}
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "deleting private endpoint %s", name)
 	}
+	obj.Status.ProvisioningState = string(armnetwork.ProvisioningStateDeleting)
 	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "deleting")
 	return false, r.requeueSoon(ctx), nil
 }
