@@ -107,7 +107,9 @@ chart-lint: $(HELM) ## Lint and render the Helm chart (helm built from hack/helm
 	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/test-values.yaml
 	$(HELM) template apeo $(CHART) --namespace apeo-system -f $(CHART)/ci/test-values.yaml >/dev/null
 
-# Flags for the benchmark, e.g. BENCH_FLAGS=--n=100.
+# Flags for the benchmark, e.g. BENCH_FLAGS=--n=100; past Azure's 1,000s
+# (docs/benchmarks.md's table, about 70 min for the wiring):
+# BENCH_FLAGS="--scenario=wiring --n=1000,2000,3000 --timeout=45m".
 BENCH_FLAGS ?=
 
 .PHONY: bench

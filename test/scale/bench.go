@@ -138,6 +138,11 @@ type Result struct {
 	ScaleOut          bool `json:"scaleOut,omitempty"`
 	IngressServices   int  `json:"ingressServices,omitempty"`
 	MCEndpointObjects int  `json:"mcEndpointObjects,omitempty"`
+	// The scale-out world the run had: the further frontends given to
+	// --mc-ingress-shard-frontends and the high-scale networks of
+	// --mc-endpoint-subnets; the report describes the run from them.
+	ShardFrontends   []string `json:"shardFrontends,omitempty"`
+	EndpointNetworks int      `json:"endpointNetworks,omitempty"`
 	// CPUSeconds over the whole run (both operator processes); PeakRSSMiB
 	// (VmHWM: the binary's mapped code included), PeakAnonMiB (the
 	// anonymous part, sampled every 2 s) and PeakHeapMiB the highest of
@@ -206,6 +211,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	ingress := capzsim.Ingress{AutoApprovedSubscriptions: subs}
 	if cfg.ScaleOut {
 		ingress.Frontends = shardFrontendNames()
+		b.res.ShardFrontends = ingress.Frontends
+		b.res.EndpointNetworks = beyondNetworks
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: cfg.Dir, Schema: cfg.Schema, Audit: true, Latency: cfg.AzureLatency, MaxPollInterval: azureMaxPollInterval, Throttling: throttling,

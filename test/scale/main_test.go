@@ -256,6 +256,11 @@ func TestProjectionTable(t *testing.T) {
 			t.Errorf("projection lacks %q:\n%s", want, table)
 		}
 	}
+	for slope, want := range map[float64]string{-0.0001: "0.00 per WC", -0.5: "-0.50 per WC", 0.004: "0.00 per WC"} {
+		if got := marginal(slope, true); got != want {
+			t.Errorf("marginal(%v) = %q, want %q", slope, got, want)
+		}
+	}
 	if got := projectionTable([]Result{run(1000, 100, 3000, 200)}); got != "" {
 		t.Errorf("one run projected: %s", got)
 	}
@@ -270,7 +275,11 @@ func TestProjectionTable(t *testing.T) {
 // projection included, naming the revision given, and measures nothing.
 func TestRenderJSON(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := json.Marshal([]Result{{N: 1000, ScaleOut: true, IngressServices: 2}, {N: 2000, ScaleOut: true, IngressServices: 3}})
+	world := func(r Result) Result {
+		r.ScaleOut, r.ShardFrontends, r.EndpointNetworks = true, []string{"ingress-2", "ingress-3", "lb-2/ingress-4"}, 2
+		return r
+	}
+	raw, err := json.Marshal([]Result{world(Result{N: 1000, IngressServices: 2}), world(Result{N: 2000, IngressServices: 3})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +295,9 @@ func TestRenderJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"at commit abc1234", "| N = 1000 | N = 2000 |", "Projection to N = 10000", "| 2 / 0 | 3 / 0 |"} {
+	for _, want := range []string{"at commit abc1234", "| N = 1000 | N = 2000 |", "Projection to N = 10000", "| 2 / 0 | 3 / 0 |",
+		// The world the runs recorded, not the harness's.
+		"3 further frontends, 2 on its load balancer, 1 on 1 more, and the MC's subscription 2 high-scale networks"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -87,7 +87,15 @@ func project(value, slope float64, n int) float64 {
 // marginal says a slope per WC, or per 1,000 WCs for small ones.
 func marginal(slope float64, perWC bool) string {
 	if perWC {
-		return fmt.Sprintf("%.2f per WC", slope)
+		return fmt.Sprintf("%s per WC", noNegativeZero(fmt.Sprintf("%.2f", slope)))
 	}
-	return fmt.Sprintf("%.1f per 1,000 WCs", slope*1000)
+	return fmt.Sprintf("%s per 1,000 WCs", noNegativeZero(fmt.Sprintf("%.1f", slope*1000)))
+}
+
+// noNegativeZero shows a tiny negative slope rounded to zero as 0.
+func noNegativeZero(s string) string {
+	if strings.Trim(s, "-0.") == "" {
+		return strings.TrimPrefix(s, "-")
+	}
+	return s
 }

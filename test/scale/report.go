@@ -122,6 +122,43 @@ func wiringOnly(f func(Result) string) func(Result) string {
 	}
 }
 
+// scaleOutWorld describes the world past 1,000 WCs the runs had, from
+// what they recorded ("" without --scale-out).
+func scaleOutWorld(results []Result) string {
+	var r *Result
+	for i := range results {
+		if results[i].ScaleOut && len(results[i].ShardFrontends) > 0 {
+			r = &results[i]
+			break
+		}
+	}
+	if r == nil {
+		return ""
+	}
+	onFirst, others := 0, map[string]int{}
+	for _, f := range r.ShardFrontends {
+		if lb, _, ok := strings.Cut(f, "/"); ok {
+			others[lb]++
+			continue
+		}
+		onFirst++
+	}
+	where := "on its load balancer"
+	if len(others) > 0 {
+		n := 0
+		for _, c := range others {
+			n += c
+		}
+		where = fmt.Sprintf("%d on its load balancer, %d on %d more", onFirst, n, len(others))
+	}
+	networks := "a high-scale network (`privateEndpointVNetPolicies: Basic`) with a /17 subnet"
+	if r.EndpointNetworks > 1 {
+		networks = fmt.Sprintf("%d high-scale networks (`privateEndpointVNetPolicies: Basic`) with a /17 subnet each", r.EndpointNetworks)
+	}
+	return fmt.Sprintf("- Past 1,000 WCs (`--scale-out`): the MC's ingress has %d further frontends, %s, and the MC's subscription %s; the operator runs with `--mc-ingress-shard-frontends` (all of them), `--mc-ingress-shard-subscriptions` (the WCs' subscriptions) and `--mc-endpoint-subnets`, as docs/operations.md says; the MC's AzureCluster takes 1,000 entries (`--mc-private-endpoint-limit`'s default), the rest are AzurePrivateEndpoint objects\n",
+		len(r.ShardFrontends), where, networks)
+}
+
 // scaleOutValue shows a figure of the world past 1,000 WCs, "–" without it.
 func scaleOutValue(f func(Result) string) func(Result) string {
 	return func(r Result) string {
@@ -192,8 +229,8 @@ func report(opts options, results []Result) string {
 	fmt.Fprintf(&b, "- Machine: %d CPUs (%s), %s memory, %s/%s, %s\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- World: 1 private MC and N private WCs created at once; WCs spread over %d subscriptions and 10 namespaces; one identity\n", opts.subscriptions)
 	fmt.Fprintf(&b, "- CAPZ (capzsim): %s\n", capzDescription(opts.capz))
-	if opts.scaleOut {
-		fmt.Fprintf(&b, "- Past 1,000 WCs (`--scale-out`): the MC's ingress has %d further frontends (7 on its load balancer, 8 on a second) and the MC's subscription %d high-scale networks (`privateEndpointVNetPolicies: Basic`) with a /17 subnet each; the operator runs with `--mc-ingress-shard-frontends` (all of them), `--mc-ingress-shard-subscriptions` (the WCs' subscriptions) and `--mc-endpoint-subnets` (those subnets), as docs/operations.md says; the MC's AzureCluster takes 1,000 entries (`--mc-private-endpoint-limit`'s default), the rest are AzurePrivateEndpoint objects\n", shardFrontends, beyondNetworks)
+	if world := scaleOutWorld(results); world != "" {
+		b.WriteString(world)
 	}
 	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal) and the resource providers' windows per subscription; Azure's resource-count limits; CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
 	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)")
