@@ -725,7 +725,6 @@ func checkShardSubscriptions(subs []string) []error {
 	return errs
 }
 
-// checkFrontends checks one list of frontends for further services.
 // checkFrontends checks one of the shard frontend lists, whose plain
 // entries are frontends of load balancer lb (the first service's):
 // Azure takes 8 private link services per load balancer, the first

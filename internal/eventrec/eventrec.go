@@ -17,12 +17,18 @@
 // default level and counts each Event beyond the first
 // (azure_private_endpoint_operator_event_notes_merged_total: the notes the
 // series loses), so that nothing an Event said is lost.
+//
+// The API server refuses an Event whose note is longer than 1,024 bytes
+// ("can have at most 1024 characters", NoteLimit), and client-go drops it
+// without retrying. Recorder cuts such a note to fit, ending it with "…",
+// and logs it whole.
 package eventrec
 
 import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +42,11 @@ import (
 
 // Name is the reporting controller of every Event the operator records.
 const Name = "azure-private-endpoint-operator"
+
+// NoteLimit is the longest note, in bytes, the API server takes
+// (k8s.io/kubernetes v1.37.1, pkg/apis/core/validation/events.go:
+// NoteLengthLimit, checked with len(), so bytes).
+const NoteLimit = 1024
 
 // seriesWindow is client-go's finishTime: an Event isomorphic to one
 // observed within it joins that one's series. client-go finishes series
@@ -132,7 +143,26 @@ func (r *Recorder) Eventf(regarding, related k8sruntime.Object, eventtype, reaso
 				"object", k.regarding, "type", eventtype, "reason", reason, "action", action, "note", n)
 		}
 	}
+	if cut := fit(msg); cut != msg {
+		r.log.Info("event note cut to the API server's 1,024 bytes; its whole note is kept here",
+			"object", k.regarding, "type", eventtype, "reason", reason, "action", action, "note", msg)
+		msg = cut
+	}
 	r.inner.Eventf(regarding, related, eventtype, reason, action, "%s", msg)
+}
+
+// fit cuts a note longer than NoteLimit to it, at a character's
+// boundary, ending with "…".
+func fit(note string) string {
+	if len(note) <= NoteLimit {
+		return note
+	}
+	const ellipsis = "…"
+	end := NoteLimit - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(note[end]) {
+		end--
+	}
+	return note[:end] + ellipsis
 }
 
 // sweep forgets series older than the window, at most once a window.

@@ -358,6 +358,11 @@ func onIngressShards(toMC []Endpoint, wc *capz.AzureCluster, shards []ingressSha
 			return kept, problems, err
 		}
 	}
+	if len(waiting) > waitingNamed {
+		// Services fill in order: the next ones are what the cluster
+		// waits for. All 31 would pass an Event's 1,024 bytes.
+		waiting = append(waiting[:waitingNamed:waitingNamed], fmt.Sprintf("and %d more after them", len(waiting)-waitingNamed))
+	}
 	if len(waiting) > 0 {
 		return kept, []Problem{{key(wc), ReasonIngressServiceWaiting, fmt.Sprintf(
 			"no private endpoint %s is requested yet: the management cluster's ingress services that can take it are full "+
@@ -366,6 +371,10 @@ func onIngressShards(toMC []Endpoint, wc *capz.AzureCluster, shards []ingressSha
 	}
 	return kept, problems, nil
 }
+
+// waitingNamed is how many of the services a waiting cluster cannot use
+// yet its message names.
+const waitingNamed = 3
 
 // onService is toMC with its endpoint i connected to s: the same names,
 // auto-approved by s (a further service's spec lists the cluster's

@@ -245,6 +245,16 @@ func TestOnIngressShardsSays(t *testing.T) {
 	if len(problems) != 1 || !strings.Contains(problems[0].Message, second+" (not created yet)") || !strings.Contains(problems[0].Message, third+" (not Ready") {
 		t.Errorf("waiting: %v", problems)
 	}
+	// Many services to come: the first three are named, the rest counted.
+	many := sharded("fe2", "fe3", "fe4", "fe5", "fe6", "fe7", "fe8")
+	_, problems, _ = onIngressShards(mustWCToMC(t, many, wc("wc1")), wc("wc1"), ingressShards(mc(), many.shardSets("mc")[0], nil),
+		first, func([]Endpoint) ([]Endpoint, []Problem, error) {
+			return nil, []Problem{{Reason: ReasonServiceLimit}}, nil
+		})
+	if len(problems) != 1 || !strings.Contains(problems[0].Message, "mc-ingress-privatelink-4 (not created yet), and 4 more after them") ||
+		strings.Contains(problems[0].Message, "mc-ingress-privatelink-5") {
+		t.Errorf("waiting for 7 services: %v", problems)
+	}
 	boom := errors.New("cache")
 	if _, _, err := onIngressShards(mustWCToMC(t, cfg, wc("wc1")), wc("wc1"), ingressShards(mc(), set, nil), first, func([]Endpoint) ([]Endpoint, []Problem, error) {
 		return nil, nil, boom
