@@ -37,15 +37,7 @@ import (
 func TestBurstAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
-	b := broadcaster(t, env.Config)
-	var mu sync.Mutex
-	var logged []string
-	log := funcr.New(func(_, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		logged = append(logged, args)
-	}, funcr.Options{})
-	r := eventrec.New(b.NewRecorder(clientgoscheme.Scheme, eventrec.Name), log, clock.RealClock{})
+	r, logs := logged(t, env.Config)
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zone"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
@@ -57,10 +49,8 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	r.Eventf(cm, nil, corev1.EventTypeWarning, "IdentityUnavailable", "Delete", "the identity is gone")
 
 	checkEvents(t, env.Client)
-	mu.Lock()
-	defer mu.Unlock()
 	var notes []string
-	for _, l := range logged {
+	for _, l := range logs() {
 		if i := strings.Index(l, `"note"="`); i >= 0 {
 			notes = append(notes, l[i+8:i+8+strings.Index(l[i+8:], `"`)])
 		}
@@ -160,15 +150,7 @@ func broadcaster(t *testing.T, cfg *rest.Config) events.EventBroadcaster {
 func TestLongNoteAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
-	b := broadcaster(t, env.Config)
-	var mu sync.Mutex
-	var logged []string
-	log := funcr.New(func(_, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		logged = append(logged, args)
-	}, funcr.Options{})
-	r := eventrec.New(b.NewRecorder(clientgoscheme.Scheme, eventrec.Name), log, clock.RealClock{})
+	r, logs := logged(t, env.Config)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "wc"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -191,9 +173,26 @@ func TestLongNoteAgainstAPIServer(t *testing.T) {
 	if len(note) > eventrec.NoteLimit || !strings.HasSuffix(note, "…") || !strings.HasPrefix(long, strings.TrimSuffix(note, "…")) || !utf8.ValidString(note) {
 		t.Errorf("note of %d bytes, want a valid prefix of the note ending with … within %d: %q", len(note), eventrec.NoteLimit, note)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, long) }) {
-		t.Errorf("the whole note is not in the log: %q", logged)
+	if !slices.ContainsFunc(logs(), func(l string) bool { return strings.Contains(l, long) }) {
+		t.Errorf("the whole note is not in the log: %q", logs())
+	}
+}
+
+// logged is the package's Recorder over client-go's broadcaster writing
+// to the API server of cfg, and what it has logged so far.
+func logged(t *testing.T, cfg *rest.Config) (*eventrec.Recorder, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var lines []string
+	log := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	r := eventrec.New(broadcaster(t, cfg).NewRecorder(clientgoscheme.Scheme, eventrec.Name), log, clock.RealClock{})
+	return r, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lines)
 	}
 }
