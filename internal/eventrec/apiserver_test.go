@@ -39,7 +39,7 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	ctx := t.Context()
 	r, logs := logged(t, env.Config)
 
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zone"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace(t, env.Client, "burst"), Name: "zone"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	}
 	r.Eventf(cm, nil, corev1.EventTypeWarning, "IdentityUnavailable", "Delete", "the identity is gone")
 
-	checkEvents(t, env.Client)
+	checkEvents(t, env.Client, cm.Namespace)
 	var notes []string
 	for _, l := range logs() {
 		if i := strings.Index(l, `"note"="`); i >= 0 {
@@ -67,12 +67,12 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 
 // checkEvents waits for the burst's series and the rare Event in the API
 // server and checks their notes.
-func checkEvents(t *testing.T, c client.Client) {
+func checkEvents(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	var got []eventsv1.Event
 	testworld.Eventually(t, testworld.Timeout, "the API server's Events", func(ctx context.Context) (bool, string) {
 		list := &eventsv1.EventList{}
-		if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		got = list.Items
@@ -106,14 +106,14 @@ func TestWritesFailedAgainstAPIServer(t *testing.T) {
 
 	ghost := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "no-such-namespace", Name: "zone", UID: "u1"}}
 	r.Eventf(ghost, nil, corev1.EventTypeWarning, "DNSRecordConflict", "Write", "refused")
-	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zone"}}
+	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace(t, env.Client, "written"), Name: "zone"}}
 	if err := env.Client.Create(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
 	r.Eventf(kept, nil, corev1.EventTypeNormal, "DNSRecordWritten", "Write", "taken")
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		list := &eventsv1.EventList{}
-		if err := env.Client.List(ctx, list, client.InNamespace("default")); err != nil {
+		if err := env.Client.List(ctx, list, client.InNamespace(kept.Namespace)); err != nil {
 			return false, err
 		}
 		return len(list.Items) == 1 && testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("rejected")) == rejected+1, nil
@@ -151,7 +151,7 @@ func TestLongNoteAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
 	r, logs := logged(t, env.Config)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "wc"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace(t, env.Client, "long-note"), Name: "wc"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestLongNoteAgainstAPIServer(t *testing.T) {
 	var note string
 	testworld.Eventually(t, testworld.Timeout, "the Event in the API server", func(ctx context.Context) (bool, string) {
 		list := &eventsv1.EventList{}
-		if err := env.Client.List(ctx, list, client.InNamespace("default")); err != nil {
+		if err := env.Client.List(ctx, list, client.InNamespace(cm.Namespace)); err != nil {
 			return false, err.Error()
 		}
 		if len(list.Items) != 1 {
@@ -176,6 +176,18 @@ func TestLongNoteAgainstAPIServer(t *testing.T) {
 	if !slices.ContainsFunc(logs(), func(l string) bool { return strings.Contains(l, long) }) {
 		t.Errorf("the whole note is not in the log: %q", logs())
 	}
+}
+
+// namespace makes a namespace of the test's own: the API server records
+// Events of its own in "default" (its Service IP repair, "Cluster IP
+// [IPv4]: 10.0.0.1 is not allocated; repairing"), which a count of the
+// Events there would take for the test's.
+func namespace(t *testing.T, c client.Client, name string) string {
+	t.Helper()
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // logged is the package's Recorder over client-go's broadcaster writing
