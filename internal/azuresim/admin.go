@@ -424,7 +424,7 @@ func (s *Server) ActOnConnection(a ConnectionAction) error {
 			continue
 		}
 		if a.Remove {
-			delete(s.st.res, key(c.id))
+			s.st.drop(key(c.id))
 			return nil
 		}
 		switch a.Status {

@@ -1,6 +1,7 @@
 package azuresim_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 )
@@ -103,4 +105,89 @@ func BenchmarkRawGet(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// fleetSeed is a consumer's world of n: one network whose n private
+// endpoints connect to one service, and n private DNS zones, each linked to
+// the network with an "api" record — what the consumer benchmark
+// (test/scale) builds at N = 1,000.
+func fleetSeed(b *testing.B, rg string, n int) azuresim.Seed {
+	b.Helper()
+	seed := adminSeed(b, rg)
+	vnet := rg + "/providers/Microsoft.Network/virtualNetworks/vnet"
+	// The endpoints' own subnet, large enough for them and the benchmark's
+	// creates.
+	seed.Resources = append(seed.Resources, azuresim.SeedResource{ID: vnet + "/subnets/endpoints", Body: mustJSON(b, armnetwork.Subnet{
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: new("10.5.128.0/17")},
+	})})
+	svc := rg + "/providers/Microsoft.Network/privateLinkServices/svc"
+	for i := range n {
+		zone := fmt.Sprintf("%s/providers/Microsoft.Network/privateDnsZones/z%d.example", rg, i)
+		seed.Resources = append(seed.Resources,
+			azuresim.SeedResource{ID: fmt.Sprintf("%s/providers/Microsoft.Network/privateEndpoints/pe-%d", rg, i), Body: mustJSON(b, peBody(vnet+"/subnets/endpoints", svc, true))},
+			azuresim.SeedResource{ID: zone, Body: mustJSON(b, armprivatedns.PrivateZone{Location: new("global")})},
+			azuresim.SeedResource{ID: zone + "/A/api", Body: mustJSON(b, armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{
+				TTL: new(int64(60)), ARecords: []*armprivatedns.ARecord{{IPv4Address: new("10.5.0.4")}},
+			}})},
+			azuresim.SeedResource{ID: zone + "/virtualNetworkLinks/link", Body: mustJSON(b, armprivatedns.VirtualNetworkLink{
+				Location: new("global"), Properties: &armprivatedns.VirtualNetworkLinkProperties{VirtualNetwork: &armprivatedns.SubResource{ID: new(vnet)}},
+			})},
+		)
+	}
+	return seed
+}
+
+// fleetServer is a plain-HTTP server (no token) holding fleetSeed(n).
+func fleetServer(b *testing.B, n int) (*azuresim.Server, string) {
+	b.Helper()
+	srv := azuresim.New(azuresim.Options{NoAuth: true, Limits: azuresim.Limits{PrivateEndpointsPerVirtualNetwork: 1 << 30, PrivateEndpointsPerPrivateLinkService: 1 << 30}})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Close() })
+	rg := "/subscriptions/" + providerSub + "/resourceGroups/rg"
+	if err := srv.Seed(fleetSeed(b, rg, n)); err != nil {
+		b.Fatal(err)
+	}
+	return srv, rg
+}
+
+// BenchmarkResolveInFleet measures what the consumer benchmark asks of
+// every object once all are Ready: resolving a name from a network linked
+// to 1,000 zones.
+func BenchmarkResolveInFleet(b *testing.B) {
+	srv, rg := fleetServer(b, 1000)
+	vnet := rg + "/providers/Microsoft.Network/virtualNetworks/vnet"
+	b.ResetTimer()
+	for i := range b.N {
+		if r := srv.Resolve(vnet, fmt.Sprintf("api.z%d.example", i%1000)); r.Status != azuresim.ResolveOK {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
+
+// BenchmarkCreateEndpointInFleet measures a private endpoint's PUT in a
+// network that holds 1,000 and beside 1,000 zones: the limits are counted
+// on every create.
+func BenchmarkCreateEndpointInFleet(b *testing.B) {
+	srv, rg := fleetServer(b, 1000)
+	body := mustJSON(b, peBody(rg+"/providers/Microsoft.Network/virtualNetworks/vnet/subnets/endpoints", rg+"/providers/Microsoft.Network/privateLinkServices/svc", true))
+	client := &http.Client{}
+	b.ResetTimer()
+	for i := range b.N {
+		req, err := http.NewRequest(http.MethodPut, fmt.Sprintf("%s%s/providers/Microsoft.Network/privateEndpoints/new-%d?api-version=2024-06-01", srv.URL(), rg, i), bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
 }

@@ -214,5 +214,10 @@
 // 3,900 GETs per second through the real SDK client (HTTPS, bearer token,
 // $expand=networkInterfaces), 11,000 per second over plain HTTP, and 110
 // list pages of 100 private endpoints per second. State is guarded by one
-// mutex; requests are answered from memory.
+// mutex; requests are answered from memory, and a list or a limit's count
+// reads only the resources of its type. Among a consumer fleet of 1,000
+// (`-bench Fleet -benchtime 1000x`: 1,000 endpoints in one network, 1,000
+// zones linked to it), a private endpoint's PUT takes 0.9 ms and resolving
+// a name 0.35 ms (24.0 and 12.9 ms when every list sorted all resources of
+// its type, lower-casing IDs in each comparison).
 package azuresim

@@ -125,7 +125,7 @@ func init() {
 			// gone.
 			onDelete: func(s *state, r *resource) {
 				for _, c := range s.list(typePLSConn, r.id) {
-					delete(s.res, key(c.id))
+					s.drop(key(c.id))
 				}
 			},
 			render: func(_ *state, r *resource) {

@@ -120,6 +120,9 @@ func (p *ipPool) holders() []string {
 	return out
 }
 
+// hasPrefixFold is strings.HasPrefix under case folding, without lower-cased
+// copies: it runs for every endpoint on every endpoint's create. ARM's IDs
+// are ASCII.
 func hasPrefixFold(s, prefix string) bool {
-	return strings.HasPrefix(strings.ToLower(s), strings.ToLower(prefix))
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

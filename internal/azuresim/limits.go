@@ -141,7 +141,7 @@ func (s *state) checkZoneCreate(req *putRequest) *armError {
 	if req.existing != nil {
 		return nil
 	}
-	if n := len(s.list(typeZone, "/subscriptions/"+req.path.sub)); n >= s.limits.PrivateDNSZonesPerSubscription {
+	if n := s.countUnder(typeZone, "/subscriptions/"+req.path.sub); n >= s.limits.PrivateDNSZonesPerSubscription {
 		return errLimit(codeZonesPerSubscription, "Private DNS zones per subscription", s.limits.PrivateDNSZonesPerSubscription, "subscription "+req.path.sub)
 	}
 	return nil
@@ -157,7 +157,7 @@ func (s *state) checkRecordSet(req *putRequest, rs *armprivatedns.RecordSet) *ar
 		return nil
 	}
 	zoneID := req.path.parent().id()
-	if n := len(s.list(typeARecord, zoneID)) + 1; n >= s.limits.RecordSetsPerZone {
+	if n := s.countUnder(typeARecord, zoneID) + 1; n >= s.limits.RecordSetsPerZone {
 		return errLimit(codeRecordSetsPerZone, "Record sets per private DNS zone", s.limits.RecordSetsPerZone, "zone "+req.path.names[0])
 	}
 	return nil
@@ -170,7 +170,7 @@ func (s *state) checkLinkCreate(req *putRequest, vnetID string) *armError {
 		return nil
 	}
 	zoneID := req.path.parent().id()
-	if n := len(s.list(typeVNetLink, zoneID)); n >= s.limits.VirtualNetworkLinksPerZone {
+	if n := s.countUnder(typeVNetLink, zoneID); n >= s.limits.VirtualNetworkLinksPerZone {
 		return errLimit(codeLinksPerZone, "Virtual network links per private DNS zone", s.limits.VirtualNetworkLinksPerZone, "zone "+req.path.names[0])
 	}
 	linked := s.count(typeVNetLink, func(l *resource) bool {
@@ -189,9 +189,9 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 		return nil
 	}
 	vnetID := armPathOf(subnetID).parent().id()
-	subnets := key(vnetID) + "/subnets/"
+	subnets := vnetID + "/subnets/"
 	inVNet := s.count(typePE, func(pe *resource) bool {
-		return pe.link != nil && strings.HasPrefix(key(pe.link.subnetID), subnets)
+		return pe.link != nil && hasPrefixFold(pe.link.subnetID, subnets)
 	})
 	limit := s.limits.PrivateEndpointsPerVirtualNetwork
 	if vnet := s.lookup(vnetID); vnet != nil {
@@ -205,7 +205,7 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 	}
 	// Azure's limit of endpoints per service is a private link service's;
 	// none is on record for an Azure service (firstparty.go).
-	if n := len(s.list(typePLSConn, pls.id)); pls.typeKey == typePLS && n >= s.limits.PrivateEndpointsPerPrivateLinkService {
+	if n := s.countUnder(typePLSConn, pls.id); pls.typeKey == typePLS && n >= s.limits.PrivateEndpointsPerPrivateLinkService {
 		return errLimit(codeEndpointsPerService, "Private endpoints per private link service", s.limits.PrivateEndpointsPerPrivateLinkService, "private link service "+pls.id)
 	}
 	return nil
@@ -215,8 +215,8 @@ func (s *state) checkEndpointCreate(req *putRequest, subnetID string, pls *resou
 // copying of all: it runs on every create.
 func (s *state) count(typeKey string, match func(*resource) bool) int {
 	n := 0
-	for _, r := range s.res {
-		if r.typeKey == typeKey && match(r) {
+	for _, r := range s.byType[typeKey] {
+		if match(r) {
 			n++
 		}
 	}
@@ -228,7 +228,7 @@ func (s *state) checkServiceCreate(req *putRequest) *armError {
 	if req.existing != nil {
 		return nil
 	}
-	if n := len(s.list(typePLS, "/subscriptions/"+req.path.sub)); n >= s.limits.PrivateLinkServicesPerSubscription {
+	if n := s.countUnder(typePLS, "/subscriptions/"+req.path.sub); n >= s.limits.PrivateLinkServicesPerSubscription {
 		return errLimit(codeServicesPerSub, "Private link services per subscription", s.limits.PrivateLinkServicesPerSubscription, "subscription "+req.path.sub)
 	}
 	return nil

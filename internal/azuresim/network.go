@@ -48,7 +48,7 @@ var vnetKind = &kind{
 	onDelete: func(s *state, r *resource) {
 		for _, sn := range s.list(typeSubnet, r.id) {
 			delete(s.pools, key(sn.id))
-			delete(s.res, key(sn.id))
+			s.drop(key(sn.id))
 		}
 	},
 	render: func(s *state, r *resource) {
@@ -119,7 +119,7 @@ func replaceSubnets(s *state, req *putRequest, in []*armnetwork.Subnet) *armErro
 	}
 	for _, sn := range dropped {
 		delete(s.pools, key(sn.id))
-		delete(s.res, key(sn.id))
+		s.drop(key(sn.id))
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func putInlineSubnet(s *state, vnet armPath, sn *armnetwork.Subnet, space []neti
 		return e
 	}
 	sub.state, sub.etag = stateSucceeded, newETag()
-	s.res[key(sub.id)] = sub
+	s.store(sub)
 	return nil
 }
 
@@ -525,11 +525,9 @@ func derefAll(in []*string) []string {
 
 // listAll returns every resource of a type, in every scope.
 func (s *state) listAll(typeKey string) []*resource {
-	var out []*resource
-	for _, r := range s.res {
-		if r.typeKey == typeKey {
-			out = append(out, r)
-		}
+	out := make([]*resource, 0, len(s.byType[typeKey]))
+	for _, r := range s.byType[typeKey] {
+		out = append(out, r)
 	}
 	return out
 }

@@ -40,7 +40,7 @@ var zoneKind = &kind{
 	checkDelete: func(s *state, r *resource) *armError {
 		// ARM's answer while a link exists, also while it is being
 		// deleted (ASO v2 recording Test_Networking_PrivateDnsZone_CRUD.yaml).
-		if links := s.list(typeVNetLink, r.id); len(links) > 0 {
+		if s.countUnder(typeVNetLink, r.id) > 0 {
 			return newError(http.StatusConflict, "CannotDeleteResource", "Can not delete resource before nested resources are deleted.")
 		}
 		return nil
@@ -48,7 +48,7 @@ var zoneKind = &kind{
 	onDelete: func(s *state, r *resource) {
 		for _, t := range []string{typeARecord, typeVNetLink} {
 			for _, c := range s.list(t, r.id) {
-				delete(s.res, key(c.id))
+				s.drop(key(c.id))
 			}
 		}
 	},
@@ -58,8 +58,8 @@ var zoneKind = &kind{
 		z.Properties.ProvisioningState = new(armprivatedns.ProvisioningState(r.state))
 		// Azure counts the zone's SOA record set, which it makes with the
 		// zone: an empty zone has one.
-		z.Properties.NumberOfRecordSets = new(int64(len(s.list(typeARecord, r.id)) + 1))
-		z.Properties.NumberOfVirtualNetworkLinks = new(int64(len(s.list(typeVNetLink, r.id))))
+		z.Properties.NumberOfRecordSets = new(int64(s.countUnder(typeARecord, r.id) + 1))
+		z.Properties.NumberOfVirtualNetworkLinks = new(int64(s.countUnder(typeVNetLink, r.id)))
 		// Azure says the zone's limits in its properties (25,000 and 1,000
 		// in the recorded zone, testdata/private-dns-zone.json); these are
 		// the limits this server enforces.
@@ -231,24 +231,43 @@ func (s *Server) Resolve(vnetID, name string) Resolution {
 }
 
 // linkedZone is the most specific provisioned zone linked (by a completed
-// link) to the network that covers name.
+// link) to the network that covers name; of two as specific (zones of one
+// name in two groups), the first by ID.
 func (s *state) linkedZone(vnetID, name string) *resource {
 	var zone *resource
-	for _, l := range s.all(typeVNetLink) {
-		link := objOf[armprivatedns.VirtualNetworkLink](l)
-		if l.state != stateSucceeded || !strings.EqualFold(ptr.Deref(link.Properties.VirtualNetwork.ID, ""), vnetID) {
+	for _, l := range s.byType[typeVNetLink] {
+		if l.state != stateSucceeded {
 			continue
 		}
-		z := s.lookup(armPathOf(l.id).parent().id())
+		if link := objOf[armprivatedns.VirtualNetworkLink](l); !strings.EqualFold(ptr.Deref(link.Properties.VirtualNetwork.ID, ""), vnetID) {
+			continue
+		}
+		// A link's ID is <zone's ID>/virtualNetworkLinks/<name>: the zone's
+		// name is tested before anything is looked up or copied, as most
+		// links of a network are to other zones.
+		zoneID := l.id[:strings.LastIndexByte(l.id[:strings.LastIndexByte(l.id, '/')], '/')]
+		if !coversFold(name, zoneID[strings.LastIndexByte(zoneID, '/')+1:]) {
+			continue
+		}
+		z := s.lookup(zoneID)
 		if z == nil || z.state != stateSucceeded {
 			continue
 		}
 		zn := strings.ToLower(z.name)
-		if (name == zn || strings.HasSuffix(name, "."+zn)) && (zone == nil || len(zn) > len(zone.name)) {
+		if zone == nil || len(zn) > len(zone.name) || len(zn) == len(zone.name) && key(z.id) < key(zone.id) {
 			zone = z
 		}
 	}
 	return zone
+}
+
+// coversFold says whether zone (any case) is name (lower case) or one of
+// its parent domains.
+func coversFold(name, zone string) bool {
+	if len(name) < len(zone) || !strings.EqualFold(name[len(name)-len(zone):], zone) {
+		return false
+	}
+	return len(name) == len(zone) || name[len(name)-len(zone)-1] == '.'
 }
 
 // matchRecord is the A record set of a zone that answers name: the exact

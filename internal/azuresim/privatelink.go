@@ -61,11 +61,11 @@ var plsKind = &kind{
 	},
 	onDelete: func(s *state, r *resource) {
 		releaseEverywhere(s, r.id)
-		delete(s.res, key(r.nicID))
+		s.drop(key(r.nicID))
 		pls := objOf[armnetwork.PrivateLinkService](r)
 		delete(s.aliases, strings.ToLower(ptr.Deref(pls.Properties.Alias, "")))
 		for _, c := range s.list(typePLSConn, r.id) {
-			delete(s.res, key(c.id))
+			s.drop(key(c.id))
 		}
 	},
 	render: func(s *state, r *resource) {
@@ -132,7 +132,7 @@ func (s *state) syncPLSNIC(r *resource, pls *armnetwork.PrivateLinkService) {
 	if nic == nil {
 		p := armPathOf(r.nicID)
 		nic = &resource{id: r.nicID, typeKey: typeNIC, sub: p.sub, rg: p.rg, name: p.names[0], state: stateSucceeded}
-		s.res[key(nic.id)] = nic
+		s.store(nic)
 	}
 	nic.etag = newETag()
 	cfgs := make([]*armnetwork.InterfaceIPConfiguration, 0, len(pls.Properties.IPConfigurations))
@@ -528,9 +528,9 @@ var peKind = &kind{
 		if pool := s.pools[key(l.subnetID)]; pool != nil {
 			pool.release(l.nicID)
 		}
-		delete(s.res, key(l.nicID))
+		s.drop(key(l.nicID))
 		if l.connID != "" {
-			delete(s.res, key(l.connID))
+			s.drop(key(l.connID))
 		}
 	},
 	render: renderPE,
@@ -748,7 +748,7 @@ func newPELink(req *putRequest, pe *armnetwork.PrivateEndpoint, pool *ipPool, me
 func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLinkServiceConnection, status string) {
 	link := r.link
 	if link.connID != "" {
-		delete(s.res, key(link.connID))
+		s.drop(key(link.connID))
 	}
 	pe := objOf[armnetwork.PrivateEndpoint](r)
 	name := r.name + "." + newGUID()
@@ -778,7 +778,7 @@ func (s *state) connectPE(r *resource, pls *resource, conn *armnetwork.PrivateLi
 			},
 		}},
 	}
-	s.res[key(c.id)] = c
+	s.store(c)
 	link.connID = c.id
 }
 
@@ -798,7 +798,7 @@ func (s *state) ensurePENIC(r *resource, pe *armnetwork.PrivateEndpoint) {
 			IPConfigurations:  nicConfigs(l),
 		},
 	}
-	s.res[key(nic.id)] = nic
+	s.store(nic)
 }
 
 // nicConfigs are the IP configurations of an endpoint's NIC: its one

@@ -102,7 +102,7 @@ func (s *state) deleteResourceGroup(id string) {
 		if kd := kinds[r.typeKey]; kd != nil && kd.onDelete != nil {
 			kd.onDelete(s, r)
 		}
-		delete(s.res, k)
+		s.drop(k)
 	}
 	delete(s.rgs, key(id))
 }

@@ -525,7 +525,7 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, p armPath, k *
 	if k.newETag != nil {
 		res.etag = k.newETag()
 	}
-	s.st.res[key(id)] = res
+	s.st.store(res)
 	status := http.StatusCreated
 	if existing != nil {
 		status = http.StatusOK
@@ -630,7 +630,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, p armPath, 
 		if k.onDelete != nil {
 			k.onDelete(s.st, res)
 		}
-		delete(s.st.res, key(res.id))
+		s.st.drop(key(res.id))
 	}
 	if !k.lro && !k.lroDelete {
 		remove()

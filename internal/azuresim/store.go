@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -139,7 +139,11 @@ type state struct {
 	now     func() time.Time
 	latency time.Duration
 	rgs     map[string]*resourceGroup
+	// res holds every resource by key(id); byType the same resources by
+	// type, so that a list or a limit's count reads only its type's: with
+	// 1,000 consumers there are 7,000 resources. store and drop keep both.
 	res     map[string]*resource
+	byType  map[string]map[string]*resource
 	ops     map[string]*operation
 	pools   map[string]*ipPool
 	aliases map[string]string // lower alias -> resource key of the PLS
@@ -169,6 +173,7 @@ func newState(now func() time.Time) *state {
 		now:     now,
 		rgs:     map[string]*resourceGroup{},
 		res:     map[string]*resource{},
+		byType:  map[string]map[string]*resource{},
 		ops:     map[string]*operation{},
 		pools:   map[string]*ipPool{},
 		aliases: map[string]string{},
@@ -235,32 +240,68 @@ func (s *state) startOperation(r *resource, method string, onDone, onFail func()
 	return op
 }
 
+// store adds or replaces a resource.
+func (s *state) store(r *resource) {
+	k := key(r.id)
+	if old := s.res[k]; old != nil && old.typeKey != r.typeKey {
+		delete(s.byType[old.typeKey], k)
+	}
+	s.res[k] = r
+	if s.byType[r.typeKey] == nil {
+		s.byType[r.typeKey] = map[string]*resource{}
+	}
+	s.byType[r.typeKey][k] = r
+}
+
+// drop removes a resource by key.
+func (s *state) drop(k string) {
+	if r := s.res[k]; r != nil {
+		delete(s.byType[r.typeKey], k)
+	}
+	delete(s.res, k)
+}
+
 // lookup returns a stored resource by ID.
 func (s *state) lookup(id string) *resource { return s.res[key(id)] }
 
 // list returns the resources of a type under a scope (a subscription,
 // resource group or parent resource ID), sorted by ID.
-// all returns every resource of a type.
-func (s *state) all(typeKey string) []*resource {
-	var out []*resource
-	for _, r := range s.res {
-		if r.typeKey == typeKey {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return key(out[i].id) < key(out[j].id) })
-	return out
+func (s *state) list(typeKey, scope string) []*resource {
+	return s.sorted(typeKey, key(scope)+"/")
 }
 
-func (s *state) list(typeKey, scope string) []*resource {
-	prefix := key(scope) + "/"
-	var out []*resource
-	for k, r := range s.res {
-		if r.typeKey == typeKey && strings.HasPrefix(k, prefix) {
-			out = append(out, r)
+// countUnder is len(list(typeKey, scope)) without the sorting and copying:
+// limits count on every create.
+func (s *state) countUnder(typeKey, scope string) int {
+	prefix, n := key(scope)+"/", 0
+	for k := range s.byType[typeKey] {
+		if strings.HasPrefix(k, prefix) {
+			n++
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return key(out[i].id) < key(out[j].id) })
+	return n
+}
+
+// sorted returns the resources of a type whose key starts with prefix,
+// sorted by key. The maps are keyed by key(id), so the sort compares keys
+// as they are: lower-casing both IDs in every comparison cost 12.9 ms per
+// Resolve among 1,000 links, under the lock (BenchmarkResolveInFleet).
+func (s *state) sorted(typeKey, prefix string) []*resource {
+	type keyed struct {
+		k string
+		r *resource
+	}
+	var found []keyed
+	for k, r := range s.byType[typeKey] {
+		if strings.HasPrefix(k, prefix) {
+			found = append(found, keyed{k, r})
+		}
+	}
+	slices.SortFunc(found, func(a, b keyed) int { return strings.Compare(a.k, b.k) })
+	out := make([]*resource, len(found))
+	for i, f := range found {
+		out[i] = f.r
+	}
 	return out
 }
 
