@@ -75,6 +75,13 @@ type Classification struct {
 	Permission string
 	// Message is short and sanitized: fit for a condition or an event.
 	Message string
+	// HeldBack says the operator did not send the request: its own pacing
+	// or budget held it back, before Azure could refuse it. Metrics count
+	// these (..._azure_requests_paced_total,
+	// ..._private_dns_requests_deferred_total); they are logged only at
+	// debug level (--zap-log-level=debug), since in a large fleet every
+	// waiting object is held back again and again.
+	HeldBack bool
 }
 
 // waitCodes are refusals that pass once something else finishes: Azure

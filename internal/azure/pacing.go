@@ -64,7 +64,7 @@ func (p *pacer) Do(req *policy.Request) (*http.Response, error) {
 	if wait := p.take(class); wait > 0 {
 		Paced.WithLabelValues(class).Inc()
 		return nil, &pacedError{ce: ClassifiedError{Classification: Classification{
-			Class: ClassTransient, Reason: ReasonThrottled, RetryAfter: wait,
+			Class: ClassTransient, Reason: ReasonThrottled, RetryAfter: wait, HeldBack: true,
 			Message: fmt.Sprintf("holding back Azure %s for %s: the subscription's remaining budget for this identity is nearly spent", class, wait.Round(time.Millisecond)),
 		}}}
 	}

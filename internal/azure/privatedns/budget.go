@@ -244,7 +244,7 @@ func heldBack(subscription string, write bool, what string, wait time.Duration) 
 	}
 	class := classOf(write)
 	return &azure.ClassifiedError{Classification: azure.Classification{
-		Class: azure.ClassTransient, Reason: azure.ReasonThrottled, RetryAfter: wait,
+		Class: azure.ClassTransient, Reason: azure.ReasonThrottled, RetryAfter: wait, HeldBack: true,
 		Message: fmt.Sprintf("holding back %s %s for %s: subscription %s is at its budget of the 5-minute window", what, class, wait.Round(time.Millisecond), subscription),
 	}}
 }

@@ -100,9 +100,10 @@ type Failer struct {
 
 // Fail records err on the condition cond and says when to try again: a
 // wait sets the condition False and requeues after Recheck; a transient
-// error is logged and retried (after Azure's Retry-After when it gave one)
-// without touching a known condition; anything else sets the condition
-// False, emits a Warning Event once per new message, and requeues after
+// error is logged (a request the operator held back, only at debug level)
+// and retried (after Azure's Retry-After when it gave one) without
+// touching a known condition; anything else sets the condition False,
+// emits a Warning Event once per new message, and requeues after
 // TerminalRecheck.
 func (f Failer) Fail(ctx context.Context, obj k8sruntime.Object, conds *[]metav1.Condition, generation int64, cond string, err error) (ctrl.Result, error) {
 	c := Classify(err)
@@ -115,7 +116,11 @@ func (f Failer) Fail(ctx context.Context, obj k8sruntime.Object, conds *[]metav1
 		}
 		return ctrl.Result{RequeueAfter: f.Recheck}, nil
 	case azure.ClassTransient:
-		log.Info("Azure is not ready, retrying", "message", c.Message)
+		if c.HeldBack {
+			log.V(1).Info("Held back, retrying", "message", c.Message)
+		} else {
+			log.Info("Azure is not ready, retrying", "message", c.Message)
+		}
 		if meta.FindStatusCondition(*conds, cond) == nil {
 			SetCondition(conds, generation, cond, metav1.ConditionUnknown, c.Reason, c.Message)
 		}

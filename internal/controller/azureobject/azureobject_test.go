@@ -3,12 +3,15 @@ package azureobject
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
@@ -47,6 +50,17 @@ func TestFail(t *testing.T) {
 	}
 	if n := len(rec.Events); n != 1 {
 		t.Errorf("a terminal error repeated: %d Events, want 1", n)
+	}
+	// What the operator held back is logged at debug level only; what Azure
+	// refused, at the default level.
+	var lines []string
+	logged := ctrl.LoggerInto(ctx, funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0}))
+	heldBack := &azure.ClassifiedError{Classification: azure.Classification{Class: azure.ClassTransient, Reason: azure.ReasonThrottled, RetryAfter: time.Second, HeldBack: true}}
+	if res, err = f.Fail(logged, obj, conds, 3, "X", heldBack); err != nil || res.RequeueAfter != time.Second || len(lines) != 0 {
+		t.Errorf("held back: %v %v, logged at the default level: %q", res, err, lines)
+	}
+	if _, _ = f.Fail(logged, obj, conds, 3, "X", transient); len(lines) != 1 || !strings.Contains(lines[0], "Azure is not ready") {
+		t.Errorf("Azure's 429: logged %q, want one line at the default level", lines)
 	}
 	s := Subject("AzurePrivateEndpoint", "team", "hc1", "", &v1alpha1.IdentityReference{Name: "id"})
 	if s.IdentityRef == nil || s.IdentityRef.Namespace != "team" || !s.AllowOwn {

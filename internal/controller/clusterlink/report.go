@@ -182,9 +182,10 @@ func ClassifyAndReport(ctx context.Context, rec events.EventRecorder, obj client
 	case azure.ClassWait:
 		return ctrl.Result{RequeueAfter: opts.PendingRecheck}, nil
 	case azure.ClassTransient:
-		if c.Reason == azure.ReasonThrottled && c.RetryAfter > 0 {
+		if c.HeldBack {
 			// Pacing within a budget is how the operator stays inside
-			// Azure's limits, not news (metrics count it).
+			// Azure's limits, not news (metrics count it); a 429 Azure
+			// sent is.
 			log.V(1).Info("Azure request held back", "what", what, "message", c.Message)
 		} else {
 			log.Info("Azure is temporarily unavailable", "what", what, "reason", c.Reason, "message", c.Message)
