@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"time"
 
@@ -230,20 +229,21 @@ func (s *Server) Resources(typ string) []ResourceInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.advance()
-	out := []ResourceInfo{}
+	// Sorted by each ID's key, made once (byKey): harnesses poll this
+	// while thousands of resources exist.
+	found := []keyed[ResourceInfo]{}
 	for _, rg := range s.st.rgs {
 		if typ == "" || strings.EqualFold(typ, rg.Type) {
-			out = append(out, ResourceInfo{ID: rg.ID, Type: rg.Type, ProvisioningState: rg.Properties.ProvisioningState})
+			found = append(found, keyed[ResourceInfo]{key(rg.ID), ResourceInfo{ID: rg.ID, Type: rg.Type, ProvisioningState: rg.Properties.ProvisioningState}})
 		}
 	}
-	for _, r := range s.st.res {
+	for k, r := range s.st.res {
 		t := canonicalType(r.typeKey)
 		if typ == "" || strings.EqualFold(typ, t) {
-			out = append(out, ResourceInfo{ID: r.id, Type: t, ProvisioningState: r.state})
+			found = append(found, keyed[ResourceInfo]{k, ResourceInfo{ID: r.id, Type: t, ProvisioningState: r.state}})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return key(out[i].ID) < key(out[j].ID) })
-	return out
+	return byKey(found)
 }
 
 // EndpointInfo is what azuresim holds of a private endpoint: its address,
@@ -268,19 +268,18 @@ func (s *Server) Endpoints() []EndpointInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.advance()
-	out := []EndpointInfo{}
-	for _, r := range s.st.res {
-		if r.typeKey != typePE || r.link == nil {
+	found := []keyed[EndpointInfo]{}
+	for k, r := range s.st.byType[typePE] {
+		if r.link == nil {
 			continue
 		}
-		out = append(out, EndpointInfo{
+		found = append(found, keyed[EndpointInfo]{k, EndpointInfo{
 			ID: r.id, Name: r.id[strings.LastIndex(r.id, "/")+1:], IP: r.link.address, NIC: r.link.nicID,
 			ConnectionState: ptr.Deref(connectionState(s.st, r.link).Status, ""), ProvisioningState: r.state,
 			PrivateLinkService: r.link.plsID, Subnet: r.link.subnetID, Members: memberAddresses(r.link),
-		})
+		}})
 	}
-	sort.Slice(out, func(i, j int) bool { return key(out[i].ID) < key(out[j].ID) })
-	return out
+	return byKey(found)
 }
 
 // AddFault injects a fault and returns its ID.

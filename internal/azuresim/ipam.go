@@ -99,8 +99,11 @@ func (p *ipPool) claim(addr, holder string) *armError {
 
 // release frees every address held by holder or by its sub-resources.
 func (p *ipPool) release(holder string) {
+	holder = strings.TrimRight(holder, "/")
 	for a, h := range p.used {
-		if key(h) == key(holder) || hasPrefixFold(h, holder+"/") {
+		// h is holder or under it, in any case, without lower-cased copies
+		// (key): a deletion releases in every pool.
+		if hasPrefixFold(h, holder) && (len(h) == len(holder) || h[len(holder)] == '/') {
 			delete(p.used, a)
 		}
 	}

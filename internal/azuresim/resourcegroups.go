@@ -70,7 +70,7 @@ func (s *Server) serveResourceGroup(w http.ResponseWriter, r *http.Request, p ar
 		// removes the contents at once; the operation ends after Latency.
 		s.st.deleteResourceGroup(id)
 		op := &operation{id: newGUID(), sub: p.sub, method: http.MethodDelete, doneAt: s.st.now().Add(s.st.latency), status: opInProgress}
-		s.st.ops[op.id] = op
+		s.st.addOperation(op)
 		w.Header().Set("Location", fmt.Sprintf("%s/subscriptions/%s/operationresults/%s?api-version=%s", s.baseURL(r), p.sub, op.id, r.URL.Query().Get("api-version")))
 		s.setRetryAfter(w, op.doneAt)
 		w.WriteHeader(http.StatusAccepted)
