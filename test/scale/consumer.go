@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -110,11 +108,6 @@ type consumerBench struct {
 	ccfg ConsumerConfig
 	cres ConsumerResult
 	pls  string
-	// objects reads the AzurePrivateEndpoints from a watch: polling them
-	// with a list of every object every 2 s took a quarter of this
-	// process's CPU and about 8 % of the API server's in a 1,000-object
-	// run, on the cores the operator is measured on.
-	objects client.Reader
 }
 
 // consumer subscriptions and networks.
@@ -154,7 +147,7 @@ func RunConsumer(ctx context.Context, cfg ConsumerConfig) (ConsumerResult, error
 	defer func() { _ = sb.Stop() }()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	if b.objects, err = watchObjects(watchCtx, sb); err != nil {
+	if b.objects, err = watchObjects(watchCtx, sb, &v1alpha1.AzurePrivateEndpoint{}); err != nil {
 		return b.cres, err
 	}
 	if err := sb.CreateIdentity(ctx, sandbox.FleetIdentity()); err != nil {
@@ -331,23 +324,6 @@ func kubeQPS(flags []string) float64 {
 		}
 	}
 	return qps
-}
-
-// watchObjects is a cache of the sandbox's AzurePrivateEndpoints, synced,
-// until ctx ends.
-func watchObjects(ctx context.Context, sb *sandbox.Sandbox) (client.Reader, error) {
-	c, err := cache.New(sb.Env.Config, cache.Options{Scheme: sb.Env.Scheme})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.GetInformer(ctx, &v1alpha1.AzurePrivateEndpoint{}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, errors.New("the AzurePrivateEndpoint watch did not sync")
-	}
-	return c, nil
 }
 
 // pollReady waits for every object Ready and resolving. It reads the

@@ -107,11 +107,11 @@ func seedBeyondNetworks(sim *azuresim.Server) error {
 // ingress services and its endpoints beyond the MC's AzureCluster.
 func (b *bench) scaleOutObjects(ctx context.Context) (services, endpoints int, err error) {
 	pls := &v1alpha1.AzurePrivateLinkServiceList{}
-	if err := b.sb.Client.List(ctx, pls, client.InNamespace(sandbox.FleetIdentityNS), client.MatchingLabels{clusterlink.ShardOfLabel: sandbox.FleetMCName}); err != nil {
+	if err := b.objects.List(ctx, pls, client.InNamespace(sandbox.FleetIdentityNS), client.MatchingLabels{clusterlink.ShardOfLabel: sandbox.FleetMCName}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, err
 	}
 	pes := &v1alpha1.AzurePrivateEndpointList{}
-	if err := b.sb.Client.List(ctx, pes, client.InNamespace(sandbox.FleetIdentityNS), client.MatchingLabels{clusterlink.MCEndpointOfLabel: sandbox.FleetMCName}); err != nil {
+	if err := b.objects.List(ctx, pes, client.InNamespace(sandbox.FleetIdentityNS), client.MatchingLabels{clusterlink.MCEndpointOfLabel: sandbox.FleetMCName}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, err
 	}
 	return len(pls.Items), len(pes.Items), nil
