@@ -124,7 +124,8 @@ func (p *ipPool) holders() []string {
 }
 
 // hasPrefixFold is strings.HasPrefix under case folding, without lower-cased
-// copies: it runs for every endpoint on every endpoint's create. ARM's IDs
+// copies: it runs for every endpoint of a network on each endpoint's
+// create, and for every address of every pool on each release. ARM's IDs
 // are ASCII.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)

@@ -263,12 +263,10 @@ func (s *state) startOperation(r *resource, method string, onDone, onFail func()
 	return op
 }
 
-// store adds or replaces a resource.
+// store adds or replaces a resource. A replacement has the same type: the
+// type is part of the ID.
 func (s *state) store(r *resource) {
 	k := key(r.id)
-	if old := s.res[k]; old != nil && old.typeKey != r.typeKey {
-		delete(s.byType[old.typeKey], k)
-	}
 	s.res[k] = r
 	if s.byType[r.typeKey] == nil {
 		s.byType[r.typeKey] = map[string]*resource{}
