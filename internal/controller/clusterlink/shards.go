@@ -286,12 +286,16 @@ func onShards(ctx context.Context, c client.Reader, mc, wc *capz.AzureCluster, c
 }
 
 // shardObjects reads the AzurePrivateLinkServices of the names of the
-// MC's further services, by name.
+// MC's further services, by name. They are the cache's own objects, not
+// copies, and must not be changed: every WC's pass reads every further
+// service, whose status lists up to 1,000 connections, and the copies
+// were, at N = 3,000 (make bench at 3283d7f), 36 MiB of the live heap at
+// its peak and 8.0 s of the operator's CPU, besides their collection.
 func shardObjects(ctx context.Context, c client.Reader, mc *capz.AzureCluster, cfg Config) (map[string]*v1alpha1.AzurePrivateLinkService, error) {
 	out := map[string]*v1alpha1.AzurePrivateLinkService{}
 	for _, name := range cfg.furtherServices(mc.Name) {
 		p := &v1alpha1.AzurePrivateLinkService{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: mc.Namespace, Name: name}, p); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: mc.Namespace, Name: name}, p, client.UnsafeDisableDeepCopy); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return nil, err
 			}
