@@ -139,7 +139,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		Client: cacheconfig.Client(),
 		// The cache keeps only the managedFields entries of the operator, of
 		// the older operator it adopts from and of CAPZ.
-		Cache: cacheconfig.Cache(clusterlink.TrimManagedFields(opts.linkOptions().KeptFieldManagers()...)),
+		Cache: cacheconfig.Cache(clusterlink.TrimCached(opts.linkOptions().KeptFieldManagers()...)),
 	})
 	if err != nil {
 		return nil, err

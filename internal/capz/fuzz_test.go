@@ -10,8 +10,9 @@ import (
 )
 
 // FuzzView reads AzureClusters of any shape, managedFields included: the
-// view reports what it cannot read as field errors, and reading what a
-// field manager owns never panics.
+// view reports what it cannot read as field errors, reading what a field
+// manager owns never panics, and the cache's trimmed copy
+// (TrimAzureCluster) reads the same as the whole object.
 func FuzzView(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"name":"mc","namespace":"ns","managedFields":[{"manager":"azure-private-endpoint-operator","operation":"Apply","fieldsType":"FieldsV1",` +
 		`"fieldsV1":{"f:spec":{"f:networkSpec":{"f:subnets":{"k:{\"name\":\"nodes\"}":{"f:privateEndpoints":{"k:{\"name\":\"pe\"}":{}}}}}}}}]},` +
@@ -32,5 +33,7 @@ func FuzzView(f *testing.F) {
 		_ = capz.EndpointOwners(u)
 		_ = owned.ApplyConfiguration(view.Namespace, view.Name, "")
 		_ = owned.Equal(capz.CurrentOwned(u, view, capz.FieldManager))
+		// The cache's trimmed copy reads the same, whatever the shape.
+		sameReads(t, u, capz.TrimAzureCluster(u.DeepCopy()))
 	})
 }

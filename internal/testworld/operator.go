@@ -158,7 +158,7 @@ func (w *World) StartManager(t testing.TB, own bool, setup func(ctrl.Manager, *a
 		// Several worlds run in one test process: controller names repeat.
 		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     cacheconfig.Client(),
-		Cache:      cacheconfig.Cache(clusterlink.TrimManagedFields(slices.Concat(clusterlink.DefaultAdoptFieldManagers, clusterlink.DefaultCAPZFieldManagers)...)),
+		Cache:      cacheconfig.Cache(clusterlink.TrimCached(slices.Concat(clusterlink.DefaultAdoptFieldManagers, clusterlink.DefaultCAPZFieldManagers)...)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,18 @@
 package clusterlink
 
 import (
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
+	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz/capztest"
@@ -453,11 +454,11 @@ func TestUntilTick(t *testing.T) {
 	}
 }
 
-// TestTrimManagedFields: the cache keeps the operator's entry of spec and
+// TestTrimCached: the cache keeps the operator's entry of spec and
 // the kept managers' entries of spec, these with only what the operator
 // reads of them: the endpoint entries' owners and the finalizers come out
 // as from the whole entries.
-func TestTrimManagedFields(t *testing.T) {
+func TestTrimCached(t *testing.T) {
 	capzFields := `{"f:metadata":{"f:finalizers":{".":{},"v:\"azurecluster.infrastructure.cluster.x-k8s.io\"":{}},"f:labels":{"f:x":{}}},` +
 		`"f:spec":{"f:location":{},"f:networkSpec":{"f:vnet":{"f:id":{},"f:cidrBlocks":{}},"f:subnets":{` +
 		`"k:{\"name\":\"node\"}":{".":{},"f:id":{},"f:cidrBlocks":{},"f:privateEndpoints":{"k:{\"name\":\"wc1-privateendpoint\"}":{".":{},"f:name":{},"f:location":{}}}},` +
@@ -472,7 +473,7 @@ func TestTrimManagedFields(t *testing.T) {
 		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate},
 	})
 	ownersBefore := capz.EndpointOwners(u)
-	out, err := TrimManagedFields("manager", "cluster-api-provider-azure-manager")(u.DeepCopy())
+	out, err := TrimCached("manager", "cluster-api-provider-azure-manager")(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +500,7 @@ func TestTrimManagedFields(t *testing.T) {
 			t.Errorf("trimmed fields still hold %s: %s", gone, raw)
 		}
 	}
-	if out, err := TrimManagedFields()("not an object"); err != nil || out != "not an object" {
+	if out, err := TrimCached()("not an object"); err != nil || out != "not an object" {
 		t.Errorf("a non-object changed: %v, %v", out, err)
 	}
 }
@@ -582,5 +583,54 @@ func TestFreshNames(t *testing.T) {
 	}
 	if got := freshNames(want, want); len(got) != 0 {
 		t.Errorf("no change: got %v", got)
+	}
+}
+
+// BenchmarkCachedAzureCluster is the memory a workload cluster's
+// AzureCluster takes in the cache (capz's testdata/azurecluster-wc.json,
+// as the benchmark's world leaves it): decoded whole, with only the kept
+// managedFields (the cache before capz.TrimAzureCluster), and as TrimCached
+// leaves it. Run with -benchtime=1000x: KiB/object is the live heap each
+// object adds.
+func BenchmarkCachedAzureCluster(b *testing.B) {
+	raw, err := os.ReadFile("../../capz/testdata/azurecluster-wc.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	keep := slices.Concat(DefaultAdoptFieldManagers, DefaultCAPZFieldManagers)
+	for _, tc := range []struct {
+		name string
+		gvk  schema.GroupVersionKind
+		trim bool
+	}{
+		{"whole", capz.AzureClusterGVK, false},
+		{"managedFields-only", capz.AzureClusterGVK.GroupVersion().WithKind("NotTrimmed"), true},
+		{"cached", capz.AzureClusterGVK, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			objs := make([]any, 0, b.N)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON(raw); err != nil {
+					b.Fatal(err)
+				}
+				u.SetGroupVersionKind(tc.gvk)
+				var o any = u
+				if tc.trim {
+					if o, err = TrimCached(keep...)(u); err != nil {
+						b.Fatal(err)
+					}
+				}
+				objs = append(objs, o)
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(objs))/1024, "KiB/object")
+			runtime.KeepAlive(objs)
+		})
 	}
 }

@@ -10,18 +10,25 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
-// TrimManagedFields returns the operator's cache transform: it keeps only
-// the managedFields entries of spec of the operator's field manager and of
-// keep (the older operator's managers and CAPZ's: Older), the only ones it
-// reads (capz.CurrentOwned, TakenNames, StaleEntries: an entry no kept
-// manager holds is someone else's), and of keep's only the fields it reads
-// (trimFieldsV1). Other managers' entries
+// TrimCached returns the operator's cache transform. Of an AzureCluster
+// it keeps only the fields the operator reads (capz.TrimAzureCluster), of
+// an ASO object only what ReadASO and the event source read (trimASO). Of
+// every object it keeps only the managedFields entries of spec of the
+// operator's field manager and of keep (the older operator's managers and
+// CAPZ's: Older), the only ones it reads (capz.CurrentOwned, TakenNames,
+// StaleEntries: an entry no kept manager holds is someone else's), and of
+// keep's only the fields it reads (trimFieldsV1). Other managers' entries
 // (users', CAPZ's of status) are often the larger part of an AzureCluster;
 // at 1,000 workload clusters they cost tens of MiB of cache for nothing.
-func TrimManagedFields(keep ...string) func(any) (any, error) {
+func TrimCached(keep ...string) func(any) (any, error) {
 	return func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind().Group == capz.ASOPrivateEndpointGVK.Group {
-			return trimASO(u), nil
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			switch gvk := u.GroupVersionKind(); {
+			case gvk.Group == capz.ASOPrivateEndpointGVK.Group:
+				return trimASO(u), nil
+			case gvk.GroupKind() == capz.AzureClusterGVK.GroupKind():
+				capz.TrimAzureCluster(u)
+			}
 		}
 		o, ok := obj.(metav1.Object)
 		if !ok {
@@ -34,7 +41,7 @@ func TrimManagedFields(keep ...string) func(any) (any, error) {
 	}
 }
 
-// keptFields are the entries of fields the cache keeps (TrimManagedFields),
+// keptFields are the entries of fields the cache keeps (TrimCached),
 // and whether they differ from fields.
 func keptFields(fields []metav1.ManagedFieldsEntry, keep []string) ([]metav1.ManagedFieldsEntry, bool) {
 	kept := make([]metav1.ManagedFieldsEntry, 0, 1)

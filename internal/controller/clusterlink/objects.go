@@ -11,11 +11,12 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
-// getAzureCluster reads an AzureCluster; nil when it does not exist.
-func getAzureCluster(ctx context.Context, c client.Reader, key types.NamespacedName) (*unstructured.Unstructured, error) {
+// getAzureCluster reads an AzureCluster; nil when it does not exist. With
+// client.UnsafeDisableDeepCopy it is the cache's own object: read it only.
+func getAzureCluster(ctx context.Context, c client.Reader, key types.NamespacedName, opts ...client.GetOption) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(capz.AzureClusterGVK)
-	if err := c.Get(ctx, key, u); err != nil {
+	if err := c.Get(ctx, key, u, opts...); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			return nil, nil
 		}

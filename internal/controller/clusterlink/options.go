@@ -56,7 +56,7 @@ type Options struct {
 	// endpoint entries they hold are taken over (upgrade), and removed when
 	// stale. An entry of the operator's name held by any other manager is
 	// left alone (ReasonPrivateEndpointNameTaken). The cache keeps these
-	// managers' managedFields (TrimManagedFields).
+	// managers' managedFields (TrimCached).
 	AdoptFieldManagers []string
 	// CAPZFieldManagers are CAPZ's field managers. CAPZ never writes an
 	// endpoint entry of its own, but its patch helper sends the whole
@@ -66,7 +66,7 @@ type Options struct {
 	// (or the older operator's) exact shape that these managers hold is
 	// therefore taken over and, when stale, removed like the older
 	// operator's (Older.WrittenBack). The cache keeps their managedFields
-	// of spec (TrimManagedFields).
+	// of spec (TrimCached).
 	CAPZFieldManagers []string
 	// Heal is when an endpoint the operator asked for is deleted in Azure,
 	// so that CAPZ recreates it against the private link service as it is
@@ -92,7 +92,7 @@ var DefaultAdoptFieldManagers = []string{"manager"}
 var DefaultCAPZFieldManagers = []string{"cluster-api-provider-azure-manager"}
 
 // KeptFieldManagers are the managers whose managedFields of spec the cache
-// keeps (TrimManagedFields): the older operator's and CAPZ's.
+// keeps (TrimCached): the older operator's and CAPZ's.
 func (o Options) KeptFieldManagers() []string {
 	return slices.Concat(o.AdoptFieldManagers, o.CAPZFieldManagers)
 }

@@ -128,6 +128,8 @@ func (r *MCReconciler) removeStale(ctx context.Context, mcU *unstructured.Unstru
 
 // removeStale removes stale entries (StaleEntries) of an AzureCluster with
 // one JSON patch, each guarded by its name; it reports whether it wrote.
+// u is only read (it may be the cache's object): the patch is sent for an
+// object of its name, which takes the API server's answer.
 func removeStale(ctx context.Context, c client.Client, u *unstructured.Unstructured, stale []StaleEntry) (bool, error) {
 	if len(stale) == 0 {
 		return false, nil
@@ -143,7 +145,10 @@ func removeStale(ctx context.Context, c client.Client, u *unstructured.Unstructu
 	if err != nil {
 		return false, err
 	}
-	if err := c.Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
+	target := capz.Object(capz.AzureClusterGVK)
+	target.SetNamespace(u.GetNamespace())
+	target.SetName(u.GetName())
+	if err := c.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(capz.FieldManager)); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	return true, nil

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -349,5 +351,37 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		return cond(), nil
 	}); err != nil {
 		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// TestRemoveStaleLeavesItsObjectAlone: the MC's pass hands removeStale the
+// cache's own object (gather reads it without a copy); the patch removes
+// the entry in the API server and writes nothing into that object.
+func TestRemoveStaleLeavesItsObjectAlone(t *testing.T) {
+	u := capz.Object(capz.AzureClusterGVK)
+	u.SetNamespace("org-mc")
+	u.SetName("mc")
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+		"name": "nodes",
+		"privateEndpoints": []any{
+			map[string]any{"name": "keep-privateendpoint"},
+			map[string]any{"name": "old-privateendpoint"},
+		},
+	}}, "spec", "networkSpec", "subnets")
+	c := fake.NewClientBuilder().WithObjects(u.DeepCopy()).Build()
+	cached := u.DeepCopy()
+	wrote, err := removeStale(context.Background(), c, cached, []StaleEntry{{Subnet: 0, Entry: 1, Name: "old-privateendpoint"}})
+	if err != nil || !wrote {
+		t.Fatalf("removeStale: wrote %v, err %v", wrote, err)
+	}
+	got := capz.Object(capz.AzureClusterGVK)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(u), got); err != nil {
+		t.Fatal(err)
+	}
+	if entries := entriesOf(got); len(entries) != 1 || entries[capz.EndpointKey{Subnet: "nodes", Name: "keep-privateendpoint"}] == nil {
+		t.Errorf("entries in the API server after the patch: %v; want only keep-privateendpoint", entries)
+	}
+	if !equality.Semantic.DeepEqual(u.Object, cached.Object) {
+		t.Errorf("removeStale wrote into the object it was given: %v", cached.Object)
 	}
 }

@@ -216,7 +216,7 @@ func start(t *testing.T, env *testenv.Env, opts cpgate.Options) (stop func()) {
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: new(true)},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache:      cache.Options{DefaultTransform: clusterlink.TrimManagedFields(slices.Concat(clusterlink.DefaultAdoptFieldManagers, clusterlink.DefaultCAPZFieldManagers)...)},
+		Cache:      cache.Options{DefaultTransform: clusterlink.TrimCached(slices.Concat(clusterlink.DefaultAdoptFieldManagers, clusterlink.DefaultCAPZFieldManagers)...)},
 	})
 	if err != nil {
 		t.Fatal(err)
