@@ -27,6 +27,27 @@ type Room struct {
 // pendingFor bounds how long an admission waits for the cache to show it.
 const pendingFor = 2 * time.Minute
 
+// Holders are the holders of places in each scope as the cache shows
+// them, self left out.
+type Holders interface {
+	// Count is how many hold a place in scope.
+	Count(scope string) int
+	// Holds says whether key holds a place in scope. Admit asks it only
+	// of this process's admissions that wait for the cache (a few), so a
+	// limit of thousands of holders can count them without a set of
+	// their keys (Sets).
+	Holds(scope, key string) bool
+}
+
+// Sets are Holders as the set of the holders' keys in each scope.
+type Sets map[string]map[string]bool
+
+// Count is the size of scope's set.
+func (s Sets) Count(scope string) int { return len(s[scope]) }
+
+// Holds says whether key is in scope's set.
+func (s Sets) Holds(scope, key string) bool { return s[scope][key] }
+
 // Admit decides self's admission to scopes. holders reads, from the cache,
 // the clusters holding a place in each scope, self left out; decide gets
 // the count of each scope, holders plus this process's admissions the
@@ -34,7 +55,7 @@ const pendingFor = 2 * time.Minute
 // reports whether self is admitted. An admission is noted in every scope
 // until the cache shows it.
 func (a *Room) Admit(self string, scopes []string, now time.Time,
-	holders func() (map[string]map[string]bool, error), decide func(use map[string]int) bool) error {
+	holders func() (Holders, error), decide func(use map[string]int) bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	held, err := holders()
@@ -46,9 +67,9 @@ func (a *Room) Admit(self string, scopes []string, now time.Time,
 	}
 	use := make(map[string]int, len(scopes))
 	for _, scope := range scopes {
-		use[scope] = len(held[scope])
+		use[scope] = held.Count(scope)
 		for k, at := range a.pending[scope] {
-			if held[scope][k] || now.Sub(at) > pendingFor {
+			if held.Holds(scope, k) || now.Sub(at) > pendingFor {
 				delete(a.pending[scope], k) // the cache shows it, or it never came
 			} else if k != self {
 				use[scope]++

@@ -14,7 +14,7 @@ func TestRoom(t *testing.T) {
 	now := time.Now()
 	cache := map[string]map[string]bool{"s": {"a": true}}
 	var cacheErr error
-	holders := func() (map[string]map[string]bool, error) { return cache, cacheErr }
+	holders := func() (Holders, error) { return Sets(cache), cacheErr }
 	admit := func(self string, at time.Time, limit int) (int, bool) {
 		t.Helper()
 		var n int

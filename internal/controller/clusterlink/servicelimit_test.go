@@ -99,29 +99,9 @@ func checkServiceLimited(t *testing.T, got []Endpoint, problems []Problem, want 
 // that two workers never both take the last connection; once the cache
 // shows the entry it is counted once.
 func TestServiceRoomAdmits(t *testing.T) {
-	scheme := k8sruntime.NewScheme()
-	object := func(ac *capz.AzureCluster) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(capz.AzureClusterGVK)
-		u.SetNamespace(ac.Namespace)
-		u.SetName(ac.Name)
-		var eps []any
-		for _, s := range ac.Subnets {
-			for _, pe := range s.PrivateEndpoints {
-				eps = append(eps, map[string]any{"name": pe.Name, "privateLinkServiceConnections": []any{
-					map[string]any{"name": pe.Connections[0].Name, "privateLinkServiceID": pe.Connections[0].PrivateLinkServiceID}}})
-			}
-		}
-		subnet := map[string]any{"name": "nodes", "role": "node"}
-		if len(eps) > 0 {
-			subnet["privateEndpoints"] = eps
-		}
-		_ = unstructured.SetNestedSlice(u.Object, []any{subnet}, "spec", "networkSpec", "subnets")
-		return u
-	}
 	ingress := "mc-ingress-privatelink"
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(object(wc("wc0", holding(ingress)))).
+	c := fake.NewClientBuilder().WithScheme(k8sruntime.NewScheme()).
+		WithObjects(limitObject(wc("wc0", holding(ingress)))).
 		WithIndex(newAzureCluster(), targetIndex, endpointTargets).Build()
 	now := time.Now()
 	var room serviceRoom
@@ -145,7 +125,7 @@ func TestServiceRoomAdmits(t *testing.T) {
 		t.Fatal("wc1 refused on its next pass: its own admission must not count against it")
 	}
 	// The cache shows wc1's entry: counted once, not twice.
-	if err := c.Create(context.Background(), object(wc("wc1", holding(ingress)))); err != nil {
+	if err := c.Create(context.Background(), limitObject(wc("wc1", holding(ingress)))); err != nil {
 		t.Fatal(err)
 	}
 	if admit("wc2") {
@@ -155,12 +135,55 @@ func TestServiceRoomAdmits(t *testing.T) {
 		t.Errorf("%d admissions pending after the cache showed them", n)
 	}
 	// wc0 goes: room for wc2.
-	if err := c.Delete(context.Background(), object(wc("wc0")), client.PropagationPolicy("Background")); err != nil {
+	if err := c.Delete(context.Background(), limitObject(wc("wc0")), client.PropagationPolicy("Background")); err != nil {
 		t.Fatal(err)
 	}
 	if !admit("wc2") {
 		t.Fatal("wc2 refused with one connection of two")
 	}
+}
+
+// TestServiceCountLeavesSelfOut: a cluster whose pass read it before its
+// entry (a stale view: the entry is new to it) while the cache already
+// shows the entry is not counted against itself.
+func TestServiceCountLeavesSelfOut(t *testing.T) {
+	ingress := "mc-ingress-privatelink"
+	c := fake.NewClientBuilder().WithScheme(k8sruntime.NewScheme()).
+		WithObjects(limitObject(wc("wc0", holding(ingress))), limitObject(wc("wc1", holding(ingress)))).
+		WithIndex(newAzureCluster(), targetIndex, endpointTargets).Build()
+	w := wc("wc1")
+	toMC, _ := WCToMC(mc(), w, Config{})
+	var room serviceRoom
+	got, problems, err := room.admit(context.Background(), c, w, toMC, 2, time.Now())
+	if err != nil || len(got) != 1 || len(problems) != 0 {
+		t.Fatalf("wc1 with the limit 2, wc0's entry and its own: got %v, problems %v, err %v; want it admitted", got, problems, err)
+	}
+	held, err := countUse(context.Background(), c, "org-a/wc9", []string{serviceIDOf(ingress)})
+	if err != nil || held.Count(serviceIDOf(ingress)) != 2 || !held.Holds(serviceIDOf(ingress), "org-a/wc0") || held.Holds(serviceIDOf(ingress), "org-a/wc9") {
+		t.Errorf("another cluster's count: %v (err %v); want 2, wc0 holding, wc9 not", held.use, err)
+	}
+}
+
+// limitObject is ac's AzureCluster with its endpoint entries, for the
+// service limit's index.
+func limitObject(ac *capz.AzureCluster) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	u.SetNamespace(ac.Namespace)
+	u.SetName(ac.Name)
+	var eps []any
+	for _, s := range ac.Subnets {
+		for _, pe := range s.PrivateEndpoints {
+			eps = append(eps, map[string]any{"name": pe.Name, "privateLinkServiceConnections": []any{
+				map[string]any{"name": pe.Connections[0].Name, "privateLinkServiceID": pe.Connections[0].PrivateLinkServiceID}}})
+		}
+	}
+	subnet := map[string]any{"name": "nodes", "role": "node"}
+	if len(eps) > 0 {
+		subnet["privateEndpoints"] = eps
+	}
+	_ = unstructured.SetNestedSlice(u.Object, []any{subnet}, "spec", "networkSpec", "subnets")
+	return u
 }
 
 func TestMCServiceUseAndNear(t *testing.T) {

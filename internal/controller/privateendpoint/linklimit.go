@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/admission"
 	dns "github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privatedns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/limitmetrics"
 )
@@ -158,7 +159,7 @@ func (r *Reconciler) admitLink(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 	id, zs, ns := linkID(zone, vnet), zone.Key(), networkScope(vnet)
 	c := linkCount{zoneLimit: r.Opts.linkLimit(), networkLimit: r.Opts.networkLimit()}
 	admitted := false
-	err := r.linkRoom.Admit(id, []string{zs, ns}, r.clock().Now(), func() (map[string]map[string]bool, error) {
+	err := r.linkRoom.Admit(id, []string{zs, ns}, r.clock().Now(), func() (admission.Holders, error) {
 		links, err := r.zoneLinks(ctx, zone)
 		if err != nil {
 			return nil, err
@@ -167,7 +168,7 @@ func (r *Reconciler) admitLink(ctx context.Context, obj *v1alpha1.AzurePrivateEn
 		c.known = links[id] || zones[id]
 		delete(links, id)
 		delete(zones, id)
-		return map[string]map[string]bool{zs: links, ns: zones}, err
+		return admission.Sets{zs: links, ns: zones}, err
 	}, func(use map[string]int) bool {
 		c.zone, c.network = use[zs], use[ns]
 		admitted = c.known || c.fits()

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/admission"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/limitmetrics"
@@ -118,8 +119,9 @@ func (r *DNSReconciler) checkZoneLimit(ctx context.Context, u *unstructured.Unst
 			continue
 		}
 		n, ok := 0, false
-		err := r.zoneRoom.Admit(wc, []string{mcZoneScope}, r.Clock.Now(), func() (map[string]map[string]bool, error) {
-			return r.mcZoneHolders(ctx, wc)
+		err := r.zoneRoom.Admit(wc, []string{mcZoneScope}, r.Clock.Now(), func() (admission.Holders, error) {
+			held, err := r.mcZoneHolders(ctx, wc)
+			return admission.Sets(held), err
 		}, func(use map[string]int) bool {
 			n, ok = use[mcZoneScope]+1, use[mcZoneScope] < limit
 			return ok
