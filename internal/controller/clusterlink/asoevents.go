@@ -176,29 +176,34 @@ func readyOf(o client.Object) string {
 // asoObservation is what ASO's status says of an endpoint, as the observer
 // records Azure's answer: ASO fills it from Azure when the endpoint is
 // provisioned.
+//
+// It reads the cache's object in place: of the status only strings are
+// kept (and the tags, copied), so nothing of it needs a copy.
 func asoObservation(u *unstructured.Unstructured) privateendpoints.Observation {
-	st, _, _ := unstructured.NestedMap(u.Object, "status")
+	st, _ := u.Object["status"].(map[string]any)
 	str := func(m map[string]any, path ...string) string {
 		v, _, _ := unstructured.NestedString(m, path...)
 		return v
 	}
+	list := func(key string) []any {
+		l, _ := st[key].([]any)
+		return l
+	}
 	ob := privateendpoints.Observation{Name: str(st, "name"), ID: str(st, "id"), ProvisioningState: str(st, "provisioningState")}
 	ob.Tags, _, _ = unstructured.NestedStringMap(st, "tags")
-	nics, _, _ := unstructured.NestedSlice(st, "networkInterfaces")
-	for _, n := range nics {
+	for _, n := range list("networkInterfaces") {
 		if m, ok := n.(map[string]any); ok && str(m, "id") != "" {
 			ob.NICIDs = append(ob.NICIDs, str(m, "id"))
 		}
 	}
-	dns, _, _ := unstructured.NestedSlice(st, "customDnsConfigs")
-	for _, d := range dns {
+	for _, d := range list("customDnsConfigs") {
 		m, _ := d.(map[string]any)
 		if ips, _, _ := unstructured.NestedStringSlice(m, "ipAddresses"); len(ips) > 0 && ob.IP == "" {
 			ob.IP = ips[0]
 		}
 	}
-	conns, _, _ := unstructured.NestedSlice(st, "privateLinkServiceConnections")
-	if manual, _, _ := unstructured.NestedSlice(st, "manualPrivateLinkServiceConnections"); len(manual) > 0 {
+	conns := list("privateLinkServiceConnections")
+	if manual := list("manualPrivateLinkServiceConnections"); len(manual) > 0 {
 		conns, ob.ManualApproval = manual, true
 	}
 	if len(conns) > 0 {

@@ -3,6 +3,8 @@ package clusterlink
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
@@ -61,6 +63,55 @@ func TestASOTrust(t *testing.T) {
 	} {
 		if _, got := ASOObservationOf(capzs, tc.ob, w); got != tc.want {
 			t.Errorf("ASOObservationOf: %s: got %v", tc.reason, got)
+		}
+	}
+}
+
+// TestASOObservation: what ASO's status says of an endpoint, read from the
+// cache's object in place (nothing of it changes), in each shape ASO
+// writes; a status of another shape says nothing.
+func TestASOObservation(t *testing.T) {
+	status := func() map[string]any {
+		return map[string]any{
+			"id": "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/privateEndpoints/pe", "name": "pe",
+			"provisioningState": "Succeeded", "tags": map[string]any{"Name": "pe"},
+			"networkInterfaces": []any{map[string]any{"id": "/nic-1"}, "not an object", map[string]any{}},
+			"customDnsConfigs":  []any{map[string]any{"ipAddresses": []any{"10.0.0.4"}}},
+			"privateLinkServiceConnections": []any{map[string]any{
+				"privateLinkServiceId":              "/pls",
+				"privateLinkServiceConnectionState": map[string]any{"status": "Approved", "description": "Auto Approved"},
+			}},
+		}
+	}
+	want := privateendpoints.Observation{
+		Name: "pe", ID: "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/privateEndpoints/pe", ProvisioningState: "Succeeded",
+		Tags: map[string]string{"Name": "pe"}, NICIDs: []string{"/nic-1"}, IP: "10.0.0.4",
+		PrivateLinkServiceID: "/pls", ConnectionState: "Approved", ConnectionDescription: "Auto Approved",
+	}
+	u := capz.Object(capz.ASOPrivateEndpointGVK)
+	u.Object["status"] = status()
+	before := u.DeepCopy()
+	if diff := cmp.Diff(want, asoObservation(u)); diff != "" {
+		t.Errorf("observation (-want +got):\n%s", diff)
+	}
+	if !cmp.Equal(before.Object, u.Object) {
+		t.Error("reading the observation changed the object")
+	}
+
+	manual := status()
+	manual["manualPrivateLinkServiceConnections"] = []any{map[string]any{
+		"privateLinkServiceId":              "/pls-2",
+		"privateLinkServiceConnectionState": map[string]any{"status": "Pending"},
+	}}
+	u.Object["status"] = manual
+	if got := asoObservation(u); !got.ManualApproval || got.PrivateLinkServiceID != "/pls-2" || got.ConnectionState != "Pending" {
+		t.Errorf("manual connection: %+v", got)
+	}
+
+	for _, st := range []any{nil, "a string", map[string]any{"networkInterfaces": "x", "privateLinkServiceConnections": 7}} {
+		u.Object["status"] = st
+		if got := asoObservation(u); !cmp.Equal(got, privateendpoints.Observation{}) {
+			t.Errorf("status %v: %+v, want nothing", st, got)
 		}
 	}
 }
