@@ -139,7 +139,9 @@ func newTargets(toMC []Endpoint, wc *capz.AzureCluster) []string {
 // countUse counts, from the cache's index, the clusters other than self
 // that hold an entry to each of ids.
 func countUse(ctx context.Context, c client.Reader, self string, ids []string) (serviceHolders, error) {
-	h := serviceHolders{ctx: ctx, c: c, use: ServiceUse{}}
+	h := serviceHolders{use: ServiceUse{}, targets: func(k string) (map[string]bool, error) {
+		return cachedTargets(ctx, c, k)
+	}}
 	for _, id := range ids {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
@@ -171,9 +173,9 @@ func countUse(ctx context.Context, c client.Reader, self string, ids []string) (
 // bench at 3283d7f), most of it reading the metadata of up to 1,000
 // objects a service.
 type serviceHolders struct {
-	ctx context.Context
-	c   client.Reader
 	use ServiceUse
+	// targets are the services the cache's object of a cluster targets.
+	targets func(k string) (map[string]bool, error)
 }
 
 // Count is how many clusters other than self hold an entry to service id.
@@ -186,11 +188,11 @@ func (h serviceHolders) Holds(id, k string) bool {
 	return err == nil && held[id]
 }
 
-// targets are the services the cache's object of cluster k targets (none
-// when it does not exist).
-func (h serviceHolders) targets(k string) (map[string]bool, error) {
+// cachedTargets are the services the cache's object of cluster k
+// ("<namespace>/<name>") targets (none when it does not exist).
+func cachedTargets(ctx context.Context, c client.Reader, k string) (map[string]bool, error) {
 	ns, name, _ := strings.Cut(k, "/")
-	u, err := getAzureCluster(h.ctx, h.c, types.NamespacedName{Namespace: ns, Name: name}, client.UnsafeDisableDeepCopy)
+	u, err := getAzureCluster(ctx, c, types.NamespacedName{Namespace: ns, Name: name}, client.UnsafeDisableDeepCopy)
 	if err != nil || u == nil {
 		return nil, err
 	}
