@@ -83,7 +83,7 @@ func endpointObject(pe PrivateEndpoint) map[string]any {
 func CurrentOwned(u *unstructured.Unstructured, ac *AzureCluster, manager string) Owned {
 	out := Owned{Endpoints: map[string][]PrivateEndpoint{}, Annotations: map[string]string{}}
 	var fields map[string]any
-	for _, mf := range u.GetManagedFields() {
+	for _, mf := range ManagedFields(u) {
 		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
 			_ = json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields)
 		}
@@ -129,7 +129,7 @@ type EndpointKey struct{ Subnet, Name string }
 // it needs to tell apart.
 func EndpointOwners(u *unstructured.Unstructured) map[EndpointKey][]string {
 	out := map[EndpointKey][]string{}
-	for _, mf := range u.GetManagedFields() {
+	for _, mf := range ManagedFields(u) {
 		if mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
 		}

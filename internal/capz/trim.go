@@ -23,6 +23,9 @@ var readFields = keep{
 	"apiVersion": nil,
 	"kind":       nil,
 	"metadata":   nil,
+	// The cache's own form of managedFields: trimming a cached object
+	// again keeps them.
+	CachedManagedFieldsKey: nil,
 	"spec": {
 		"subscriptionID":   nil,
 		"resourceGroup":    nil,

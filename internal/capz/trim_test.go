@@ -2,6 +2,8 @@ package capz_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -51,8 +53,13 @@ func sameReads(t *testing.T, a, b *unstructured.Unstructured) {
 	// the conditions it gates on), identityguard and providerconfig (the
 	// identity, the subscription), the conditions the operator writes in
 	// each form it finds (clusterlink conditions.go), and metadata.
+	if diff := cmp.Diff(managedFields(a), managedFields(b)); diff != "" {
+		t.Errorf("managedFields differ (-whole +cached):\n%s", diff)
+	}
 	for _, p := range [][]string{
-		{"metadata"}, {"spec", "networkSpec", "apiServerLB", "type"}, {"spec", "identityRef"}, {"spec", "subscriptionID"},
+		{"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"}, {"metadata", "generation"}, {"metadata", "resourceVersion"},
+		{"metadata", "annotations"}, {"metadata", "labels"}, {"metadata", "finalizers"}, {"metadata", "ownerReferences"},
+		{"metadata", "deletionTimestamp"}, {"spec", "networkSpec", "apiServerLB", "type"}, {"spec", "identityRef"}, {"spec", "subscriptionID"},
 		{"status", "conditions"}, {"status", "v1beta2", "conditions"}, {"status", "deprecated", "v1beta1", "conditions"},
 	} {
 		va, fa, _ := unstructured.NestedFieldNoCopy(a.Object, p...)
@@ -66,6 +73,29 @@ func sameReads(t *testing.T, a, b *unstructured.Unstructured) {
 	if fa != fb {
 		t.Errorf("status.v1beta2 (which condition forms the operator writes) found %v whole, %v trimmed", fa, fb)
 	}
+}
+
+// managedFields are what the operator reads of u's managedFields
+// (capz.ManagedFields): manager, operation, subresource, fields.
+func managedFields(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, e := range capz.ManagedFields(u) {
+		fields := ""
+		if e.FieldsV1 != nil {
+			fields = e.FieldsV1.GetRawString()
+		}
+		out = append(out, strings.Join([]string{e.Manager, string(e.Operation), e.Subresource, fields}, " "))
+	}
+	return out
+}
+
+// cached is u as the operator's cache keeps an AzureCluster: trimmed, its
+// managedFields as text (what clusterlink.TrimCached does, all managers
+// kept).
+func cached(u *unstructured.Unstructured) *unstructured.Unstructured {
+	c := capz.TrimAzureCluster(u.DeepCopy())
+	capz.CacheManagedFields(c, capz.ManagedFields(c))
+	return c
 }
 
 // TestTrimAzureCluster: the cache's copy of an AzureCluster keeps what
@@ -112,6 +142,30 @@ func TestTrimAzureCluster(t *testing.T) {
 	}
 }
 
+// TestCachedManagedFields: the cache keeps managedFields as text, in
+// place of metadata.managedFields, and they read the same.
+func TestCachedManagedFields(t *testing.T) {
+	whole := readFixture(t)
+	sameReads(t, whole, cached(whole))
+	if len(managedFields(cached(whole))) != 5 {
+		t.Errorf("cached managedFields: %q, want the fixture's 5 entries", managedFields(cached(whole)))
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(cached(whole).Object, "metadata", "managedFields"); found {
+		t.Error("the cached object still has metadata.managedFields beside the text form")
+	}
+	if err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		_ = cached(whole).DeepCopy() // the cache copies what it hands out
+		return nil
+	}(); err != nil {
+		t.Errorf("the cached form cannot be copied as an unstructured object: %v", err)
+	}
+}
+
 // TestTrimAzureClusterKeepsMalformedFields: a field of the wrong type stays
 // as it is, so the view reports it on the cache's copy too.
 func TestTrimAzureClusterKeepsMalformedFields(t *testing.T) {
@@ -131,6 +185,39 @@ func TestTrimAzureClusterKeepsMalformedFields(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameReads(t, u, capz.TrimAzureCluster(u.DeepCopy()))
+			sameReads(t, u, cached(u))
 		})
+	}
+}
+
+// TestManagedFieldsReadThroughCapz: the operator's cache keeps an
+// AzureCluster's managedFields as text (CacheManagedFields), where
+// GetManagedFields finds none; a reader that asked it would take every
+// entry for no one's. Only the transform, which works on the API server's
+// objects, and the sandbox, which moves them, may ask it.
+func TestManagedFieldsReadThroughCapz(t *testing.T) {
+	allowed := map[string]bool{
+		"internal/capz/managedfields.go":                   true, // ManagedFields' fallback
+		"internal/controller/clusterlink/managedfields.go": true, // the cache transform, before CacheManagedFields
+		"internal/sandbox/move.go":                         true, // objects read from the API server
+	}
+	repo := os.DirFS("../..")
+	for _, dir := range []string{"internal", "cmd"} {
+		err := fs.WalkDir(repo, dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			raw, err := fs.ReadFile(repo, path)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(raw), ".GetManagedFields()") && !allowed[path] {
+				t.Errorf("%s reads managedFields with GetManagedFields: read them with capz.ManagedFields", path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -503,6 +503,29 @@ func TestTrimCached(t *testing.T) {
 	if out, err := TrimCached()("not an object"); err != nil || out != "not an object" {
 		t.Errorf("a non-object changed: %v, %v", out, err)
 	}
+
+	// An AzureCluster keeps the same entries, as text (capz.ManagedFields
+	// reads them), and what the operator owns of it reads the same.
+	ac := u.DeepCopy()
+	ac.SetGroupVersionKind(capz.AzureClusterGVK)
+	out, err = TrimCached("manager", "cluster-api-provider-azure-manager")(ac.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cachedAC := out.(*unstructured.Unstructured)
+	var keptAC []string
+	for _, f := range capz.ManagedFields(cachedAC) {
+		keptAC = append(keptAC, f.Manager+"/"+f.Subresource)
+	}
+	if diff := cmp.Diff(kept, keptAC); diff != "" {
+		t.Errorf("kept managers of an AzureCluster (-other kinds +AzureCluster):\n%s", diff)
+	}
+	if len(cachedAC.GetManagedFields()) != 0 {
+		t.Error("an AzureCluster in the cache still has metadata.managedFields")
+	}
+	if diff := cmp.Diff(ownersBefore, capz.EndpointOwners(cachedAC)); diff != "" {
+		t.Errorf("endpoint owners changed by the cache's form (-before +after):\n%s", diff)
+	}
 }
 
 func TestWithoutNamesInAzure(t *testing.T) {

@@ -11,9 +11,11 @@ import (
 )
 
 // TrimCached returns the operator's cache transform. Of an AzureCluster
-// it keeps only the fields the operator reads (capz.TrimAzureCluster), of
-// an ASO object only what ReadASO and the event source read (trimASO). Of
-// every object it keeps only the managedFields entries of spec of the
+// it keeps only the fields the operator reads (capz.TrimAzureCluster) and
+// its managedFields as text (capz.CacheManagedFields: read them with
+// capz.ManagedFields), of an ASO object only what ReadASO and the event
+// source read (trimASO). Of every object it keeps only the managedFields
+// entries of spec of the
 // operator's field manager and of keep (the older operator's managers and
 // CAPZ's: Older), the only ones it reads (capz.CurrentOwned, TakenNames,
 // StaleEntries: an entry no kept manager holds is someone else's), and of
@@ -27,7 +29,9 @@ func TrimCached(keep ...string) func(any) (any, error) {
 			case gvk.Group == capz.ASOPrivateEndpointGVK.Group:
 				return trimASO(u), nil
 			case gvk.GroupKind() == capz.AzureClusterGVK.GroupKind():
-				capz.TrimAzureCluster(u)
+				kept, _ := keptFields(capz.ManagedFields(u), keep)
+				capz.CacheManagedFields(capz.TrimAzureCluster(u), kept)
+				return u, nil
 			}
 		}
 		o, ok := obj.(metav1.Object)

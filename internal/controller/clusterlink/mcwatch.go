@@ -133,13 +133,14 @@ func entryChanges(old, cur *unstructured.Unstructured) (changedEntries, bool) {
 }
 
 // withoutEntries is the object without what entryChanges looks at itself:
-// the subnets' privateEndpoints, managedFields, resourceVersion and
+// the subnets' privateEndpoints, managedFields (either form), resourceVersion and
 // generation (a spec write bumps it); and without the MC's own condition,
 // GSWorkloadClusterEndpointsReady, in either form: the MC pass writes it
 // from the WCs, and no WC plans from it.
 func withoutEntries(u *unstructured.Unstructured) map[string]any {
 	c := u.DeepCopy()
 	c.SetManagedFields(nil)
+	delete(c.Object, capz.CachedManagedFieldsKey)
 	c.SetResourceVersion("")
 	c.SetGeneration(0)
 	for _, l := range []conditionList{v1beta1List, v1beta2List} {

@@ -390,7 +390,7 @@ func initialized(kcp *unstructured.Unstructured) bool {
 // else. With exclusive false it is enough that one of them holds it.
 func holdsOnlyBy(u *unstructured.Unstructured, field string, managers []string, exclusive bool) bool {
 	holders, ours := 0, 0
-	for _, mf := range u.GetManagedFields() {
+	for _, mf := range capz.ManagedFields(u) {
 		if mf.FieldsV1 == nil || !strings.Contains(string(mf.FieldsV1.GetRawBytes()), field) {
 			continue
 		}
