@@ -526,6 +526,20 @@ func TestTrimCached(t *testing.T) {
 	if diff := cmp.Diff(ownersBefore, capz.EndpointOwners(cachedAC)); diff != "" {
 		t.Errorf("endpoint owners changed by the cache's form (-before +after):\n%s", diff)
 	}
+
+	// An object that comes with the cache's key (a schema that keeps
+	// unknown fields) does not name its own managers: the key is written
+	// over from metadata.managedFields.
+	spoofed := ac.DeepCopy()
+	spoofed.Object[capz.CachedManagedFieldsKey] = []any{[]any{capz.FieldManager, "Apply", "",
+		`{"f:spec":{"f:networkSpec":{"f:subnets":{"k:{\"name\":\"node\"}":{"f:privateEndpoints":{"k:{\"name\":\"someone-elses\"}":{}}}}}}}`}}
+	out, err = TrimCached("manager", "cluster-api-provider-azure-manager")(spoofed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ownersBefore, capz.EndpointOwners(out.(*unstructured.Unstructured))); diff != "" {
+		t.Errorf("an object's own cache key named its managers (-from metadata +cached):\n%s", diff)
+	}
 }
 
 func TestWithoutNamesInAzure(t *testing.T) {

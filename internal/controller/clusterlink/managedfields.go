@@ -15,13 +15,19 @@ import (
 // its managedFields as text (capz.CacheManagedFields: read them with
 // capz.ManagedFields), of an ASO object only what ReadASO and the event
 // source read (trimASO). Of every object it keeps only the managedFields
-// entries of spec of the
-// operator's field manager and of keep (the older operator's managers and
-// CAPZ's: Older), the only ones it reads (capz.CurrentOwned, TakenNames,
-// StaleEntries: an entry no kept manager holds is someone else's), and of
-// keep's only the fields it reads (trimFieldsV1). Other managers' entries
-// (users', CAPZ's of status) are often the larger part of an AzureCluster;
-// at 1,000 workload clusters they cost tens of MiB of cache for nothing.
+// entries of spec of the operator's field manager and of keep (the older
+// operator's managers and CAPZ's: Older), the only ones it reads
+// (capz.CurrentOwned, TakenNames, StaleEntries: an entry no kept manager
+// holds is someone else's), and of keep's only the fields it reads
+// (trimFieldsV1). Other managers' entries (users', CAPZ's of status) are
+// often the larger part of an AzureCluster; at 1,000 workload clusters
+// they cost tens of MiB of cache for nothing.
+//
+// The managedFields are read from the API server's metadata.managedFields
+// only, never from capz.CachedManagedFieldsKey in what the API server
+// sends: the API server prunes that unknown field from AzureClusters, and
+// should a schema keep it, a tenant's object must not name its own
+// managers; CacheManagedFields writes the key over.
 func TrimCached(keep ...string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -29,7 +35,7 @@ func TrimCached(keep ...string) func(any) (any, error) {
 			case gvk.Group == capz.ASOPrivateEndpointGVK.Group:
 				return trimASO(u), nil
 			case gvk.GroupKind() == capz.AzureClusterGVK.GroupKind():
-				kept, _ := keptFields(capz.ManagedFields(u), keep)
+				kept, _ := keptFields(u.GetManagedFields(), keep)
 				capz.CacheManagedFields(capz.TrimAzureCluster(u), kept)
 				return u, nil
 			}
