@@ -23,11 +23,13 @@ import (
 // often the larger part of an AzureCluster; at 1,000 workload clusters
 // they cost tens of MiB of cache for nothing.
 //
-// The managedFields are read from the API server's metadata.managedFields
-// only, never from capz.CachedManagedFieldsKey in what the API server
-// sends: the API server prunes that unknown field from AzureClusters, and
-// should a schema keep it, a tenant's object must not name its own
-// managers; CacheManagedFields writes the key over.
+// The managedFields are read from the API server's metadata.managedFields,
+// which every object it sends has: then capz.CachedManagedFieldsKey is
+// written over, so that an object arriving with it (the API server prunes
+// that unknown field from AzureClusters; should a schema keep it) cannot
+// name its own managers. An object with the key and no managedFields is
+// one the transform made, which client-go may pass to it again
+// (cache.TransformFunc must be idempotent): it is kept as it is.
 func TrimCached(keep ...string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -35,8 +37,12 @@ func TrimCached(keep ...string) func(any) (any, error) {
 			case gvk.Group == capz.ASOPrivateEndpointGVK.Group:
 				return trimASO(u), nil
 			case gvk.GroupKind() == capz.AzureClusterGVK.GroupKind():
+				capz.TrimAzureCluster(u)
+				if _, cached := u.Object[capz.CachedManagedFieldsKey]; cached && len(u.GetManagedFields()) == 0 {
+					return u, nil // transformed already (client-go may pass it again: the transform must be idempotent)
+				}
 				kept, _ := keptFields(u.GetManagedFields(), keep)
-				capz.CacheManagedFields(capz.TrimAzureCluster(u), kept)
+				capz.CacheManagedFields(u, kept)
 				return u, nil
 			}
 		}
