@@ -1,6 +1,7 @@
 package capz
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -150,31 +151,88 @@ func EndpointOwners(u *unstructured.Unstructured) map[EndpointKey][]string {
 	return out
 }
 
-// Equal reports whether two Owned hold the same fields, ignoring order.
+// Equal reports whether two Owned hold the same fields, ignoring the
+// order of finalizers and of each subnet's endpoints; an empty list or
+// map is the same as none. It compares in place: on the MC's Owned (an
+// entry per workload cluster) every MC pass calls it, and a comparison
+// through JSON cost 2.6 MiB of heap per pass at N = 1,000 (make bench-dns
+// heap profile).
 func (o Owned) Equal(other Owned) bool {
-	return o.key() == other.key()
-}
-
-func (o Owned) key() string {
-	norm := struct {
-		E map[string][]PrivateEndpoint
-		F []string
-		A map[string]string
-	}{map[string][]PrivateEndpoint{}, append([]string(nil), o.Finalizers...), o.Annotations}
-	for k, v := range o.Endpoints {
-		if len(v) == 0 {
+	if !sameSet(o.Finalizers, other.Finalizers) || len(o.Annotations) != len(other.Annotations) {
+		return false
+	}
+	for k, v := range o.Annotations {
+		if w, ok := other.Annotations[k]; !ok || w != v {
+			return false
+		}
+	}
+	subnets := 0
+	for subnet, eps := range o.Endpoints {
+		if len(eps) == 0 {
 			continue
 		}
-		s := append([]PrivateEndpoint(nil), v...)
-		sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
-		norm.E[k] = s
+		subnets++
+		if !sameEndpoints(eps, other.Endpoints[subnet]) {
+			return false
+		}
 	}
-	sort.Strings(norm.F)
-	if len(norm.A) == 0 {
-		norm.A = nil
+	for _, eps := range other.Endpoints {
+		if len(eps) > 0 {
+			subnets--
+		}
 	}
-	b, _ := json.Marshal(norm)
-	return string(b)
+	return subnets == 0
+}
+
+// sameSet reports whether a and b hold the same strings, each as often.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if slices.Equal(a, b) {
+		return true
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// sameEndpoints reports whether a and b hold the same endpoints in any
+// order.
+func sameEndpoints(a, b []PrivateEndpoint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if slices.EqualFunc(a, b, samePrivateEndpoint) {
+		return true
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, comparePrivateEndpoints)
+	slices.SortFunc(b, comparePrivateEndpoints)
+	return slices.EqualFunc(a, b, samePrivateEndpoint)
+}
+
+func samePrivateEndpoint(a, b PrivateEndpoint) bool {
+	return comparePrivateEndpoints(a, b) == 0
+}
+
+// comparePrivateEndpoints orders endpoints by name, then by every other
+// field, so that two lists holding the same endpoints sort alike.
+func comparePrivateEndpoints(a, b PrivateEndpoint) int {
+	if c := cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Location, b.Location)); c != 0 {
+		return c
+	}
+	if a.ManualApproval != b.ManualApproval {
+		if a.ManualApproval {
+			return 1
+		}
+		return -1
+	}
+	return slices.CompareFunc(a.Connections, b.Connections, func(x, y PrivateLinkServiceConnection) int {
+		return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.PrivateLinkServiceID, y.PrivateLinkServiceID),
+			strings.Compare(x.RequestMessage, y.RequestMessage))
+	})
 }
 
 func findEndpoint(ac *AzureCluster, subnet, name string) (PrivateEndpoint, bool) {

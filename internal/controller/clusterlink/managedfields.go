@@ -38,7 +38,8 @@ func TrimCached(keep ...string) func(any) (any, error) {
 				return trimASO(u), nil
 			case gvk.GroupKind() == capz.AzureClusterGVK.GroupKind():
 				capz.TrimAzureCluster(u)
-				if _, cached := u.Object[capz.CachedManagedFieldsKey]; cached && len(u.GetManagedFields()) == 0 {
+				_, cached := u.Object[capz.CachedManagedFieldsKey]
+				if _, sent, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields"); cached && !sent {
 					return u, nil // transformed already (client-go may pass it again: the transform must be idempotent)
 				}
 				kept, _ := keptFields(u.GetManagedFields(), keep)
