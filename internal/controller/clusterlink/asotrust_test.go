@@ -1,9 +1,12 @@
 package clusterlink
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
@@ -113,5 +116,77 @@ func TestASOObservation(t *testing.T) {
 		if got := asoObservation(u); !cmp.Equal(got, privateendpoints.Observation{}) {
 			t.Errorf("status %v: %+v, want nothing", st, got)
 		}
+	}
+}
+
+// TestTrimASOKeepsObservation: the cache's ASO object (trimASO) reads as
+// the whole one does (asoObservation, capz.ReadASO), and keeps nothing of
+// the status beyond that. The whole status is shaped as ASO v2.20 writes a
+// PrivateEndpoint's (PrivateEndpoint_STATUS: every property of the
+// endpoint in Azure, with the connections' and configurations' own).
+func TestTrimASOKeepsObservation(t *testing.T) {
+	conn := func(pls, state string) map[string]any {
+		return map[string]any{
+			"id": "/pe/conn", "name": "conn", "etag": "W/\"1\"", "type": "Microsoft.Network/privateEndpoints/privateLinkServiceConnections",
+			"groupIds": []any{}, "privateLinkServiceId": pls, "provisioningState": "Succeeded", "requestMessage": "hello",
+			"privateLinkServiceConnectionState": map[string]any{"status": state, "description": "Auto Approved", "actionsRequired": "None"},
+		}
+	}
+	whole := func() map[string]any {
+		return map[string]any{
+			"id": "/subscriptions/s/resourceGroups/mc/providers/Microsoft.Network/privateEndpoints/pe", "name": "pe",
+			"type": "Microsoft.Network/privateEndpoints", "etag": "W/\"2\"", "location": "westeurope",
+			"provisioningState": "Succeeded", "tags": map[string]any{"Name": "pe"},
+			"subnet":            map[string]any{"id": "/subnets/nodes"},
+			"ipConfigurations":  []any{},
+			"networkInterfaces": []any{map[string]any{"id": "/nic-1"}, "not an object", map[string]any{}, map[string]any{"id": "/nic-2"}},
+			"customDnsConfigs": []any{
+				map[string]any{"fqdn": "none.example"},
+				map[string]any{"fqdn": "pe.example", "ipAddresses": []any{"10.0.0.4", "10.0.0.5"}},
+			},
+			"privateLinkServiceConnections": []any{conn("/pls", "Approved"), conn("/pls-other", "Pending")},
+			"conditions": []any{
+				map[string]any{"type": "Other", "status": "True"},
+				map[string]any{"type": "Ready", "status": "True", "reason": "Succeeded", "severity": "", "message": "", "observedGeneration": int64(2)},
+			},
+		}
+	}
+	manual := whole()
+	manual["manualPrivateLinkServiceConnections"] = []any{"not an object"}
+	noState := whole()
+	noState["privateLinkServiceConnections"] = []any{map[string]any{"privateLinkServiceId": "/pls"}}
+	for name, st := range map[string]any{
+		"as ASO writes it":           whole(),
+		"a manual connection":        manual,
+		"a connection without state": noState,
+		"no status":                  nil,
+		"a malformed status":         map[string]any{"networkInterfaces": "x", "privateLinkServiceConnections": int64(7), "conditions": "y", "tags": int64(3)},
+		"a status that is a string":  "a string",
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := capz.Object(capz.ASOPrivateEndpointGVK)
+			u.SetNamespace("org-a")
+			u.SetName("pe")
+			_ = unstructured.SetNestedField(u.Object, "pe", "spec", "azureName")
+			if st != nil {
+				u.Object["status"] = st
+			}
+			trimmed := trimASO(u.DeepCopy())
+			if diff := cmp.Diff(asoObservation(u), asoObservation(trimmed)); diff != "" {
+				t.Errorf("observation of the cached object (-whole +cached):\n%s", diff)
+			}
+			if diff := cmp.Diff(capz.ReadASO(u), capz.ReadASO(trimmed)); diff != "" {
+				t.Errorf("ReadASO of the cached object (-whole +cached):\n%s", diff)
+			}
+			raw, err := json.Marshal(trimmed.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, gone := range []string{"etag", "ipConfigurations", "subnet", "fqdn", "requestMessage", "actionsRequired", "10.0.0.5", "/pls-other", "/nic-1\"},\"not", "Other", "observedGeneration"} {
+				if strings.Contains(string(raw), gone) {
+					t.Errorf("the cached object keeps %q: %s", gone, raw)
+				}
+			}
+		})
 	}
 }

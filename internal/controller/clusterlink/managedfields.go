@@ -131,8 +131,9 @@ func trimFieldsV1(raw []byte) ([]byte, bool) {
 
 // trimASO keeps of an ASO object only what the operator reads (ReadASO and
 // the event source): identity, labels, owners, the Azure name, the
-// endpoint's target and the Ready condition. ASO objects are many (one per
-// endpoint of every cluster) and carry large specs and statuses.
+// endpoint's target, the Ready condition and what asoObservation reads of
+// the status (observed). ASO objects are many (one per endpoint of every
+// cluster) and carry large specs and statuses.
 func trimASO(u *unstructured.Unstructured) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: map[string]any{}}
 	out.SetGroupVersionKind(u.GroupVersionKind())
@@ -160,27 +161,91 @@ func trimASO(u *unstructured.Unstructured) *unstructured.Unstructured {
 			_ = unstructured.SetNestedSlice(out.Object, kept, "spec", f)
 		}
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if st, ok := u.Object["status"].(map[string]any); ok {
+		kept := observed(st)
+		if ready := readyOnly(st); ready != nil {
+			kept["conditions"] = ready
+		}
+		if len(kept) > 0 {
+			out.Object["status"] = kept
+		}
+	}
+	return out
+}
+
+// readyOnly is the Ready condition of an ASO status, with only what ReadASO
+// reads of it, as a list (nil when there is none).
+func readyOnly(st map[string]any) []any {
+	conds, _ := st["conditions"].([]any)
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-			_ = unstructured.SetNestedSlice(out.Object, []any{map[string]any{
-				"type": "Ready", "status": m["status"], "reason": m["reason"],
-			}}, "status", "conditions")
+			return []any{map[string]any{"type": "Ready", "status": m["status"], "reason": m["reason"]}}
 		}
 	}
-	// What ASO read of the endpoint in Azure (asoObservation).
+	return nil
+}
+
+// observed is what asoObservation reads of an ASO endpoint's status (what
+// ASO read of the endpoint in Azure), and nothing else: the strings, the
+// network interfaces' IDs, the first address of the first DNS
+// configuration that has one, and of each connection list its first
+// connection's target and state. capzsim's ASO, like ASO, copies the
+// whole endpoint into status (ipConfigurations, subnet, every connection
+// field); kept whole it was a third of what the cache held of an ASO
+// object. TestTrimASOKeepsObservation checks that asoObservation reads
+// the same of both.
+func observed(st map[string]any) map[string]any {
+	out := map[string]any{}
 	for _, f := range []string{"id", "name", "provisioningState"} {
-		if v, ok, _ := unstructured.NestedString(u.Object, "status", f); ok {
-			_ = unstructured.SetNestedField(out.Object, v, "status", f)
+		if v, ok := st[f].(string); ok {
+			out[f] = v
 		}
 	}
-	if v, ok, _ := unstructured.NestedStringMap(u.Object, "status", "tags"); ok {
-		_ = unstructured.SetNestedStringMap(out.Object, v, "status", "tags")
+	if v, ok, _ := unstructured.NestedStringMap(st, "tags"); ok {
+		_ = unstructured.SetNestedStringMap(out, v, "tags")
 	}
-	for _, f := range []string{"networkInterfaces", "customDnsConfigs", "privateLinkServiceConnections", "manualPrivateLinkServiceConnections"} {
-		if v, ok, _ := unstructured.NestedSlice(u.Object, "status", f); ok {
-			_ = unstructured.SetNestedSlice(out.Object, v, "status", f)
+	list := func(key string) []any { l, _ := st[key].([]any); return l }
+	var nics []any
+	for _, n := range list("networkInterfaces") {
+		if m, ok := n.(map[string]any); ok {
+			if id, _ := m["id"].(string); id != "" {
+				nics = append(nics, map[string]any{"id": id})
+			}
 		}
+	}
+	if nics != nil {
+		out["networkInterfaces"] = nics
+	}
+	for _, d := range list("customDnsConfigs") {
+		m, _ := d.(map[string]any)
+		if ips, _, _ := unstructured.NestedStringSlice(m, "ipAddresses"); len(ips) > 0 {
+			out["customDnsConfigs"] = []any{map[string]any{"ipAddresses": []any{ips[0]}}}
+			break
+		}
+	}
+	for _, f := range []string{"privateLinkServiceConnections", "manualPrivateLinkServiceConnections"} {
+		conns := list(f)
+		if len(conns) == 0 {
+			continue
+		}
+		// Only the first is read; its presence alone says which list
+		// holds the endpoint's connection.
+		first := map[string]any{}
+		if m, ok := conns[0].(map[string]any); ok {
+			if id, ok := m["privateLinkServiceId"].(string); ok {
+				first["privateLinkServiceId"] = id
+			}
+			state := map[string]any{}
+			for _, k := range []string{"status", "description"} {
+				if v, ok, _ := unstructured.NestedString(m, "privateLinkServiceConnectionState", k); ok {
+					state[k] = v
+				}
+			}
+			if len(state) > 0 {
+				first["privateLinkServiceConnectionState"] = state
+			}
+		}
+		out[f] = []any{first}
 	}
 	return out
 }
