@@ -28,7 +28,8 @@ func Paused(ctx context.Context, c client.Reader, u *unstructured.Unstructured, 
 	}
 	cl := &unstructured.Unstructured{}
 	cl.SetGroupVersionKind(capz.ClusterGVK)
-	if err := c.Get(ctx, types.NamespacedName{Namespace: view.Namespace, Name: view.ClusterName}, cl); err != nil {
+	// Read only, and read for every WC on every MC pass: no deep copy.
+	if err := c.Get(ctx, types.NamespacedName{Namespace: view.Namespace, Name: view.ClusterName}, cl, &client.GetOptions{UnsafeDisableDeepCopy: new(true)}); err != nil {
 		// A Cluster that does not exist (yet, or any more) pauses nothing.
 		return false, client.IgnoreNotFound(err)
 	}
