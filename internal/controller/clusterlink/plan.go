@@ -32,6 +32,6 @@ func planEndpoints(u *unstructured.Unstructured, wc *capz.AzureCluster, mcs mcSt
 	// onMCRoom's, which reads the MC's objects: the callers ask it next.
 	wcOwners := capz.EndpointOwners(u)
 	toMC, p3 := SkipTaken(toMC, TakenNames(wc, wcOwners, opts.olderInWC(wc, mc)), key(wc))
-	toWC, p4 := SkipTaken(toWC, TakenNames(mc, mcs.owners, opts.olderInMC()), key(mc))
+	toWC, p4 := SkipTaken(toWC, mcs.takenNames(opts), key(mc))
 	return plan{toWC: toWC, toMC: toMC, wcOwners: wcOwners, problems: slices.Concat(p1, p2, p6, p3, p4)}
 }

@@ -2,6 +2,7 @@ package clusterlink
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +36,36 @@ type mcState struct {
 	// plan asks, and at 1,000 WCs building it per plan is a million map
 	// writes per MC change.
 	held Held
+	// taken is TakenNames of the MC, computed once per resourceVersion
+	// (takenNames).
+	taken *takenMemo
+}
+
+// takenMemo holds TakenNames of one MC state for the field managers it
+// was computed with. Every WC's plan asks for it, and computing it per
+// plan is a lookup per MC entry per WC pass: at N = 1,000 in DNS mode
+// 1.3 s of the operator's CPU, growing with N².
+type takenMemo struct {
+	mu          sync.Mutex
+	adopt, capz []string
+	names       map[string]bool
+}
+
+// takenNames is TakenNames(s.view, s.owners, opts.olderInMC()), which
+// depends on opts only through its field manager lists. Callers must not
+// modify the map.
+func (s mcState) takenNames(opts Options) map[string]bool {
+	if s.taken == nil {
+		return TakenNames(s.view, s.owners, opts.olderInMC())
+	}
+	m := s.taken
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.names == nil || !slices.Equal(m.adopt, opts.AdoptFieldManagers) || !slices.Equal(m.capz, opts.CAPZFieldManagers) {
+		m.adopt, m.capz = opts.AdoptFieldManagers, opts.CAPZFieldManagers
+		m.names = TakenNames(s.view, s.owners, opts.olderInMC())
+	}
+	return m.names
 }
 
 func (s *mcSnapshot) get(ctx context.Context, c client.Reader, key types.NamespacedName) (*unstructured.Unstructured, *capz.AzureCluster, error) {
@@ -65,7 +96,7 @@ func (s *mcSnapshot) read(ctx context.Context, c client.Reader, key types.Namesp
 		// the MC reconcile reports the errors.
 		view, _ := capz.FromUnstructured(u)
 		owned := capz.CurrentOwned(u, view, capz.FieldManager)
-		s.state = mcState{u: u, view: view, owned: owned, owners: capz.EndpointOwners(u), held: heldTargets(owned.Endpoints)}
+		s.state = mcState{u: u, view: view, owned: owned, owners: capz.EndpointOwners(u), held: heldTargets(owned.Endpoints), taken: &takenMemo{}}
 	}
 	return s.state, nil
 }

@@ -3,8 +3,11 @@ package clusterlink
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,4 +110,47 @@ func BenchmarkMCRead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMCSnapshotTakenNames: the snapshot's TakenNames of the MC is
+// TakenNames itself, computed once per resourceVersion and field manager
+// lists, and computed anew when either changes.
+func TestMCSnapshotTakenNames(t *testing.T) {
+	mc := bigMC(3)
+	// CAPZ's patch helper wrote the first entry back: held by CAPZ's
+	// manager alone, it is the operator's when that manager is CAPZ's.
+	first := `{"f:spec":{"f:networkSpec":{"f:subnets":{"k:{\"name\":\"mc-nodes\"}":{"f:privateEndpoints":{"k:{\"name\":\"wc0000-api-privatelink-privateendpoint\"}":{".":{}}}}}}}}`
+	mc.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "capz", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(first)}})
+	r := &cacheReader{obj: mc}
+	var s mcSnapshot
+	key := types.NamespacedName{Namespace: "org", Name: "mc"}
+	read := func() mcState {
+		t.Helper()
+		st, err := s.read(context.Background(), r, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	same := func(a, b map[string]bool) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
+	withCAPZ := Options{Config: Config{}, CAPZFieldManagers: []string{"capz"}}
+	st := read()
+	got := st.takenNames(withCAPZ)
+	if want := TakenNames(st.view, st.owners, withCAPZ.olderInMC()); !maps.Equal(got, want) || len(got) != 2 {
+		t.Fatalf("takenNames = %v, want %v (two entries of no one's)", got, want)
+	}
+	if again := read().takenNames(withCAPZ); !same(got, again) {
+		t.Error("the MC's taken names were computed again for an unchanged MC")
+	}
+	none := Options{}
+	other := read().takenNames(none)
+	if want := TakenNames(st.view, st.owners, none.olderInMC()); !maps.Equal(other, want) || len(other) != 3 {
+		t.Errorf("with other field managers: %v, want %v (all three)", other, want)
+	}
+	mc2 := bigMC(4)
+	mc2.SetResourceVersion("2")
+	r.obj = mc2
+	if changed := read().takenNames(none); len(changed) != 4 {
+		t.Errorf("after the MC changed: %v, want its four entries", changed)
+	}
 }
