@@ -224,28 +224,34 @@ func observed(st map[string]any) map[string]any {
 		}
 	}
 	for _, f := range []string{"privateLinkServiceConnections", "manualPrivateLinkServiceConnections"} {
-		conns := list(f)
-		if len(conns) == 0 {
-			continue
-		}
 		// Only the first is read; its presence alone says which list
 		// holds the endpoint's connection.
-		first := map[string]any{}
-		if m, ok := conns[0].(map[string]any); ok {
-			if id, ok := m["privateLinkServiceId"].(string); ok {
-				first["privateLinkServiceId"] = id
-			}
-			state := map[string]any{}
-			for _, k := range []string{"status", "description"} {
-				if v, ok, _ := unstructured.NestedString(m, "privateLinkServiceConnectionState", k); ok {
-					state[k] = v
-				}
-			}
-			if len(state) > 0 {
-				first["privateLinkServiceConnectionState"] = state
-			}
+		if conns := list(f); len(conns) > 0 {
+			out[f] = []any{observedConnection(conns[0])}
 		}
-		out[f] = []any{first}
+	}
+	return out
+}
+
+// observedConnection is what asoObservation reads of a connection in an
+// ASO endpoint's status: its target and its state.
+func observedConnection(c any) map[string]any {
+	out := map[string]any{}
+	m, ok := c.(map[string]any)
+	if !ok {
+		return out
+	}
+	if id, ok := m["privateLinkServiceId"].(string); ok {
+		out["privateLinkServiceId"] = id
+	}
+	state := map[string]any{}
+	for _, k := range []string{"status", "description"} {
+		if v, ok, _ := unstructured.NestedString(m, "privateLinkServiceConnectionState", k); ok {
+			state[k] = v
+		}
+	}
+	if len(state) > 0 {
+		out["privateLinkServiceConnectionState"] = state
 	}
 	return out
 }
