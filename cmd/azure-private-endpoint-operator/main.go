@@ -161,7 +161,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		creds.OwnNamespaces = opts.ownCredentialNamespaces()
 	}
 	clients := &azure.Clients{Credentials: creds}
-	observer := &privateendpoints.Observer{TTL: opts.azureObserveTTL}
+	observer := &privateendpoints.Observer{TTL: opts.azureObserveTTL, TTLPer1000: opts.azureObserveTTLPer1000}
 	engine := opts.dnsEngine(mgr.GetAPIReader())
 	linkOpts := opts.linkOptions()
 	linkOpts.DNSEngine = engine

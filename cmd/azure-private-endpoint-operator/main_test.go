@@ -73,6 +73,7 @@ func TestParseFlags(t *testing.T) {
 			publishSecrets:           false,
 			secretRecheck:            5 * time.Minute,
 			azureObserveTTL:          10 * time.Second,
+			azureObserveTTLPer1000:   10 * time.Second,
 			kubeAPIQPS:               100,
 			kubeAPIBurst:             200,
 			memoryLimitFraction:      0.9,
@@ -334,6 +335,11 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a negative heal delay is refused",
 			args:    []string{"--heal-disconnected-after=-1m"},
 			wantErr: "--heal-disconnected-after=-1m0s: must not be negative (0 turns healing off)",
+		},
+		{
+			reason:  "a negative list TTL per 1,000 endpoints is refused",
+			args:    []string{"--azure-observe-ttl-per-1000=-1s"},
+			wantErr: "--azure-observe-ttl-per-1000=-1s: must not be negative (0 turns it off)",
 		},
 		{
 			reason:  "healing Rejected endpoints needs healing on",

@@ -96,6 +96,7 @@ type options struct {
 	crossplaneProviderConfigs bool
 	secretRecheck             time.Duration
 	azureObserveTTL           time.Duration
+	azureObserveTTLPer1000    time.Duration
 
 	plsController      bool
 	plsDrift           time.Duration
@@ -452,6 +453,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"How often an identity's Secret is read again to notice a rotation.")
 	fs.DurationVar(&o.azureObserveTTL, "azure-observe-ttl", 10*time.Second,
 		"How long one list of a subscription's (or resource group's) private endpoints answers every reconcile that needs it (for a cluster first seen after the list was asked, what the list holds under its names is read again: one created again under an earlier one's name is not told of the earlier one's endpoints).")
+	fs.DurationVar(&o.azureObserveTTLPer1000, "azure-observe-ttl-per-1000", 10*time.Second,
+		"A list of more than a thousand private endpoints answers longer than --azure-observe-ttl: this long per 1,000 endpoints it holds (0: never longer). A list reads every page and decodes every endpoint, so with a fixed TTL the management cluster's subscription, which holds an endpoint per workload cluster, costs more reads and CPU per second the more clusters there are; scaled, it costs the same at any size.")
 	fs.BoolVar(&o.plsController, "enable-private-link-service-controller", true,
 		"Run the AzurePrivateLinkService controller (its CRD must be installed).")
 	fs.DurationVar(&o.plsDrift, "private-link-service-drift-interval", 10*time.Minute,
@@ -577,6 +580,9 @@ func (o *options) validateWiring() []error {
 	})...)
 	if o.mcWriteDelay < 0 {
 		errs = append(errs, fmt.Errorf("--mc-write-delay=%s: must not be negative", o.mcWriteDelay))
+	}
+	if o.azureObserveTTLPer1000 < 0 {
+		errs = append(errs, fmt.Errorf("--azure-observe-ttl-per-1000=%s: must not be negative (0 turns it off)", o.azureObserveTTLPer1000))
 	}
 	if o.healDisconnectedAfter < 0 {
 		errs = append(errs, fmt.Errorf("--heal-disconnected-after=%s: must not be negative (0 turns healing off)", o.healDisconnectedAfter))

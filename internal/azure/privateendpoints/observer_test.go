@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -571,5 +572,60 @@ func TestObserverConfirmsForANewcomer(t *testing.T) {
 	}
 	if api.subLists != 2 || api.gets != 2 {
 		t.Errorf("%d lists and %d GETs after the TTL; want 2 and still 2", api.subLists, api.gets)
+	}
+}
+
+// TestObserverLargeListAnswersLonger: a list answers for TTL, or for
+// TTLPer1000 per 1,000 endpoints it holds when that is longer, so that a
+// subscription holding thousands of endpoints is not listed whole every
+// TTL; a list that learned an endpoint (Learn) keeps its size and age.
+func TestObserverLargeListAnswersLonger(t *testing.T) {
+	many := func(n int) []*armnetwork.PrivateEndpoint {
+		pes := make([]*armnetwork.PrivateEndpoint, n)
+		for i := range pes {
+			pes[i] = endpoint(fmt.Sprintf("pe%04d", i), false, "Approved", []string{"10.0.0.5"})
+		}
+		return pes
+	}
+	for _, tc := range []struct {
+		name       string
+		endpoints  int
+		per1000    time.Duration
+		answersFor time.Duration // the list is asked again only after this
+	}{
+		{"a small list: TTL", 500, 10 * time.Second, 10 * time.Second},
+		{"1,000 endpoints: TTL", 1000, 10 * time.Second, 10 * time.Second},
+		{"2,500 endpoints: 25 s", 2500, 10 * time.Second, 25 * time.Second},
+		{"10,000 endpoints: 100 s", 10000, 10 * time.Second, 100 * time.Second},
+		{"scaling off", 10000, 0, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &fakeAPI{pes: many(tc.endpoints)}
+			clk := clocktesting.NewFakePassiveClock(time.Now())
+			obs := &privateendpoints.Observer{TTL: 10 * time.Second, TTLPer1000: tc.per1000, Clock: clk}
+			ctx := context.Background()
+			observe := func() {
+				t.Helper()
+				got, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, "pe0000")
+				if err != nil || !got["pe0000"].Ready() {
+					t.Fatalf("observations: %+v, %v", got, err)
+				}
+			}
+			start := clk.Now()
+			observe()
+			clk.SetTime(start.Add(tc.answersFor - time.Millisecond))
+			if !obs.Learn("cred|s1", privateendpoints.Observation{Name: "pe0001", ID: peID("pe0001"), ProvisioningState: "Succeeded"}) {
+				t.Fatal("the list did not learn an endpoint")
+			}
+			observe()
+			if api.subLists != 1 {
+				t.Fatalf("listed %d times within %s, want once", api.subLists, tc.answersFor)
+			}
+			clk.SetTime(start.Add(tc.answersFor))
+			observe()
+			if api.subLists != 2 {
+				t.Errorf("listed %d times at %s, want twice", api.subLists, tc.answersFor)
+			}
+		})
 	}
 }
