@@ -233,7 +233,7 @@ func report(opts options, results []Result) string {
 		b.WriteString(world)
 	}
 	fmt.Fprintf(&b, "- Azure (azuresim): ARM throttling on for the operator (reads 250 burst / 25 per s, writes 200 / 10 per s, per subscription and principal) and the resource providers' windows per subscription; Azure's resource-count limits; CAPZ's principal exempt; long-running operations take %s; list pages of %d\n", opts.latency, pageSize)
-	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 30 s pending recheck, 2 s MC write delay)")
+	b.WriteString("- Operator: the real binary, default flags (4 workers, 10 s observation TTL, 10 s per 1,000 endpoints of a larger list, 30 s pending recheck, 2 s MC write delay)")
 	if opts.dns {
 		layout := "one shared MC-side zone (`--wiring-dns-mc-zone={{.BaseDomain}} --wiring-dns-mc-records=api.{{.Cluster}}`) and one zone in each WC's group"
 		if opts.dnsPerCluster {
