@@ -174,12 +174,11 @@ type Observer struct {
 	// endpoints it holds, when that is longer than TTL (0: never longer).
 	// A list costs a read per page and a decode per endpoint, so with a
 	// fixed TTL a subscription holding N endpoints (the MC's, one per
-	// workload cluster) costs N/TTL of both, and the whole convergence,
-	// whose length grows with N too, N²: at N = 3,000 these lists were
-	// 29.4 s of the operator's 339.7 s of CPU while converging (make bench
-	// at 3283d7f). Scaled, they cost the same per second at any N: one
-	// page of 100 endpoints per second per subscription with 10 s per
-	// 1,000, a twenty-fifth of ARM's read refill (25 per second).
+	// workload cluster) costs N/TTL of both while callers wait: 100 pages
+	// every 10 s at N = 10,000, 10 of ARM's 25 reads per second. Scaled,
+	// one page of 100 endpoints per second per subscription with 10 s per
+	// 1,000, at any N. (While the MC's entries grow, Invalidate renews
+	// its list on every MC write anyway: docs/benchmarks.md, At e12c0b2.)
 	TTLPer1000 time.Duration
 	// SubscriptionRetry is how long a scope whose subscription-wide list was
 	// refused is read per resource group; default 1 hour.
