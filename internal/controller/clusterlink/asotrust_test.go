@@ -122,8 +122,11 @@ func TestASOObservation(t *testing.T) {
 // TestTrimASOKeepsObservation: the cache's ASO object (trimASO) reads as
 // the whole one does (asoObservation, capz.ReadASO), and keeps nothing of
 // the status beyond that. The whole status is shaped as ASO v2.20 writes a
-// PrivateEndpoint's (PrivateEndpoint_STATUS: every property of the
-// endpoint in Azure, with the connections' and configurations' own).
+// PrivateEndpoint's: every field of PrivateEndpoint_STATUS and of its
+// connections' PrivateLinkServiceConnection_STATUS (ASO v2.20.0,
+// api/network/v1api20220701/private_endpoint_types_gen.go, the version
+// CAPZ v1.27 writes: capz.ASOPrivateEndpointGVK) that the operator does
+// not read, beside those it does.
 func TestTrimASOKeepsObservation(t *testing.T) {
 	conn := func(pls, state string) map[string]any {
 		return map[string]any{
