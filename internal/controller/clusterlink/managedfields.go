@@ -189,11 +189,11 @@ func readyOnly(st map[string]any) []any {
 // ASO read of the endpoint in Azure), and nothing else: the strings, the
 // network interfaces' IDs, the first address of the first DNS
 // configuration that has one, and of each connection list its first
-// connection's target and state. capzsim's ASO, like ASO, copies the
-// whole endpoint into status (ipConfigurations, subnet, every connection
-// field); kept whole it was a third of what the cache held of an ASO
-// object. TestTrimASOKeepsObservation checks that asoObservation reads
-// the same of both.
+// connection's target and state. ASO copies the whole endpoint into
+// status (PrivateEndpoint_STATUS in ASO v2.20.0's network v1api20220701:
+// ipConfigurations, subnet, etag, every connection's fields); capzsim's
+// stand-in writes fewer of them. TestTrimASOKeepsObservation checks that
+// asoObservation reads the same of both.
 func observed(st map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, f := range []string{"id", "name", "provisioningState"} {
