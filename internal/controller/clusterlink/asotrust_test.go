@@ -156,12 +156,15 @@ func TestTrimASOKeepsObservation(t *testing.T) {
 	}
 	manual := whole()
 	manual["manualPrivateLinkServiceConnections"] = []any{"not an object"}
+	twoReady := whole()
+	twoReady["conditions"] = append(twoReady["conditions"].([]any), map[string]any{"type": "Ready", "status": "False", "reason": "Reconciling"})
 	noState := whole()
 	noState["privateLinkServiceConnections"] = []any{map[string]any{"privateLinkServiceId": "/pls"}}
 	for name, st := range map[string]any{
 		"as ASO writes it":           whole(),
 		"a manual connection":        manual,
 		"a connection without state": noState,
+		"two Ready conditions":       twoReady,
 		"no status":                  nil,
 		"a malformed status":         map[string]any{"networkInterfaces": "x", "privateLinkServiceConnections": int64(7), "conditions": "y", "tags": int64(3)},
 		"a status that is a string":  "a string",

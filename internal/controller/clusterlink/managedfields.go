@@ -174,15 +174,17 @@ func trimASO(u *unstructured.Unstructured) *unstructured.Unstructured {
 }
 
 // readyOnly is the Ready condition of an ASO status, with only what ReadASO
-// reads of it, as a list (nil when there is none).
+// reads of it, as a list (nil when there is none). Of several, the last,
+// as ReadASO reads the whole object.
 func readyOnly(st map[string]any) []any {
 	conds, _ := st["conditions"].([]any)
+	var ready []any
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-			return []any{map[string]any{"type": "Ready", "status": m["status"], "reason": m["reason"]}}
+			ready = []any{map[string]any{"type": "Ready", "status": m["status"], "reason": m["reason"]}}
 		}
 	}
-	return nil
+	return ready
 }
 
 // observed is what asoObservation reads of an ASO endpoint's status (what
