@@ -18,6 +18,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 )
@@ -188,10 +190,32 @@ type Observer struct {
 
 	mu       sync.Mutex
 	lists    map[string]*listing
+	dropped  map[string]bool      // keys Invalidate dropped, until listed again (listsTotal's reason)
 	perGroup map[string]time.Time // lower scope -> until when to list resource groups
 	nicIPs   map[string]string    // lower NIC ID -> IP; a NIC's IP never changes
 	nicBusy  map[string]chan struct{}
 }
+
+// Why a list was asked of Azure (the reason label of listsTotal).
+const (
+	listFirst       = "first"       // the observer held none under its key
+	listExpired     = "expired"     // the one it held was older than its TTL
+	listInvalidated = "invalidated" // Invalidate dropped it: the operator changed what exists
+	listFailed      = "failed"      // the one it held had failed
+)
+
+var (
+	listsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_private_endpoint_lists_total",
+		Help: "Lists of private endpoints the operator asked of Azure (each one or more pages, shared by every reconcile that needs it), by subscription, what was listed (subscription, resource_group) and why (first, expired, invalidated, failed).",
+	}, []string{"subscription", "scope", "reason"})
+	listedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "azure_private_endpoint_operator_private_endpoints_listed_total",
+		Help: "Private endpoints Azure returned in the operator's lists, by subscription: what the lists cost in pages (100 endpoints each) and decoding.",
+	}, []string{"subscription"})
+)
+
+func init() { metrics.Registry.MustRegister(listsTotal, listedTotal) }
 
 // listTimeout bounds one shared list, which runs without its first
 // caller's cancellation.
@@ -201,10 +225,15 @@ type listing struct {
 	// started is when the list was asked of Azure, at is when it answered
 	// (its age counts from there).
 	started, at time.Time
-	obs         map[string]map[string]Observation // lower resource group -> lower name -> observation
-	n           int                               // endpoints Azure listed (ttlOf)
-	err         error
-	done        chan struct{}
+	obs         map[string]map[string]Observation // lower resource group -> lower name -> observation; never changed once done
+	// learned holds what Learn was told since, over obs, in the same
+	// shape; guarded by Observer.mu. An overlay rather than a new copy
+	// of obs per Learn: an ASO event costs one entry, not the N
+	// endpoints of the management cluster's subscription.
+	learned map[string]map[string]Observation
+	n       int // endpoints Azure listed (ttlOf)
+	err     error
+	done    chan struct{}
 }
 
 // ResourceGroup returns the observations of the private endpoints of a
@@ -235,16 +264,41 @@ func (o *Observer) ResourceGroup(ctx context.Context, api API, scope, resourceGr
 	if err != nil {
 		return nil, err
 	}
-	group := l.obs[strings.ToLower(resourceGroup)]
-	if len(names) > 0 {
-		group = only(group, names)
-	}
+	group := o.view(l, strings.ToLower(resourceGroup), names)
 	if l.started.Before(notBefore) {
 		if group, err = o.confirm(ctx, api, resourceGroup, group, names); err != nil {
 			return nil, err
 		}
 	}
 	return o.resolveIPs(ctx, api, group, names)
+}
+
+// view is what l says of a resource group (lower case): the observations
+// of names, or all of them when names is empty, with what Learn put in
+// over what Azure listed.
+func (o *Observer) view(l *listing, rg string, names []string) map[string]Observation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	base, learned := l.obs[rg], l.learned[rg]
+	switch {
+	case len(names) > 0:
+		out := only(base, names)
+		for _, n := range names {
+			if ob, ok := learned[strings.ToLower(n)]; ok {
+				out[strings.ToLower(n)] = ob
+			}
+		}
+		return out
+	case len(learned) == 0:
+		return base
+	default:
+		out := maps.Clone(base)
+		if out == nil {
+			out = make(map[string]Observation, len(learned))
+		}
+		maps.Copy(out, learned)
+		return out
+	}
 }
 
 // only is a new map of the observations of names that obs holds.
@@ -339,6 +393,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 		o.lists, o.nicIPs = map[string]*listing{}, map[string]string{}
 	}
 	l := o.lists[k]
+	reason := listFirst
 	if l != nil {
 		select {
 		case <-l.done:
@@ -346,14 +401,26 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 				o.mu.Unlock()
 				return l, nil
 			}
+			reason = listExpired
+			if l.err != nil {
+				reason = listFailed
+			}
 		default:
 			o.mu.Unlock()
 			return wait(ctx, l)
 		}
+	} else if o.dropped[k] {
+		reason = listInvalidated
 	}
+	delete(o.dropped, k)
 	l = &listing{started: o.now(), done: make(chan struct{})}
 	o.lists[k] = l
 	o.mu.Unlock()
+	sub, what := subscriptionOf(k), "resource_group"
+	if strings.HasSuffix(k, "|*") {
+		what = "subscription"
+	}
+	listsTotal.WithLabelValues(sub, what, reason).Inc()
 
 	// The list serves every caller waiting for it: the first caller going
 	// away must not fail the others, so it runs on its own deadline.
@@ -364,6 +431,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	l.err = azure.Freeze(err)
 	if err == nil {
 		l.obs, l.n = o.group(pes), len(pes)
+		listedTotal.WithLabelValues(sub).Add(float64(len(pes)))
 	}
 	o.mu.Lock()
 	l.at = o.now()
@@ -491,18 +559,22 @@ func (o *Observer) Learn(scope string, ob Observation) bool {
 		if ob.IP == "" {
 			ob.IP = o.nicIPs[strings.ToLower(firstOf(ob.NICIDs))]
 		}
-		if stale(l.obs[rg][name], ob) {
+		had, ok := l.learned[rg][name]
+		if !ok {
+			had = l.obs[rg][name]
+		}
+		if stale(had, ob) {
 			continue
 		}
-		// The maps are shared with callers: copy, and swap the listing.
-		group := maps.Clone(l.obs[rg])
-		if group == nil {
-			group = map[string]Observation{}
+		// l.obs is shared with callers and never changes: the overlay
+		// takes it (view reads both under o.mu).
+		if l.learned == nil {
+			l.learned = map[string]map[string]Observation{}
 		}
-		group[name] = ob
-		all := maps.Clone(l.obs)
-		all[rg] = group
-		o.lists[k] = &listing{started: l.started, at: l.at, obs: all, n: l.n, done: l.done}
+		if l.learned[rg] == nil {
+			l.learned[rg] = map[string]Observation{}
+		}
+		l.learned[rg][name] = ob
 		learned = true
 	}
 	return learned
@@ -530,8 +602,15 @@ func subscriptionOf(k string) string {
 func (o *Observer) Invalidate(scope, resourceGroup string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.lists, strings.ToLower(scope+"|"+resourceGroup))
-	delete(o.lists, strings.ToLower(scope+"|*"))
+	if o.dropped == nil {
+		o.dropped = map[string]bool{}
+	}
+	for _, k := range []string{strings.ToLower(scope + "|" + resourceGroup), strings.ToLower(scope + "|*")} {
+		if _, ok := o.lists[k]; ok {
+			delete(o.lists, k)
+			o.dropped[k] = true
+		}
+	}
 }
 
 func (o *Observer) cachedNICIP(id string) string {

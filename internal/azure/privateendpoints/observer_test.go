@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
@@ -457,8 +458,27 @@ func TestObserverLearns(t *testing.T) {
 	if !got.Ready() || got.IP != "10.1.0.1" || len(after) != 1 {
 		t.Errorf("after Learn (the IP from the NIC): %+v, %d endpoints (want only the one asked for)", got, len(after))
 	}
-	if all, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}); err != nil || len(all) != 2 {
-		t.Errorf("the whole group after Learn: %d endpoints, %v; want 2", len(all), err)
+	all, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{})
+	if err != nil || len(all) != 2 || all["new"].ConnectionState != "Approved" {
+		t.Errorf("the whole group after Learn: %d endpoints (new: %+v), %v; want 2", len(all), all["new"], err)
+	}
+	// What was learned is learned over too, under the same rule: Pending
+	// on the same network interface after Approved is ASO's older status.
+	pending := learned
+	pending.ConnectionState = "Pending"
+	if obs.Learn("cred|s1", pending) {
+		t.Error("a Pending status of the same interface was learned over a learned Approved")
+	}
+	gone := learned
+	gone.ConnectionState = "Disconnected"
+	if !obs.Learn("cred|s1", gone) {
+		t.Fatal("a Disconnected status was not learned over a learned Approved")
+	}
+	if all["new"].ConnectionState != "Approved" {
+		t.Error("Learn changed a whole group's map a caller held")
+	}
+	if now, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, "new"); err != nil || now["new"].ConnectionState != "Disconnected" {
+		t.Errorf("after the second Learn: %+v, %v; want Disconnected", now["new"], err)
 	}
 	if api.subLists != 1 {
 		t.Errorf("Learn cost %d lists, want the 1 before it", api.subLists)
@@ -625,6 +645,101 @@ func TestObserverLargeListAnswersLonger(t *testing.T) {
 			observe()
 			if api.subLists != 2 {
 				t.Errorf("listed %d times at %s, want twice", api.subLists, tc.answersFor)
+			}
+		})
+	}
+}
+
+// TestObserverCountsLists: every list asked of Azure is counted once, with
+// its subscription, what it listed and why — the first, one older than its
+// TTL, one Invalidate dropped, one after a failed list — and what it
+// returned; an answer from a list the observer holds is not a list.
+func TestObserverCountsLists(t *testing.T) {
+	const sub = "s-counted"
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
+		endpoint("pe", false, "Approved", []string{"10.0.0.5"}), endpoint("pe2", false, "Approved", []string{"10.0.0.6"}),
+	}}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	obs := &privateendpoints.Observer{TTL: 10 * time.Second, Clock: clk}
+	ctx := context.Background()
+	observe := func() error {
+		_, err := obs.ResourceGroup(ctx, api, "cred|"+sub, "rg", time.Time{}, "pe")
+		return err
+	}
+	count := func(reason string) float64 {
+		return testutil.ToFloat64(privateendpoints.ListsTotal.WithLabelValues(sub, "subscription", reason))
+	}
+	// The counters are the process's: count what this test adds.
+	reasons := []string{"first", "expired", "invalidated", "failed"}
+	before := map[string]float64{}
+	for _, r := range reasons {
+		before[r] = count(r)
+	}
+	listedBefore := testutil.ToFloat64(privateendpoints.ListedTotal.WithLabelValues(sub))
+	steps := []struct {
+		name string
+		do   func()
+		fail bool
+	}{
+		{"first", func() {}, false},
+		{"answered from the list", func() {}, false},
+		{"expired", func() { clk.SetTime(clk.Now().Add(10 * time.Second)) }, false},
+		{"invalidated", func() { obs.Invalidate("cred|"+sub, "rg") }, false},
+		{"expired, and Azure fails it", func() {
+			clk.SetTime(clk.Now().Add(10 * time.Second))
+			api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
+		}, true},
+		{"after the failure", func() { api.subErr = nil }, false},
+	}
+	for _, s := range steps {
+		s.do()
+		if err := observe(); (err != nil) != s.fail {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	want := map[string]float64{"first": 1, "expired": 2, "invalidated": 1, "failed": 1}
+	got := map[string]float64{}
+	for _, r := range reasons {
+		got[r] = count(r) - before[r]
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lists by reason (-want +got):\n%s", diff)
+	}
+	if api.subLists != 5 {
+		t.Errorf("Azure was asked for %d lists, want the 5 counted", api.subLists)
+	}
+	// Four lists answered, two endpoints each.
+	if n := testutil.ToFloat64(privateendpoints.ListedTotal.WithLabelValues(sub)) - listedBefore; n != 8 {
+		t.Errorf("%v endpoints counted as listed, want 8", n)
+	}
+}
+
+// BenchmarkObserverLearn: what one ASO event costs the observer when the
+// management cluster's subscription holds n endpoints (one per workload
+// cluster), followed by the workload cluster's pass asking for its name.
+func BenchmarkObserverLearn(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			pes := make([]*armnetwork.PrivateEndpoint, n)
+			for i := range pes {
+				pes[i] = endpoint(fmt.Sprintf("pe%05d", i), false, "Approved", []string{"10.0.0.5"})
+			}
+			obs := &privateendpoints.Observer{TTL: time.Hour}
+			ctx := context.Background()
+			api := &fakeAPI{pes: pes}
+			if _, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				name := fmt.Sprintf("pe%05d", i%n)
+				ob := privateendpoints.Observation{Name: name, ID: peID(name), ProvisioningState: "Succeeded", ConnectionState: "Approved", IP: "10.0.0.5"}
+				if !obs.Learn("cred|s1", ob) {
+					b.Fatal("not learned")
+				}
+				if got, err := obs.ResourceGroup(ctx, api, "cred|s1", "rg", time.Time{}, name); err != nil || !got[name].Ready() {
+					b.Fatalf("%+v, %v", got, err)
+				}
 			}
 		})
 	}
