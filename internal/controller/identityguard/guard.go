@@ -217,7 +217,7 @@ func (g *guard) user(ctx context.Context, u *unstructured.Unstructured) (string,
 		return "", err
 	}
 	held := azureClusters()
-	if err := g.client.List(ctx, held, client.MatchingFields{userIndex: wiringHolds}, client.UnsafeDisableDeepCopy); err != nil || len(held.Items) == 0 {
+	if err := g.client.List(ctx, held, client.MatchingFields{userIndex: wiringHolds}, client.UnsafeDisableDeepCopy, client.Limit(1)); err != nil || len(held.Items) == 0 {
 		return "", err
 	}
 	return "the wiring of AzureCluster " + held.Items[0].GetNamespace() + "/" + held.Items[0].GetName(), nil
@@ -231,8 +231,26 @@ type userList struct {
 
 // allowedUser names the first object of list whose userIndex holds value
 // and whose namespace the identity allows.
+//
+// It looks at one object first, and at all of them only when that one's
+// namespace is not allowed: an identity thousands of clusters share is
+// reconciled on each of their events, and the cache made a list of every
+// user each time (4.3 s of the operator's CPU while 2,000 clusters
+// converged, test/scale --profile-dir).
 func (g *guard) allowedUser(ctx context.Context, id *azure.Identity, list client.ObjectList, value string) (string, error) {
-	if err := g.client.List(ctx, list, client.MatchingFields{userIndex: value}, client.UnsafeDisableDeepCopy); err != nil {
+	name, err := g.firstAllowed(ctx, id, list, value, client.Limit(1))
+	if err != nil || name != "" || meta.LenList(list) == 0 {
+		return name, err
+	}
+	return g.firstAllowed(ctx, id, list, value)
+}
+
+// firstAllowed lists the objects whose userIndex holds value (more
+// options: a limit) and names the first whose namespace the identity
+// allows.
+func (g *guard) firstAllowed(ctx context.Context, id *azure.Identity, list client.ObjectList, value string, more ...client.ListOption) (string, error) {
+	opts := append([]client.ListOption{client.MatchingFields{userIndex: value}, client.UnsafeDisableDeepCopy}, more...)
+	if err := g.client.List(ctx, list, opts...); err != nil {
 		return "", err
 	}
 	var name string

@@ -67,13 +67,20 @@ func secondIdentity(t *testing.T, w *testworld.World, name, secret string, allow
 // for it here: the guard reads only the object.
 func endpoint(t *testing.T, w *testworld.World, name, id string) {
 	t.Helper()
+	endpointIn(t, w, ns, name, id, "")
+}
+
+// endpointIn is endpoint in a namespace, naming the identity in idNS
+// (empty: its own).
+func endpointIn(t *testing.T, w *testworld.World, namespace, name, id, idNS string) {
+	t.Helper()
 	e := &v1alpha1.AzurePrivateEndpoint{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1alpha1.AzurePrivateEndpointSpec{
 			SubscriptionID: "22222222-2222-2222-2222-222222222222", ResourceGroup: "rg", Location: "westeurope",
 			SubnetID:             "/subscriptions/22222222-2222-2222-2222-222222222222/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
 			PrivateLinkServiceID: "/subscriptions/11111111-1111-1111-1111-111111111111/resourceGroups/p/providers/Microsoft.Network/privateLinkServices/svc",
-			IdentityRef:          &v1alpha1.IdentityReference{Name: id},
+			IdentityRef:          &v1alpha1.IdentityReference{Name: id, Namespace: idNS},
 		},
 	}
 	if err := w.Client.Create(context.Background(), e); err != nil {
@@ -83,7 +90,12 @@ func endpoint(t *testing.T, w *testworld.World, name, id string) {
 
 func deleteEndpoint(t *testing.T, w *testworld.World, name string) {
 	t.Helper()
-	e := &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	deleteEndpointIn(t, w, ns, name)
+}
+
+func deleteEndpointIn(t *testing.T, w *testworld.World, namespace, name string) {
+	t.Helper()
+	e := &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if err := w.Client.Delete(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +152,17 @@ func TestSharedIdentitiesAndSecrets(t *testing.T) {
 	protected(t, w, "Secret", "unused-secret", false)
 	protected(t, w, "AzureClusterIdentity", "theirs-only", false)
 	protected(t, w, "Secret", "theirs-secret", false)
+
+	// Among users it does not allow, one it does pins it, wherever the
+	// cache lists it (the guard looks at one user before all of them).
+	for i := range 4 {
+		endpoint(t, w, fmt.Sprintf("squatter-%d", i), "theirs-only")
+	}
+	w.Namespace(t, "other")
+	endpointIn(t, w, "other", "theirs", "theirs-only", ns)
+	protected(t, w, "AzureClusterIdentity", "theirs-only", true)
+	deleteEndpointIn(t, w, "other", "theirs")
+	protected(t, w, "AzureClusterIdentity", "theirs-only", false)
 
 	// An identity in use that a person deletes past the guard's finalizer:
 	// its Secret is let go as soon as it is gone.
