@@ -67,8 +67,8 @@ type Config struct {
 	// goes into one shared MC-side zone ({{.BaseDomain}}, api.{{.Cluster}}).
 	DNSPerCluster bool
 	// ProfileDir, when set, receives the operator's heap profile at its
-	// peak heap and its CPU profiles while the wiring converges
-	// (profile.go).
+	// peak heap, its CPU profiles while the wiring converges and its
+	// metrics when it has converged (profile.go).
 	ProfileDir string
 	// ScaleOut sets up the world past Azure's 1,000s (scaleout.go): the
 	// MC's ingress gets 15 further frontends on two load balancers and
@@ -377,6 +377,9 @@ func (b *bench) converge(ctx context.Context) error {
 	b.res.CAPZDoneSeconds = capzDone.Sub(start).Seconds()
 	b.res.AfterCAPZSeconds = end.Sub(capzDone).Seconds()
 	b.converged = end
+	if b.cfg.ProfileDir != "" {
+		b.saveMetrics(ctx, "operator-1", "converged")
+	}
 	b.res.Converge, err = b.phase(end.Sub(start))
 	if err != nil {
 		return err

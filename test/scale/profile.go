@@ -23,7 +23,25 @@ const cpuSlice = time.Minute
 // saveProfile writes what the operator's profiler serves at path (e.g.
 // heap, or profile?seconds=60) to file.
 func saveProfile(ctx context.Context, base, path, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/"+path, nil)
+	return saveURL(ctx, base+"/debug/pprof/"+path, file)
+}
+
+// saveMetrics writes the operator's metrics, as they are now, to
+// <name>-n<N>-metrics-<when>.txt beside the profiles (the lists its
+// observer asked of Azure, by subscription and reason, and the rest).
+func (b *bench) saveMetrics(ctx context.Context, name, when string) {
+	if b.op == nil {
+		return
+	}
+	file := filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("%s-n%d-metrics-%s.txt", name, b.cfg.N, when))
+	if err := saveURL(ctx, b.op.MetricsURL, file); err != nil {
+		b.logf("metrics %s: %v", file, err)
+	}
+}
+
+// saveURL writes what url serves to file.
+func saveURL(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
