@@ -64,6 +64,32 @@ type cachedDNS struct {
 type cachedNetwork struct {
 	factory *armnetwork.ClientFactory
 	cred    azcore.TokenCredential
+	// raw is an ARM client with the factory's options (RawNetwork).
+	raw          *arm.Client
+	subscription string
+}
+
+// The module armnetwork's clients name in their User-Agent (its
+// version.go); RawNetwork's client names the same.
+const (
+	networkModule        = "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork"
+	networkModuleVersion = "v11.0.0"
+)
+
+// RawNetwork returns an ARM client made with the options of f's clients —
+// the same credential, retries, pacing and counting — and f's
+// subscription, for requests made without the SDK's typed clients (the
+// private endpoint lists, which decode only what they read); false for a
+// factory NetworkFor did not make.
+func (c *Clients) RawNetwork(f *armnetwork.ClientFactory) (*arm.Client, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.network {
+		if e.factory == f {
+			return e.raw, e.subscription, e.raw != nil
+		}
+	}
+	return nil, "", false
 }
 
 // Network returns the network clients for a subscription, authenticated
@@ -85,14 +111,19 @@ func (c *Clients) NetworkFor(ctx context.Context, sub Subject, subscription stri
 	if e, ok := c.network[k]; ok && e.cred == cred.TokenCredential {
 		return e.factory, cred, nil
 	}
-	f, err := armnetwork.NewClientFactory(subscription, cred, c.options(cred, c.pacer(k)))
+	opts := c.options(cred, c.pacer(k))
+	f, err := armnetwork.NewClientFactory(subscription, cred, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := arm.NewClient(networkModule, networkModuleVersion, cred, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	if c.network == nil {
 		c.network = map[string]cachedNetwork{}
 	}
-	c.network[k] = cachedNetwork{factory: f, cred: cred.TokenCredential}
+	c.network[k] = cachedNetwork{factory: f, cred: cred.TokenCredential, raw: raw, subscription: subscription}
 	return f, cred, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -444,6 +446,28 @@ func TestClientsAreCachedAndCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(counter) - before; got != 1 {
 		t.Errorf("counted %v list requests, want 1", got)
+	}
+
+	// The raw client beside a factory (the private endpoint lists') is
+	// made with the same options: counted as every other request.
+	raw, sub, ok := clients.RawNetwork(f1)
+	if !ok || sub != simSubscribed {
+		t.Fatalf("RawNetwork of a factory Network made: %v, %q", ok, sub)
+	}
+	req, err := runtime.NewRequest(ctx, http.MethodGet, runtime.JoinPaths(raw.Endpoint(), "/subscriptions/"+simSubscribed+"/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints?api-version=2025-09-01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := raw.Pipeline().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if got := testutil.ToFloat64(counter) - before; got != 2 {
+		t.Errorf("counted %v list requests after the raw client's, want 2", got)
+	}
+	if _, _, ok := clients.RawNetwork(&armnetwork.ClientFactory{}); ok {
+		t.Error("RawNetwork of a factory Network did not make")
 	}
 }
 

@@ -179,8 +179,9 @@ type Observer struct {
 	// workload cluster) costs N/TTL of both while callers wait: 100 pages
 	// every 10 s at N = 10,000, 10 of ARM's 25 reads per second. Scaled,
 	// one page of 100 endpoints per second per subscription with 10 s per
-	// 1,000, at any N. (While the MC's entries grow, Invalidate renews
-	// its list on every MC write anyway: docs/benchmarks.md, At e12c0b2.)
+	// 1,000, at any N. (It does not bound the lists of workload cluster
+	// subscriptions holding fewer than 1,000 each, however many there
+	// are: docs/benchmarks.md, At b845f22.)
 	TTLPer1000 time.Duration
 	// SubscriptionRetry is how long a scope whose subscription-wide list was
 	// refused is read per resource group; default 1 hour.
@@ -201,14 +202,14 @@ const (
 	listFirst       = "first"       // the observer held none under its key
 	listExpired     = "expired"     // the one it held was older than its TTL
 	listInvalidated = "invalidated" // Invalidate dropped it: the operator changed what exists
-	listFailed      = "failed"      // the one it held had failed
+	listRetry       = "retry"       // the one it held had failed or was held back
 )
 
 var (
 	listsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azure_private_endpoint_operator_private_endpoint_lists_total",
-		Help: "Lists of private endpoints the operator asked of Azure (each one or more pages, shared by every reconcile that needs it), by subscription, what was listed (subscription, resource_group) and why (first, expired, invalidated, failed).",
-	}, []string{"subscription", "scope", "reason"})
+		Help: "Lists of private endpoints the operator started (each one or more pages, shared by every reconcile that needs it), by subscription, what was listed (subscription, resource_group), why (first, expired, invalidated, retry) and how it ended (ok; failed; held_back: the operator's own pacing kept a page from Azure, see azure_requests_paced_total).",
+	}, []string{"subscription", "scope", "reason", "result"})
 	listedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azure_private_endpoint_operator_private_endpoints_listed_total",
 		Help: "Private endpoints Azure returned in the operator's lists, by subscription: what the lists cost in pages (100 endpoints each) and decoding.",
@@ -403,7 +404,7 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 			}
 			reason = listExpired
 			if l.err != nil {
-				reason = listFailed
+				reason = listRetry
 			}
 		default:
 			o.mu.Unlock()
@@ -416,11 +417,6 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	l = &listing{started: o.now(), done: make(chan struct{})}
 	o.lists[k] = l
 	o.mu.Unlock()
-	sub, what := subscriptionOf(k), "resource_group"
-	if strings.HasSuffix(k, "|*") {
-		what = "subscription"
-	}
-	listsTotal.WithLabelValues(sub, what, reason).Inc()
 
 	// The list serves every caller waiting for it: the first caller going
 	// away must not fail the others, so it runs on its own deadline.
@@ -431,13 +427,31 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	l.err = azure.Freeze(err)
 	if err == nil {
 		l.obs, l.n = o.group(pes), len(pes)
-		listedTotal.WithLabelValues(sub).Add(float64(len(pes)))
 	}
+	countList(k, reason, err, len(pes))
 	o.mu.Lock()
 	l.at = o.now()
 	o.mu.Unlock()
 	close(l.done)
 	return l, l.err
+}
+
+// countList counts a list under key k that ended with err, having
+// returned n endpoints.
+func countList(k, reason string, err error, n int) {
+	sub, what, result := subscriptionOf(k), "resource_group", "ok"
+	if strings.HasSuffix(k, "|*") {
+		what = "subscription"
+	}
+	switch {
+	case err == nil:
+		listedTotal.WithLabelValues(sub).Add(float64(n))
+	case azure.Classify(err).HeldBack:
+		result = "held_back"
+	default:
+		result = "failed"
+	}
+	listsTotal.WithLabelValues(sub, what, reason, result).Inc()
 }
 
 // group observes endpoints by resource group, with the NIC IPs known so far.
@@ -559,25 +573,33 @@ func (o *Observer) Learn(scope string, ob Observation) bool {
 		if ob.IP == "" {
 			ob.IP = o.nicIPs[strings.ToLower(firstOf(ob.NICIDs))]
 		}
-		had, ok := l.learned[rg][name]
-		if !ok {
-			had = l.obs[rg][name]
+		if l.learn(rg, name, ob) {
+			learned = true
 		}
-		if stale(had, ob) {
-			continue
-		}
-		// l.obs is shared with callers and never changes: the overlay
-		// takes it (view reads both under o.mu).
-		if l.learned == nil {
-			l.learned = map[string]map[string]Observation{}
-		}
-		if l.learned[rg] == nil {
-			l.learned[rg] = map[string]Observation{}
-		}
-		l.learned[rg][name] = ob
-		learned = true
 	}
 	return learned
+}
+
+// learn puts ob into l's overlay unless it is stale against what l says
+// of the endpoint. The caller holds Observer.mu. l.obs is shared with
+// callers and never changes: the overlay takes what is learned (view
+// reads both under Observer.mu).
+func (l *listing) learn(rg, name string, ob Observation) bool {
+	had, ok := l.learned[rg][name]
+	if !ok {
+		had = l.obs[rg][name]
+	}
+	if stale(had, ob) {
+		return false
+	}
+	if l.learned == nil {
+		l.learned = map[string]map[string]Observation{}
+	}
+	if l.learned[rg] == nil {
+		l.learned[rg] = map[string]Observation{}
+	}
+	l.learned[rg][name] = ob
+	return true
 }
 
 func firstOf(s []string) string {
@@ -677,6 +699,8 @@ func (o *Observer) ttlOf(l *listing) time.Duration {
 type SDK struct {
 	Endpoints  *armnetwork.PrivateEndpointsClient
 	Interfaces *armnetwork.InterfacesClient
+	// Lister, when set, makes the lists (WithLister).
+	Lister *Lister
 }
 
 // NewSDK returns the API of a client factory.
@@ -684,8 +708,18 @@ func NewSDK(f *armnetwork.ClientFactory) SDK {
 	return SDK{Endpoints: f.NewPrivateEndpointsClient(), Interfaces: f.NewInterfacesClient()}
 }
 
+// WithLister makes the lists with l, which decodes only what Observe reads
+// (nil: the SDK's pagers).
+func (s SDK) WithLister(l *Lister) SDK {
+	s.Lister = l
+	return s
+}
+
 // ListPrivateEndpoints implements API with one paged list.
 func (s SDK) ListPrivateEndpoints(ctx context.Context, resourceGroup string) ([]*armnetwork.PrivateEndpoint, error) {
+	if s.Lister != nil {
+		return s.Lister.ResourceGroupEndpoints(ctx, resourceGroup)
+	}
 	return all(ctx, s.Endpoints.NewListPager(resourceGroup, nil), func(p armnetwork.PrivateEndpointsClientListResponse) []*armnetwork.PrivateEndpoint {
 		return p.Value
 	})
@@ -702,6 +736,9 @@ func (s SDK) PrivateEndpoint(ctx context.Context, resourceGroup, name string) (*
 
 // ListSubscriptionPrivateEndpoints implements API with one paged list.
 func (s SDK) ListSubscriptionPrivateEndpoints(ctx context.Context) ([]*armnetwork.PrivateEndpoint, error) {
+	if s.Lister != nil {
+		return s.Lister.SubscriptionEndpoints(ctx)
+	}
 	return all(ctx, s.Endpoints.NewListBySubscriptionPager(nil), func(p armnetwork.PrivateEndpointsClientListBySubscriptionResponse) []*armnetwork.PrivateEndpoint {
 		return p.Value
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 )
@@ -362,7 +363,16 @@ func TestObserverFirstCallerCancelled(t *testing.T) {
 // manual endpoint and returns the SDK API against it.
 func simWithEndpoints(t *testing.T) (*azuresim.Server, privateendpoints.API) {
 	t.Helper()
-	sim := azuresim.New(azuresim.Options{TLS: true})
+	sim, f, _ := simWithEndpointsPaged(t, 0)
+	return sim, privateendpoints.NewSDK(f)
+}
+
+// simWithEndpointsPaged is simWithEndpoints with pageSize endpoints per page
+// of a list (0: azuresim's 100), returning the factory and an ARM client
+// made with its options.
+func simWithEndpointsPaged(t *testing.T, pageSize int) (*azuresim.Server, *armnetwork.ClientFactory, *arm.Client) {
+	t.Helper()
+	sim := azuresim.New(azuresim.Options{TLS: true, PageSize: pageSize})
 	if err := sim.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -407,8 +417,12 @@ func simWithEndpoints(t *testing.T) (*azuresim.Server, privateendpoints.API) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	armClient, err := arm.NewClient("test", "v0.0.1", cred, &arm.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sim.ResetCounters()
-	return sim, privateendpoints.NewSDK(f)
+	return sim, f, armClient
 }
 
 // TestObserverLearns: what another source says of an endpoint (CAPZ's ASO
@@ -650,10 +664,11 @@ func TestObserverLargeListAnswersLonger(t *testing.T) {
 	}
 }
 
-// TestObserverCountsLists: every list asked of Azure is counted once, with
-// its subscription, what it listed and why — the first, one older than its
-// TTL, one Invalidate dropped, one after a failed list — and what it
-// returned; an answer from a list the observer holds is not a list.
+// TestObserverCountsLists: every list started is counted once, with its
+// subscription, what it listed, why — the first, one older than its TTL,
+// one Invalidate dropped, one after a list that failed or was held back —
+// and how it ended, and what it returned; an answer from a list the
+// observer holds is not a list.
 func TestObserverCountsLists(t *testing.T) {
 	const sub = "s-counted"
 	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
@@ -666,14 +681,19 @@ func TestObserverCountsLists(t *testing.T) {
 		_, err := obs.ResourceGroup(ctx, api, "cred|"+sub, "rg", time.Time{}, "pe")
 		return err
 	}
-	count := func(reason string) float64 {
-		return testutil.ToFloat64(privateendpoints.ListsTotal.WithLabelValues(sub, "subscription", reason))
+	type key struct{ reason, result string }
+	count := func(k key) float64 {
+		return testutil.ToFloat64(privateendpoints.ListsTotal.WithLabelValues(sub, "subscription", k.reason, k.result))
+	}
+	later := func() { clk.SetTime(clk.Now().Add(10 * time.Second)) }
+	want := map[key]float64{
+		{"first", "ok"}: 1, {"expired", "ok"}: 1, {"invalidated", "ok"}: 1,
+		{"expired", "failed"}: 1, {"retry", "held_back"}: 1, {"retry", "ok"}: 1,
 	}
 	// The counters are the process's: count what this test adds.
-	reasons := []string{"first", "expired", "invalidated", "failed"}
-	before := map[string]float64{}
-	for _, r := range reasons {
-		before[r] = count(r)
+	before := map[key]float64{}
+	for k := range want {
+		before[k] = count(k)
 	}
 	listedBefore := testutil.ToFloat64(privateendpoints.ListedTotal.WithLabelValues(sub))
 	steps := []struct {
@@ -683,13 +703,16 @@ func TestObserverCountsLists(t *testing.T) {
 	}{
 		{"first", func() {}, false},
 		{"answered from the list", func() {}, false},
-		{"expired", func() { clk.SetTime(clk.Now().Add(10 * time.Second)) }, false},
+		{"expired", later, false},
 		{"invalidated", func() { obs.Invalidate("cred|"+sub, "rg") }, false},
 		{"expired, and Azure fails it", func() {
-			clk.SetTime(clk.Now().Add(10 * time.Second))
+			later()
 			api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
 		}, true},
-		{"after the failure", func() { api.subErr = nil }, false},
+		{"held back by the operator's pacing", func() {
+			api.subErr = &azure.ClassifiedError{Classification: azure.Classification{Class: azure.ClassTransient, HeldBack: true, Message: "holding back"}}
+		}, true},
+		{"after it", func() { api.subErr = nil }, false},
 	}
 	for _, s := range steps {
 		s.do()
@@ -697,16 +720,15 @@ func TestObserverCountsLists(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
-	want := map[string]float64{"first": 1, "expired": 2, "invalidated": 1, "failed": 1}
-	got := map[string]float64{}
-	for _, r := range reasons {
-		got[r] = count(r) - before[r]
+	got := map[key]float64{}
+	for k := range want {
+		got[k] = count(k) - before[k]
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("lists by reason (-want +got):\n%s", diff)
+		t.Errorf("lists by reason and result (-want +got):\n%s", diff)
 	}
-	if api.subLists != 5 {
-		t.Errorf("Azure was asked for %d lists, want the 5 counted", api.subLists)
+	if api.subLists != 6 {
+		t.Errorf("%d lists started, want the 6 counted", api.subLists)
 	}
 	// Four lists answered, two endpoints each.
 	if n := testutil.ToFloat64(privateendpoints.ListedTotal.WithLabelValues(sub)) - listedBefore; n != 8 {

@@ -226,7 +226,7 @@ func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.Azu
 	if err != nil {
 		return nil, err
 	}
-	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, notBefore, names...)
+	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f).WithLister(privateendpoints.ListerFor(a.Clients, f)), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, notBefore, names...)
 	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
 		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
 	}
