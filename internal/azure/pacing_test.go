@@ -31,10 +31,17 @@ func TestPacer(t *testing.T) {
 	if w2 := p.take("writes"); w2 != w+100*time.Millisecond {
 		t.Errorf("a second held-back write: wait %s, want the next refill slot %s", w2, w+100*time.Millisecond)
 	}
+	// An answer in between (the budget still at the reserve) does not
+	// start the queue over: the next held-back write gets the slot after
+	// the two handed out, not one a refill interval away.
+	p.observe("writes", http.Header{"X-Ms-Ratelimit-Remaining-Subscription-Writes": []string{"10"}})
+	if w3 := p.take("writes"); w3 != w+200*time.Millisecond {
+		t.Errorf("a held-back write after an answer: wait %s, want the slot after the others %s", w3, w+200*time.Millisecond)
+	}
 	if r := p.take("reads"); r != 0 {
 		t.Errorf("reads held back by the writes' budget: %s", r)
 	}
-	now = now.Add(w + 100*time.Millisecond)
+	now = now.Add(w + 300*time.Millisecond)
 	if w := p.take("writes"); w != 0 {
 		t.Errorf("after the announced waits: still %s", w)
 	}
