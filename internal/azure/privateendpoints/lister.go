@@ -28,7 +28,7 @@ const listAPIVersion = "2025-09-01"
 // against 1.2 ms and 157 KB (BenchmarkListDecode), and the lists of the
 // management cluster's subscription, an endpoint per workload cluster,
 // were the operator's largest CPU cost in a fleet of 2,000
-// (docs/benchmarks.md, At b845f22).
+// (docs/benchmarks.md, At b845f22 to 23fa78f).
 type Lister struct {
 	// Client is an ARM client made with the options of the subscription's
 	// network clients (azure.Clients.RawNetwork).

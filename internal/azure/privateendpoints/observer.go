@@ -181,7 +181,7 @@ type Observer struct {
 	// one page of 100 endpoints per second per subscription with 10 s per
 	// 1,000, at any N. (It does not bound the lists of workload cluster
 	// subscriptions holding fewer than 1,000 each, however many there
-	// are: docs/benchmarks.md, At b845f22.)
+	// are: docs/benchmarks.md, At b845f22 to 23fa78f.)
 	TTLPer1000 time.Duration
 	// SubscriptionRetry is how long a scope whose subscription-wide list was
 	// refused is read per resource group; default 1 hour.
