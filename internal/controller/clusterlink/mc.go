@@ -41,6 +41,8 @@ type MCReconciler struct {
 	Networks *NetworkCapacities
 
 	memory EventMemory
+	// views are the WCs' views of the last pass (views.go).
+	views viewMemo
 	// shardMemory: the Warnings of the MC's further ingress services
 	// (shards.go), kept apart from the pass's own, which report forgets.
 	shardMemory EventMemory
@@ -424,12 +426,14 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) (mcWCs, error) {
 			return out, err
 		}
 	}
+	views := r.views.pass()
+	defer views.end()
 	for i := range list.Items {
 		u := &list.Items[i]
 		if (types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}) == r.Opts.ManagementCluster {
 			continue
 		}
-		view, errs := capz.FromUnstructured(u)
+		view, errs := views.of(u)
 		pls := links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}]
 		view = asWired(view, pls, false, r.Opts) // managedLinks holds only the clusters' own
 		isPaused, err := Paused(ctx, r.Client, u, view)

@@ -1,6 +1,7 @@
 package clusterlink
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -119,7 +120,13 @@ func TestDecideMC(t *testing.T) {
 		t.Run(tc.reason, func(t *testing.T) {
 			o := opts
 			o.DeleteOrphanedEndpoints = !tc.noOrphanSweep
+			// The views are the MC pass's memo's (views.go), shared
+			// between passes: deciding must not write them.
+			before := viewsJSON(t, tc.seen)
 			got := decideMC(&tc.seen, o)
+			if after := viewsJSON(t, tc.seen); after != before {
+				t.Errorf("decideMC changed the views it read:\nbefore %s\nafter  %s", before, after)
+			}
 			if diff := cmp.Diff(tc.want, entryNames(got.want.Endpoints)); diff != "" {
 				t.Errorf("endpoints to hold (-want +got):\n%s", diff)
 			}
@@ -134,6 +141,16 @@ func TestDecideMC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// viewsJSON is the MC's and the WCs' views of seen, for comparison.
+func viewsJSON(t *testing.T, seen mcSeen) string {
+	t.Helper()
+	b, err := json.Marshal([]any{seen.mc, seen.active, seen.held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func merge(ms ...map[capz.EndpointKey][]string) map[capz.EndpointKey][]string {
