@@ -453,14 +453,19 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, p armPath, k 
 	default:
 		scope = "/subscriptions/" + p.sub
 	}
-	var items []json.RawMessage
-	for _, res := range s.st.list(p.typeKey(), scope) {
-		items = append(items, s.st.marshal(k, res))
-	}
-	pg, e := paginate(r, s.baseURL(r), items, s.opts.PageSize)
+	// Only the page's resources are rendered: rendering all of them for
+	// every page made a list of n resources in pages of 100 cost n²/100
+	// renders (at N = 3,000 in test/scale, 142 s of the harness's CPU,
+	// most of it armnetwork's MarshalJSON, on the cores the operator
+	// runs on). Rendering changes nothing beyond the resource's own JSON.
+	all := s.st.list(p.typeKey(), scope)
+	pg, start, end, e := paginate(r, s.baseURL(r), len(all), s.opts.PageSize)
 	if e != nil {
 		writeError(w, e)
 		return
+	}
+	for _, res := range all[start:end] {
+		pg.Value = append(pg.Value, s.st.marshal(k, res))
 	}
 	writeJSON(w, http.StatusOK, pg)
 }

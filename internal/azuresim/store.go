@@ -356,26 +356,24 @@ type page struct {
 	NextLink *string           `json:"nextLink,omitempty"`
 }
 
-// paginate cuts items into pages of size n, continuing from $skiptoken.
-func paginate(r *http.Request, base string, items []json.RawMessage, n int) (page, *armError) {
-	start := 0
+// paginate is the page of a list of total items, in pages of n,
+// continuing from $skiptoken: the items start to end go in its Value (empty
+// here), and its nextLink follows when there are more.
+func paginate(r *http.Request, base string, total, n int) (p page, start, end int, e *armError) {
 	if tok := r.URL.Query().Get("$skiptoken"); tok != "" {
-		if _, err := fmt.Sscanf(tok, "%d", &start); err != nil || start < 0 || start > len(items) {
-			return page{}, errBadRequest("InvalidSkipToken", "The skip token '%s' is not valid.", tok)
+		if _, err := fmt.Sscanf(tok, "%d", &start); err != nil || start < 0 || start > total {
+			return page{}, 0, 0, errBadRequest("InvalidSkipToken", "The skip token '%s' is not valid.", tok)
 		}
 	}
-	end := min(start+n, len(items))
-	p := page{Value: items[start:end]}
-	if p.Value == nil {
-		p.Value = []json.RawMessage{}
-	}
-	if end < len(items) {
+	end = min(start+n, total)
+	p.Value = make([]json.RawMessage, 0, end-start)
+	if end < total {
 		q := r.URL.Query()
 		q.Set("$skiptoken", fmt.Sprint(end))
 		next := base + r.URL.Path + "?" + q.Encode()
 		p.NextLink = &next
 	}
-	return p, nil
+	return p, start, end, nil
 }
 
 func newGUID() string {
