@@ -1,6 +1,7 @@
 package capz_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -156,6 +157,33 @@ func TestFromUnstructured(t *testing.T) {
 				"spec.networkSpec.apiServerLB.privateLinks[0].allowedSubscriptions[1]",
 				"spec.networkSpec.apiServerLB.privateLinks[0].enableProxyProtocol",
 				"spec.networkSpec.apiServerLB.privateLinks[0].name",
+			},
+		},
+		{
+			reason: "malformed items deeper in the lists are reported with their paths",
+			mutate: func(o map[string]any) {
+				bad := link("natIpConfigurations")
+				bad["natIpConfigurations"].([]any)[0].(map[string]any)["subnet"] = 3
+				setLinks(o, bad)
+				subnets := o["spec"].(map[string]any)["networkSpec"].(map[string]any)["subnets"].([]any)
+				pe := subnets[1].(map[string]any)["privateEndpoints"].([]any)[0].(map[string]any)
+				pe["manualApproval"] = "true"
+				pe["privateLinkServiceConnections"].([]any)[0].(map[string]any)["name"] = false
+			},
+			want: func() *capz.AzureCluster {
+				w := wantBase()
+				l := wantLink
+				l.NATIPConfigurations = slices.Clone(l.NATIPConfigurations)
+				l.NATIPConfigurations[0].Subnet = ""
+				w.PrivateLinks = []capz.PrivateLink{l}
+				w.Subnets[1].PrivateEndpoints[0].ManualApproval = false
+				w.Subnets[1].PrivateEndpoints[0].Connections[0].Name = ""
+				return w
+			},
+			wantErrors: []string{
+				"spec.networkSpec.apiServerLB.privateLinks[0].natIpConfigurations[0].subnet",
+				"spec.networkSpec.subnets[1].privateEndpoints[0].manualApproval",
+				"spec.networkSpec.subnets[1].privateEndpoints[0].privateLinkServiceConnections[0].name",
 			},
 		},
 		{
