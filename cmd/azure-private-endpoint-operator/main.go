@@ -15,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	uberzap "go.uber.org/zap"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -43,6 +44,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/providerconfig"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/wiringdns"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/lazylog"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/memlimit"
 )
 
@@ -72,7 +74,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "azure-private-endpoint-operator: %v\nRun with --help for the list of flags.\n", err)
 		return exitUsage
 	}
-	logger := zap.New(zap.UseFlagOptions(&opts.zap), zap.WriteTo(stderr))
+	// Loggers encode their values only when they write (lazylog): every
+	// reconcile gets a logger with values and most write nothing.
+	logger := zap.New(zap.UseFlagOptions(&opts.zap), zap.WriteTo(stderr), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 	log := logger.WithName("setup")
