@@ -433,7 +433,8 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) (mcWCs, error) {
 		if (types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}) == r.Opts.ManagementCluster {
 			continue
 		}
-		view, errs := views.of(u)
+		memo := views.of(u)
+		view, errs := memo.view, memo.errs
 		pls := links[types.NamespacedName{Namespace: view.Namespace, Name: view.Name}]
 		view = asWired(view, pls, false, r.Opts) // managedLinks holds only the clusters' own
 		isPaused, err := Paused(ctx, r.Client, u, view)
@@ -454,7 +455,7 @@ func (r *MCReconciler) workloadClusters(ctx context.Context) (mcWCs, error) {
 			continue
 		default:
 			out.active = append(out.active, view)
-			switch servicesSay(u) {
+			switch memo.servicesSay {
 			case ReasonServiceLimit:
 				out.serviceRefused = append(out.serviceRefused, key(view))
 			case ReasonIngressServiceWaiting:

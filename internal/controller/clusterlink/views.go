@@ -11,9 +11,10 @@ import (
 )
 
 // viewMemo keeps the view (capz.FromUnstructured) of each workload
-// cluster's AzureCluster the MC's pass read, by the object's UID and
+// cluster's AzureCluster the MC's pass read, and what its condition says
+// of the MC's services (servicesSay), by the object's UID and
 // resourceVersion: an object the API server has not changed since the
-// last pass is not converted again. Every MC pass reads every WC, and at N
+// last pass is not read again. Every MC pass reads every WC, and at N
 // = 3,000 (test/scale --profile-dir) converting them all on every pass
 // was 7.7 s of the 140 s of CPU the operator spent converging, growing
 // with N × passes; with the memo a pass converts only the WCs that
@@ -34,6 +35,8 @@ type memoView struct {
 	resourceVersion string
 	view            *capz.AzureCluster
 	errs            field.ErrorList
+	// servicesSay is servicesSay of the object.
+	servicesSay string
 }
 
 // viewPass is one pass over the WCs: the views it reads become the memo's
@@ -51,21 +54,22 @@ func (m *viewMemo) pass() *viewPass {
 	return &viewPass{memo: m, next: make(map[types.UID]memoView, len(m.views))}
 }
 
-// of is the view of u, as capz.FromUnstructured gives it.
-func (p *viewPass) of(u *unstructured.Unstructured) (*capz.AzureCluster, field.ErrorList) {
+// of is the view of u, as capz.FromUnstructured gives it, with what
+// servicesSay says of u.
+func (p *viewPass) of(u *unstructured.Unstructured) memoView {
 	uid, rv := u.GetUID(), u.GetResourceVersion()
-	if uid == "" || rv == "" {
-		// Not an API server's object (unit tests): nothing identifies
-		// its content.
-		return capz.FromUnstructured(u)
-	}
-	if v, ok := p.memo.views[uid]; ok && v.resourceVersion == rv {
+	if v, ok := p.memo.views[uid]; ok && uid != "" && rv != "" && v.resourceVersion == rv {
 		p.next[uid] = v
-		return v.view, v.errs
+		return v
 	}
 	view, errs := capz.FromUnstructured(u)
-	p.next[uid] = memoView{resourceVersion: rv, view: view, errs: errs}
-	return view, errs
+	v := memoView{resourceVersion: rv, view: view, errs: errs, servicesSay: servicesSay(u)}
+	if uid != "" && rv != "" {
+		// Else not an API server's object (unit tests): nothing
+		// identifies its content.
+		p.next[uid] = v
+	}
+	return v
 }
 
 // end makes the views this pass read the memo's.

@@ -34,15 +34,7 @@ func TestViewMemo(t *testing.T) {
 		defer p.end()
 		var out []*capz.AzureCluster
 		for _, u := range objs {
-			v, errs := p.of(u)
-			want, wantErrs := capz.FromUnstructured(u)
-			if diff := cmp.Diff(want, v); diff != "" {
-				t.Errorf("%s at %s: view (-FromUnstructured +memo):\n%s", u.GetUID(), u.GetResourceVersion(), diff)
-			}
-			if diff := cmp.Diff(wantErrs.ToAggregate(), errs.ToAggregate()); diff != "" {
-				t.Errorf("%s: errors (-FromUnstructured +memo):\n%s", u.GetUID(), diff)
-			}
-			out = append(out, v)
+			out = append(out, checkMemo(t, u, p.of(u)))
 		}
 		return out
 	}
@@ -65,4 +57,20 @@ func TestViewMemo(t *testing.T) {
 	if v := read(object("", "")); v[0] == read(object("", ""))[0] || len(m.views) != 0 {
 		t.Error("an object without UID was memoized")
 	}
+}
+
+// checkMemo fails t unless memo is what reading u gives; it returns the view.
+func checkMemo(t *testing.T, u *unstructured.Unstructured, memo memoView) *capz.AzureCluster {
+	t.Helper()
+	if memo.servicesSay != servicesSay(u) {
+		t.Errorf("%s: servicesSay %q, want %q", u.GetUID(), memo.servicesSay, servicesSay(u))
+	}
+	want, wantErrs := capz.FromUnstructured(u)
+	if diff := cmp.Diff(want, memo.view); diff != "" {
+		t.Errorf("%s at %s: view (-FromUnstructured +memo):\n%s", u.GetUID(), u.GetResourceVersion(), diff)
+	}
+	if diff := cmp.Diff(wantErrs.ToAggregate(), memo.errs.ToAggregate()); diff != "" {
+		t.Errorf("%s: errors (-FromUnstructured +memo):\n%s", u.GetUID(), diff)
+	}
+	return memo.view
 }
