@@ -107,7 +107,9 @@ func (l Lister) list(ctx context.Context, path string) ([]*armnetwork.PrivateEnd
 		if page.NextLink == nil || *page.NextLink == "" {
 			return out, nil
 		}
-		req, err = runtime.NewRequestForNextLink(ctx, http.MethodGet, l.Client.Endpoint(), *page.NextLink)
+		// The later pages may spend into the pacer's reserve: held back
+		// midway, the list would start over (azure.WithContinuation).
+		req, err = runtime.NewRequestForNextLink(azure.WithContinuation(ctx), http.MethodGet, l.Client.Endpoint(), *page.NextLink)
 	}
 	return nil, err
 }

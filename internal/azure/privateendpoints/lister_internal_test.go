@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure"
 )
 
 // simEndpoint is a private endpoint as azuresim lists it (the endpoint
@@ -110,6 +113,37 @@ func TestListerAsksAsTheSDKDoes(t *testing.T) {
 		if want.URL.String() != got.URL.String() || want.Header.Get("Accept") != got.Header.Get("Accept") {
 			t.Errorf("%s: the SDK asks %s (Accept %q), the Lister %s (Accept %q)", tc.name, want.URL, want.Header.Get("Accept"), got.URL, got.Header.Get("Accept"))
 		}
+	}
+}
+
+// pages answers a first page with a nextLink and the next without, and
+// records whether each request was marked as a list's later page.
+type pages struct{ marked []bool }
+
+func (p *pages) Do(req *http.Request) (*http.Response, error) {
+	p.marked = append(p.marked, azure.IsContinuation(req.Context()))
+	body := `{"value":[]}`
+	if len(p.marked) == 1 {
+		body = `{"value":[],"nextLink":"https://management.azure.com/subscriptions/s1/providers/Microsoft.Network/privateEndpoints?api-version=2025-09-01&$skiptoken=1"}`
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestListerMarksLaterPages: the pages after a list's first are marked as
+// such, so the pacer lets them into its reserve (azure.WithContinuation)
+// and a list is not held back midway; the first is not.
+func TestListerMarksLaterPages(t *testing.T) {
+	rec := &pages{}
+	raw, err := arm.NewClient("test", "v0.0.1", token{}, &arm.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Lister{Client: raw, Subscription: "s1"}).SubscriptionEndpoints(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{false, true}; !slices.Equal(rec.marked, want) {
+		t.Errorf("pages marked %v, want %v", rec.marked, want)
 	}
 }
 
