@@ -37,14 +37,15 @@ const paceReserve = 10
 
 // continuationFloor is how far the pages after a list's first may spend
 // into the reserve. A list is many requests in a row: held back on a later
-// page it fails and starts over from the first. With reads at the reserve
-// (2,000 objects reading the MC's subscription at N = 3,000 in
-// test/scale), every other request took each token above the reserve as
-// it came, and the subscription's list of 30 pages was held back 6,694
-// times in 13 minutes with 33 lists done, while clusters waited for it.
-// Its later pages may go down to this: requests that are not such pages
-// stop at the reserve, so what refills while a list runs is the list's,
-// and half the reserve is still left for requests in flight.
+// page, it fails and starts over from the first, and the pages it read are
+// wasted. Its later pages may go down to this: other requests stop at the
+// reserve, so what refills while a list runs goes to the list, and half
+// the reserve is still left for requests in flight. A list's first page
+// waits like any read, and that is not enough when many single reads
+// share the subscription: at N = 3,000 with azuresim at full speed, 2,000
+// objects reading their own endpoints in the MC's subscription took every
+// read as it refilled, and its list of 30 pages stayed held back
+// (docs/benchmarks.md, At 23fa78f to 9565629).
 const continuationFloor = paceReserve / 2
 
 type continuationKey struct{}
