@@ -166,6 +166,22 @@ func FromUnstructured(u *unstructured.Unstructured) (*AzureCluster, field.ErrorL
 	return ac, r.errs
 }
 
+// GroupAndLinks reads of an AzureCluster only its subscription, resource
+// group and declared private links' names, as FromUnstructured reads them
+// (a field of the wrong type reads as empty, a link without a name is
+// left out): for what decides, per cluster and often, whether a change
+// concerns it, where converting the whole object was the cost.
+func GroupAndLinks(u *unstructured.Unstructured) (subscription, resourceGroup string, links []string) {
+	r := reader{obj: u.Object}
+	for _, m := range r.list(specPaths.privateLinks) {
+		sub := reader{obj: m}
+		if name := sub.str(pathName); name != "" {
+			links = append(links, name)
+		}
+	}
+	return r.str(specPaths.subscriptionID), r.str(specPaths.resourceGroup), links
+}
+
 // specPaths are the paths FromUnstructured reads, made once: it reads
 // every AzureCluster on every pass, and a path made per read was an
 // allocation each (test/scale at N = 3,000: with the field paths of

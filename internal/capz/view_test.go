@@ -219,6 +219,7 @@ func TestFromUnstructured(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s: view (-want +got):\n%s", tc.reason, diff)
 			}
+			checkGroupAndLinks(t, tc.reason, u, got)
 			var gotErrors []string
 			for _, e := range errs {
 				gotErrors = append(gotErrors, e.Field)
@@ -227,5 +228,21 @@ func TestFromUnstructured(t *testing.T) {
 				t.Errorf("%s: error fields (-want +got):\n%s\n%v", tc.reason, diff, errs)
 			}
 		})
+	}
+}
+
+// checkGroupAndLinks: GroupAndLinks reads what the view reads, malformed
+// or not.
+func checkGroupAndLinks(t *testing.T, reason string, u *unstructured.Unstructured, view *capz.AzureCluster) {
+	t.Helper()
+	sub, rg, links := capz.GroupAndLinks(u)
+	var names []string
+	for _, pl := range view.PrivateLinks {
+		if pl.Name != "" {
+			names = append(names, pl.Name)
+		}
+	}
+	if sub != view.SubscriptionID || rg != view.ResourceGroup || !slices.Equal(links, names) {
+		t.Errorf("%s: GroupAndLinks %q %q %v, the view %q %q %v", reason, sub, rg, links, view.SubscriptionID, view.ResourceGroup, names)
 	}
 }

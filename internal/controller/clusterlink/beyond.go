@@ -137,9 +137,18 @@ func networkOf(subnetID string) string {
 
 // networkUse counts the placed endpoints of each network.
 func networkUse(placed map[string][]capz.PrivateEndpoint) map[string]int {
-	use := map[string]int{}
+	bySubnet := make(map[string]int, len(placed))
 	for subnet, eps := range placed {
-		use[networkOf(subnet)] += len(eps)
+		bySubnet[subnet] += len(eps)
+	}
+	return useOfSubnets(bySubnet)
+}
+
+// useOfSubnets adds up the endpoints of each subnet (by ID) per network.
+func useOfSubnets(bySubnet map[string]int) map[string]int {
+	use := map[string]int{}
+	for subnet, n := range bySubnet {
+		use[networkOf(subnet)] += n
 	}
 	return use
 }
@@ -210,11 +219,7 @@ func placedUse(objs []v1alpha1.AzurePrivateEndpoint) map[string]int {
 	for i := range objs {
 		bySubnet[objs[i].Spec.SubnetID]++
 	}
-	use := map[string]int{}
-	for subnet, n := range bySubnet {
-		use[networkOf(subnet)] += n
-	}
-	return use
+	return useOfSubnets(bySubnet)
 }
 
 // splitPlaced splits endpoints grouped by subnet into entries (by subnet

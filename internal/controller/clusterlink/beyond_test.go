@@ -118,6 +118,22 @@ func wc2PlacedAt(subnet string) v1alpha1.AzurePrivateEndpoint {
 	return *desiredPlaced(mc(), Endpoint{Subnet: subnet, PrivateEndpoint: wcEntry("wc2"), Cluster: "org-a/wc2"})
 }
 
+// TestPlacedUse: what the WC passes count of the objects per network is
+// what the MC's pass counts of them (networkUse of placedOf), subnets of
+// one network added up, IDs in any case.
+func TestPlacedUse(t *testing.T) {
+	objs := []v1alpha1.AzurePrivateEndpoint{
+		wc2PlacedAt(subnetA), wc2PlacedAt(netA + "/subnets/pe2"), wc2PlacedAt(strings.ToUpper(subnetA)), wc2PlacedAt(subnetB),
+	}
+	want := map[string]int{strings.ToLower(netA): 3, strings.ToLower(netB): 1}
+	if diff := cmp.Diff(want, placedUse(objs)); diff != "" {
+		t.Errorf("placedUse (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(networkUse(placedOf(objs)), placedUse(objs)); diff != "" {
+		t.Errorf("placedUse against networkUse(placedOf) (-MC pass +WC pass):\n%s", diff)
+	}
+}
+
 // TestDecideMCBeyond: the MC pass with endpoints beyond its AzureCluster.
 func TestDecideMCBeyond(t *testing.T) {
 	beyond := Options{Config: Config{MCEndpointLimit: 1, Beyond: Beyond{Subnets: []string{subnetA, subnetB}, NetworkLimit: 1}}}
