@@ -35,31 +35,35 @@ var refillPerSecond = map[string]float64{"reads": 25, "writes": 10, "deletes": 1
 // requests in flight are not in the last header yet.
 const paceReserve = 10
 
-// continuationFloor is how far the pages after a list's first may spend
-// into the reserve. A list is many requests in a row: held back on a later
-// page, it fails and starts over from the first, and the pages it read are
-// wasted. Its later pages may go down to this: other requests stop at the
-// reserve, so what refills while a list runs goes to the list, and half
-// the reserve is still left for requests in flight. A list's first page
-// waits like any read, and that is not enough when many single reads
-// share the subscription: at N = 3,000 with azuresim at full speed, 2,000
-// objects reading their own endpoints in the MC's subscription took every
-// read as it refilled, and its list of 30 pages stayed held back
+// listFloor is how far a list's pages may spend into the reserve. A list
+// is many requests in a row that every caller of its subscription shares
+// (privateendpoints.Observer): held back midway it fails and starts over,
+// and the pages it read are wasted; held back at its first page, every
+// reconcile waiting for it waits on. Single requests stop at the reserve,
+// so what refills while a list runs goes to the list, and half the
+// reserve is still left for requests in flight. At N = 3,000 with
+// azuresim at full speed, 2,000 objects reading their own endpoints in
+// the management cluster's subscription took every read as it refilled,
+// and that subscription's list of 30 pages, which 1,000 workload clusters
+// waited for, was held back at its first page 7,972 times in 15 minutes
 // (docs/benchmarks.md, At 23fa78f to 9565629).
-const continuationFloor = paceReserve / 2
+const listFloor = paceReserve / 2
 
-type continuationKey struct{}
+type listKey struct{}
 
-// WithContinuation marks ctx's requests as a list's pages after its first
-// (the pacer lets them spend down to continuationFloor).
-func WithContinuation(ctx context.Context) context.Context {
-	return context.WithValue(ctx, continuationKey{}, true)
+// WithList marks ctx's requests as the pages of a list: the pacer lets
+// them spend down to listFloor and, below it, waits for the next refill
+// rather than holding them back. Such a page waits for its own token, not
+// behind the slots of held-back single requests: at most (listFloor+1)
+// refill intervals, 240 ms for reads, and only as long as ctx allows.
+func WithList(ctx context.Context) context.Context {
+	return context.WithValue(ctx, listKey{}, true)
 }
 
-// IsContinuation says whether ctx is marked by WithContinuation.
-func IsContinuation(ctx context.Context) bool {
-	cont, _ := ctx.Value(continuationKey{}).(bool)
-	return cont
+// IsList says whether ctx is marked by WithList.
+func IsList(ctx context.Context) bool {
+	l, _ := ctx.Value(listKey{}).(bool)
+	return l
 }
 
 // pacer holds back requests of a class whose remaining budget, as ARM last
@@ -70,7 +74,8 @@ func IsContinuation(ctx context.Context) bool {
 // a worker, and Azure never has to answer 429. One pacer serves one
 // subscription and identity: that is how ARM counts.
 type pacer struct {
-	now func() time.Time
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
 
 	mu      sync.Mutex
 	classes map[string]*budget
@@ -84,16 +89,25 @@ type budget struct {
 	next time.Time
 }
 
-func newPacer() *pacer { return &pacer{now: time.Now, classes: map[string]*budget{}} }
+func newPacer() *pacer { return &pacer{now: time.Now, sleep: sleep, classes: map[string]*budget{}} }
 
 // Do implements policy.Policy.
 func (p *pacer) Do(req *policy.Request) (*http.Response, error) {
 	class := requestClass(req.Raw().Method)
-	floor := paceReserve
-	if IsContinuation(req.Raw().Context()) {
-		floor = continuationFloor
-	}
-	if wait := p.take(class, floor); wait > 0 {
+	ctx := req.Raw().Context()
+	list := IsList(ctx)
+	for {
+		wait := p.take(class, list)
+		if wait <= 0 {
+			break
+		}
+		if list {
+			// A list's page waits for the next refill: see listFloor.
+			if err := p.sleep(ctx, wait); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		Paced.WithLabelValues(class).Inc()
 		return nil, &pacedError{ce: ClassifiedError{Classification: Classification{
 			Class: ClassTransient, Reason: ReasonThrottled, RetryAfter: wait, HeldBack: true,
@@ -107,27 +121,47 @@ func (p *pacer) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// take spends one request of a class if more than floor remain after it
-// (paceReserve, or continuationFloor for a list's later pages), or says
-// how long to wait.
-func (p *pacer) take(class string, floor int) time.Duration {
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// take spends one request of a class if more than the reserve remain
+// after it (listFloor for a list's pages), or says how long to wait. A
+// single request held back gets the next refill slot after those handed
+// out already; a list's page waits only for its own floor (listFloor).
+func (p *pacer) take(class string, list bool) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := p.classes[class]
 	if b == nil {
 		return 0 // nothing announced yet
 	}
+	floor := float64(paceReserve)
+	if list {
+		floor = listFloor
+	}
 	now, rate := p.now(), refillPerSecond[class]
 	b.tokens += now.Sub(b.at).Seconds() * rate
 	b.at = now
-	if b.tokens-1 >= float64(floor) {
+	if b.tokens-1 >= floor {
 		b.tokens--
 		return 0
 	}
+	interval := time.Duration(float64(time.Second) / rate)
+	first := now.Add(time.Duration((floor + 1 - b.tokens) / rate * float64(time.Second)))
+	if list {
+		return later(first, now.Add(time.Millisecond)).Sub(now)
+	}
 	// Held back: the next free refill slot, after the ones already handed
 	// out, so that a burst of objects returns spread over the refill.
-	interval := time.Duration(float64(time.Second) / rate)
-	first := now.Add(time.Duration((paceReserve + 1 - b.tokens) / rate * float64(time.Second)))
 	b.next = later(later(first, b.next.Add(interval)), now.Add(interval))
 	return b.next.Sub(now)
 }

@@ -93,6 +93,10 @@ func (l Lister) ResourceGroupEndpoints(ctx context.Context, resourceGroup string
 // is (it carries its own query).
 func (l Lister) list(ctx context.Context, path string) ([]*armnetwork.PrivateEndpoint, error) {
 	var out []*armnetwork.PrivateEndpoint
+	// Every page may spend into the pacer's reserve and waits there for
+	// a token: held back midway the list would start over, and held back
+	// at its first page every caller sharing it waits on (azure.WithList).
+	ctx = azure.WithList(ctx)
 	req, err := l.firstRequest(ctx, path)
 	for err == nil {
 		var page listPage
@@ -107,9 +111,7 @@ func (l Lister) list(ctx context.Context, path string) ([]*armnetwork.PrivateEnd
 		if page.NextLink == nil || *page.NextLink == "" {
 			return out, nil
 		}
-		// The later pages may spend into the pacer's reserve: held back
-		// midway, the list would start over (azure.WithContinuation).
-		req, err = runtime.NewRequestForNextLink(azure.WithContinuation(ctx), http.MethodGet, l.Client.Endpoint(), *page.NextLink)
+		req, err = runtime.NewRequestForNextLink(ctx, http.MethodGet, l.Client.Endpoint(), *page.NextLink)
 	}
 	return nil, err
 }

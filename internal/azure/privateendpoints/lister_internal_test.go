@@ -117,11 +117,11 @@ func TestListerAsksAsTheSDKDoes(t *testing.T) {
 }
 
 // pages answers a first page with a nextLink and the next without, and
-// records whether each request was marked as a list's later page.
+// records whether each request was marked as a list's page.
 type pages struct{ marked []bool }
 
 func (p *pages) Do(req *http.Request) (*http.Response, error) {
-	p.marked = append(p.marked, azure.IsContinuation(req.Context()))
+	p.marked = append(p.marked, azure.IsList(req.Context()))
 	body := `{"value":[]}`
 	if len(p.marked) == 1 {
 		body = `{"value":[],"nextLink":"https://management.azure.com/subscriptions/s1/providers/Microsoft.Network/privateEndpoints?api-version=2025-09-01&$skiptoken=1"}`
@@ -130,10 +130,11 @@ func (p *pages) Do(req *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
 
-// TestListerMarksLaterPages: the pages after a list's first are marked as
-// such, so the pacer lets them into its reserve (azure.WithContinuation)
-// and a list is not held back midway; the first is not.
-func TestListerMarksLaterPages(t *testing.T) {
+// TestListerMarksPages: every page of a list, the first and the later
+// ones, is marked as such, so the pacer lets it into its reserve
+// (azure.WithList): a list is held back neither midway nor at its first
+// page while single reads take every token above the reserve.
+func TestListerMarksPages(t *testing.T) {
 	rec := &pages{}
 	raw, err := arm.NewClient("test", "v0.0.1", token{}, &arm.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: rec}})
 	if err != nil {
@@ -142,7 +143,7 @@ func TestListerMarksLaterPages(t *testing.T) {
 	if _, err := (Lister{Client: raw, Subscription: "s1"}).SubscriptionEndpoints(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if want := []bool{false, true}; !slices.Equal(rec.marked, want) {
+	if want := []bool{true, true}; !slices.Equal(rec.marked, want) {
 		t.Errorf("pages marked %v, want %v", rec.marked, want)
 	}
 }

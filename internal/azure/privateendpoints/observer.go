@@ -218,6 +218,14 @@ var (
 
 func init() { metrics.Registry.MustRegister(listsTotal, listedTotal) }
 
+// failedListRetry is the least time a failed list answers its callers
+// with its error before it is asked of Azure again (longer when the error
+// says to wait longer). Every reconcile that needs a subscription's list
+// used to ask again at once: at N = 3,000 the management cluster's list,
+// held back by the pacer, was asked 398,149 times in 12 minutes, each
+// time held back again (docs/benchmarks.md, At 23fa78f to 9565629, run e).
+const failedListRetry = time.Second
+
 // listTimeout bounds one shared list, which runs without its first
 // caller's cancellation.
 const listTimeout = 5 * time.Minute
@@ -234,6 +242,9 @@ type listing struct {
 	learned map[string]map[string]Observation
 	n       int // endpoints Azure listed (ttlOf)
 	err     error
+	// retryAt is when a failed list may be asked of Azure again; until
+	// then its callers get its error (failedListRetry).
+	retryAt time.Time
 	done    chan struct{}
 }
 
@@ -402,6 +413,10 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 				o.mu.Unlock()
 				return l, nil
 			}
+			if l.err != nil && o.now().Before(l.retryAt) {
+				o.mu.Unlock()
+				return l, l.err
+			}
 			reason = listExpired
 			if l.err != nil {
 				reason = listRetry
@@ -431,6 +446,9 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	countList(k, reason, err, len(pes))
 	o.mu.Lock()
 	l.at = o.now()
+	if err != nil {
+		l.retryAt = l.at.Add(max(azure.Classify(l.err).RetryAfter, failedListRetry))
+	}
 	o.mu.Unlock()
 	close(l.done)
 	return l, l.err

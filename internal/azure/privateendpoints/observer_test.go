@@ -668,7 +668,9 @@ func TestObserverLargeListAnswersLonger(t *testing.T) {
 // subscription, what it listed, why — the first, one older than its TTL,
 // one Invalidate dropped, one after a list that failed or was held back —
 // and how it ended, and what it returned; an answer from a list the
-// observer holds is not a list.
+// observer holds is not a list. A failed list answers with its error,
+// and is not asked again, for a second, or for as long as its error says
+// to wait when that is longer.
 func TestObserverCountsLists(t *testing.T) {
 	const sub = "s-counted"
 	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
@@ -709,10 +711,19 @@ func TestObserverCountsLists(t *testing.T) {
 			later()
 			api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
 		}, true},
-		{"held back by the operator's pacing", func() {
-			api.subErr = &azure.ClassifiedError{Classification: azure.Classification{Class: azure.ClassTransient, HeldBack: true, Message: "holding back"}}
+		{"within a second of the failure: its error, not a list", func() {
+			api.subErr = nil
+			clk.SetTime(clk.Now().Add(999 * time.Millisecond))
 		}, true},
-		{"after it", func() { api.subErr = nil }, false},
+		{"held back by the operator's pacing", func() {
+			clk.SetTime(clk.Now().Add(time.Millisecond))
+			api.subErr = &azure.ClassifiedError{Classification: azure.Classification{Class: azure.ClassTransient, HeldBack: true, RetryAfter: 3 * time.Second, Message: "holding back"}}
+		}, true},
+		{"within the wait the pacer asked for: its error, not a list", func() {
+			api.subErr = nil
+			clk.SetTime(clk.Now().Add(3*time.Second - time.Millisecond))
+		}, true},
+		{"after it", func() { clk.SetTime(clk.Now().Add(time.Millisecond)) }, false},
 	}
 	for _, s := range steps {
 		s.do()
