@@ -59,6 +59,9 @@ var fixes = map[string]string{
 		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions.",
 	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
 	clusterlink.ReasonNothingToWire: "Nothing to do unless the cluster should be wired: declare its private links again.",
+	clusterlink.ReasonAzureReadsPaced: "Wait: the operator reads the cluster's endpoints as Azure refills the identity's read budget in that subscription " +
+		"(25 a second). If it lasts minutes, find what spends it: the operator's reads by resource type " +
+		"(azure_private_endpoint_operator_azure_requests_total, _azure_requests_paced_total) or another tool under the same identity.",
 	clusterlink.ReasonAzureError: "Read the message: an authorization error names the action and scope to grant to the identity; " +
 		"the operator retries every --terminal-recheck-interval.",
 
@@ -185,6 +188,7 @@ func Fix(reason string) string {
 func waits(reason string) bool {
 	switch reason {
 	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, clusterlink.ReasonIngressServiceWaiting, ReasonPrivateLinksWait, ReasonNotYetWired,
+		clusterlink.ReasonAzureReadsPaced,
 		ReasonEndpointNotInAzure, ReasonAnnotationOutdated, ReasonDNSRecordMissing, ReasonDNSRecordDiffers:
 		return true
 	}

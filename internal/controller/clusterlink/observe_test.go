@@ -318,8 +318,9 @@ func TestObserveReportsTerminalErrors(t *testing.T) {
 
 // TestObserveHeldBack: a read the request budget holds back (the
 // operator's pacing, Azure's 429) leaves the cluster not ready, without a
-// wait reason or an Event, and comes back after Azure's wait; a transient
-// error says what it was, since no Event does.
+// wait reason or an Event, with what to say if the cluster has no
+// condition yet (whyWaiting), and comes back after Azure's wait; a
+// transient error says what it was, since no Event does.
 func TestObserveHeldBack(t *testing.T) {
 	toWC := []Endpoint{{Direction: DirectionMCToWC, PrivateEndpoint: capz.PrivateEndpoint{Name: "pe", Connections: []capz.PrivateLinkServiceConnection{{PrivateLinkServiceID: "/pls"}}}}}
 	for _, c := range []struct {
@@ -340,6 +341,9 @@ func TestObserveHeldBack(t *testing.T) {
 		o := r.observe(context.Background(), &unstructured.Unstructured{}, &capz.AzureCluster{Name: "wc"}, &capz.AzureCluster{Name: "mc"}, toWC, nil, nil, nil)
 		if o.ready || o.throttled != c.wantThrottled || (c.wantWait == "") != (o.waitReason == "") || !strings.Contains(o.waitMessage, c.wantWait) {
 			t.Errorf("%s: ready %v, throttled %v, wait %q %q", c.reason, o.ready, o.throttled, o.waitReason, o.waitMessage)
+		}
+		if c.wantThrottled && !strings.Contains(o.throttledMessage, "the private endpoints of /mc are not read yet") {
+			t.Errorf("%s: message for a cluster without a condition %q", c.reason, o.throttledMessage)
 		}
 		if c.wantThrottled && o.result.RequeueAfter != 3*time.Second {
 			t.Errorf("%s: requeue after %s, want Azure's 3s", c.reason, o.result.RequeueAfter)

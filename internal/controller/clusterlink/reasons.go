@@ -14,8 +14,13 @@ const (
 	// Azure connects to another service (someone else's endpoint).
 	ReasonEndpointTargetMismatch = "PrivateEndpointTargetMismatch"
 	ReasonAzureError             = "AzureError"
-	ReasonFinalizerReleased      = "FinalizerReleased"
-	ReasonOrphanDeleted          = "OrphanedPrivateEndpointDeleted"
+	// ReasonAzureReadsPaced: the cluster's first pass could not read its
+	// endpoints because the identity's read budget in the subscription is
+	// nearly spent (the operator's pacing, or Azure's 429); said only by
+	// a cluster that has no condition yet (whyWaiting).
+	ReasonAzureReadsPaced   = "WaitingForAzureReadBudget"
+	ReasonFinalizerReleased = "FinalizerReleased"
+	ReasonOrphanDeleted     = "OrphanedPrivateEndpointDeleted"
 	// ReasonNothingToWire: GSPrivateLinksReady is Unknown because the
 	// cluster has no endpoint to wire any more.
 	ReasonNothingToWire = "NoPrivateEndpoints"

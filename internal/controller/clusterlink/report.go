@@ -96,8 +96,10 @@ func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation,
 		reason, msg = p.Reason, p.Message
 	case o.waitReason != "":
 		reason, msg = o.waitReason, o.waitMessage
-	case o.throttled:
+	case o.throttled && ConditionOf(u, ConditionGSPrivateLinksReady) != nil:
 		return "", "" // nothing new is known (observation.throttled)
+	case o.throttled:
+		reason, msg = ReasonAzureReadsPaced, o.throttledMessage
 	case wired > 0:
 		reason, msg = ReasonEndpointNotReady, "a private endpoint of this cluster is not ready"
 	default:

@@ -215,7 +215,9 @@ func TestCarryPublished(t *testing.T) {
 // from being planned, else the first endpoint's wait; a new cluster that
 // only waits for CAPZ gets no condition (a status write per cluster for a
 // wait that ends by itself), one that had the condition always gets the
-// current reason; a read the request budget held back changes nothing.
+// current reason; a read the request budget held back changes nothing in
+// a cluster that has the condition, and is the reason of one that has
+// none yet.
 func TestWhyWaiting(t *testing.T) {
 	had := &unstructured.Unstructured{Object: map[string]any{}}
 	_ = unstructured.SetNestedSlice(had.Object, []any{map[string]any{"type": ConditionGSPrivateLinksReady, "status": "True"}}, "status", "conditions")
@@ -244,6 +246,9 @@ func TestWhyWaiting(t *testing.T) {
 		{"a read held back by the request budget: the condition stays as it was", had, nil, observation{throttled: true}, 2, ""},
 		{"held back, but the other direction's endpoint waits for approval", had, nil, observation{throttled: true, waitReason: ReasonEndpointPending}, 2, ReasonEndpointPending},
 		{"held back, and a limit kept an endpoint back", had, []Problem{{Reason: ReasonEndpointLimit}}, observation{throttled: true}, 2, ReasonEndpointLimit},
+		{"held back, first time: why it waits", fresh, nil, observation{throttled: true, throttledMessage: "budget"}, 2, ReasonAzureReadsPaced},
+		{"held back, first time, and the other direction's endpoint waits for approval", fresh, nil,
+			observation{throttled: true, waitReason: ReasonEndpointPending}, 2, ReasonEndpointPending},
 	} {
 		if got, _ := whyWaiting(c.u, c.problems, c.o, c.wired); got != c.want {
 			t.Errorf("%s: reason %q, want %q", c.reason, got, c.want)
