@@ -28,7 +28,7 @@ func projectedFigures() []projected {
 			return float64(r.Converge.MCWrites + r.Converge.WCWrites + r.Converge.ObjectWrites)
 		}, true},
 		{"converge: writes to the MC object", func(r Result) float64 { return float64(r.Converge.MCWrites) }, true},
-		{"restart: ARM reads in the first drift interval", func(r Result) float64 { return float64(r.Restart.ARMReads) }, true},
+		{"restart: ARM reads until settled", func(r Result) float64 { return float64(r.Restart.ARMReads) }, true},
 		{"restart: writes (Kubernetes + ARM)", func(r Result) float64 {
 			return float64(r.Restart.MCWrites + r.Restart.WCWrites + r.Restart.ObjectWrites + r.Restart.ARMWrites)
 		}, true},
