@@ -17,6 +17,7 @@ import (
 
 	uberzap "go.uber.org/zap"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -185,6 +186,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 	if opts.apeController {
 		apeOpts := opts.apeOptions()
 		apeOpts.DNSEngine = engine
+		apeOpts.AddressRead = wiringAddresses(linkOpts.ManagementCluster, observer.Know)
 		if err := privateendpoint.Setup(ctx, mgr, apeOpts, clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}
@@ -253,4 +255,17 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// wiringAddresses hands to know the interface addresses the
+// AzurePrivateEndpoint controller read from Azure for the wiring's own
+// objects, the management cluster mc's endpoints beyond its AzureCluster
+// (privateendpoints.Observer.Know), and nothing of any other object: a
+// tenant's object never puts anything in what the wiring reads.
+func wiringAddresses(mc types.NamespacedName, know func(nicID, ip string)) func(*v1alpha1.AzurePrivateEndpoint, string, string) {
+	return func(obj *v1alpha1.AzurePrivateEndpoint, nicID, ip string) {
+		if mc.Name != "" && clusterlink.IsMCEndpointObject(mc, obj) {
+			know(nicID, ip)
+		}
+	}
 }

@@ -23,10 +23,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/docgen"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testenv"
 )
@@ -751,4 +754,38 @@ func shardFrontendsOn(first int, others ...string) []string {
 		}
 	}
 	return out
+}
+
+// TestWiringAddresses: only the wiring's own objects (the MC's namespace,
+// the MC's label) hand their interface addresses to the wiring's observer.
+func TestWiringAddresses(t *testing.T) {
+	mc := types.NamespacedName{Namespace: "org-giantswarm", Name: "mc"}
+	obj := func(ns, label string) *v1alpha1.AzurePrivateEndpoint {
+		o := &v1alpha1.AzurePrivateEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}
+		if label != "" {
+			o.Labels = map[string]string{clusterlink.MCEndpointOfLabel: label}
+		}
+		return o
+	}
+	cases := []struct {
+		reason string
+		mc     types.NamespacedName
+		obj    *v1alpha1.AzurePrivateEndpoint
+		want   bool
+	}{
+		{"the MC's endpoint object", mc, obj("org-giantswarm", "mc"), true},
+		{"a tenant's object with the MC's label", mc, obj("org-tenant", "mc"), false},
+		{"an object of the MC's namespace without the label", mc, obj("org-giantswarm", ""), false},
+		{"another MC's label", mc, obj("org-giantswarm", "other"), false},
+		{"no management cluster", types.NamespacedName{}, obj("", ""), false},
+	}
+	for _, c := range cases {
+		var got bool
+		wiringAddresses(c.mc, func(nic, ip string) {
+			got = nic == "/nic/1" && ip == "10.0.0.4"
+		})(c.obj, "/nic/1", "10.0.0.4")
+		if got != c.want {
+			t.Errorf("%s: handed on %v, want %v", c.reason, got, c.want)
+		}
+	}
 }

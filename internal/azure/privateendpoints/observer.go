@@ -402,7 +402,10 @@ func (o *Observer) get(ctx context.Context, k string, list func(context.Context)
 	k = strings.ToLower(k)
 	o.mu.Lock()
 	if o.lists == nil {
-		o.lists, o.nicIPs = map[string]*listing{}, map[string]string{}
+		o.lists = map[string]*listing{}
+	}
+	if o.nicIPs == nil {
+		o.nicIPs = map[string]string{}
 	}
 	l := o.lists[k]
 	reason := listFirst
@@ -542,7 +545,7 @@ func (o *Observer) nicIP(ctx context.Context, api API, id string) (string, error
 		o.mu.Unlock()
 		ip, err := api.InterfaceIP(ctx, id)
 		o.mu.Lock()
-		if err == nil {
+		if err == nil && ip != "" { // an interface without an address yet is read again
 			o.nicIPs[k] = ip
 		}
 		delete(o.nicBusy, k)
@@ -651,6 +654,26 @@ func (o *Observer) Invalidate(scope, resourceGroup string) {
 			o.dropped[k] = true
 		}
 	}
+}
+
+// Know keeps ip as the address of the network interface id, as another of
+// the operator's readers had it from Azure (the AzurePrivateEndpoint
+// controller reads the interface of each endpoint it makes, among them
+// the management cluster's endpoints beyond its AzureCluster, whose
+// address the wiring then needs too): the wiring does not read the same
+// interface again. Only an address Azure answered belongs here, never one
+// from an object's status, which whoever may write that status could make
+// up for an interface of the management cluster.
+func (o *Observer) Know(id, ip string) {
+	if id == "" || ip == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.nicIPs == nil {
+		o.nicIPs = map[string]string{}
+	}
+	o.nicIPs[strings.ToLower(id)] = ip
 }
 
 func (o *Observer) cachedNICIP(id string) string {

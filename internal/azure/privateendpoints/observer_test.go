@@ -177,6 +177,7 @@ type fakeAPI struct {
 	subLists   int
 	groupLists int
 	gets       int
+	noAddress  map[string]bool // interfaces InterfaceIP answers without an address
 }
 
 func (f *fakeAPI) ListPrivateEndpoints(context.Context, string) ([]*armnetwork.PrivateEndpoint, error) {
@@ -212,6 +213,9 @@ func (f *fakeAPI) InterfaceIP(_ context.Context, id string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nicGets++
+	if f.noAddress[id] {
+		return "", nil
+	}
 	return "10.1.0." + id[len(id)-1:], nil
 }
 
@@ -278,6 +282,38 @@ func TestObserverReadsEachNICOnce(t *testing.T) {
 	}
 	if api.nicGets != 2 {
 		t.Errorf("3 lists of 2 endpoints read NICs %d times; a NIC's IP never changes, so want 2", api.nicGets)
+	}
+}
+
+// TestObserverKnowsWhatOthersRead: an address another of the operator's
+// readers had from Azure (Know) is not read again; an interface Azure
+// answered without an address is read again on the next list.
+func TestObserverKnowsWhatOthersRead(t *testing.T) {
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{
+		endpoint("a", false, "Approved", nil, "/nic/1"),
+		endpoint("b", false, "Approved", nil, "/nic/2"),
+	}, noAddress: map[string]bool{"/nic/2": true}}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	obs := &privateendpoints.Observer{TTL: time.Second, Clock: clk}
+	obs.Know("/NIC/1", "10.9.9.1") // as the AzurePrivateEndpoint controller read it
+	obs.Know("/nic/2", "")         // no address: nothing known
+	got, err := obs.ResourceGroup(context.Background(), api, "scope", "rg", time.Time{}, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["a"].IP != "10.9.9.1" || got["b"].IP != "" || api.nicGets != 1 {
+		t.Errorf("first list: IPs %q, %q after %d interface reads; want 10.9.9.1 without a read, none for b after one", got["a"].IP, got["b"].IP, api.nicGets)
+	}
+	api.mu.Lock()
+	api.noAddress = nil // Azure gave b's interface its address
+	api.mu.Unlock()
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	got, err = obs.ResourceGroup(context.Background(), api, "scope", "rg", time.Time{}, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["a"].IP != "10.9.9.1" || got["b"].IP != "10.1.0.2" || api.nicGets != 2 {
+		t.Errorf("second list: IPs %q, %q after %d interface reads; want b read again (2 in all)", got["a"].IP, got["b"].IP, api.nicGets)
 	}
 }
 

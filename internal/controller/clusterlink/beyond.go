@@ -504,6 +504,11 @@ func nearNetworkLimit(b Beyond, net string, n int) string {
 		"new workload clusters get no endpoint (PrivateEndpointLimit); declare a subnet of another network", net, n, b.limitOf(net), AzureEndpointsPerVNet, MaxNetworkLimit)
 }
 
+// IsMCEndpointObject says o is one of the AzurePrivateEndpoints the
+// wiring makes for the management cluster mc beyond its AzureCluster
+// (isPlaced).
+func IsMCEndpointObject(mc types.NamespacedName, o client.Object) bool { return isPlaced(mc, o) }
+
 // isPlaced says o is one of the MC's endpoint objects: in the MC's
 // namespace, labelled with its name. Objects elsewhere (a tenant may
 // label its own) are nobody's business here.

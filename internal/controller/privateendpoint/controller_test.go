@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +26,13 @@ import (
 // reference to its AzurePrivateLinkService; each endpoint's names resolve
 // to its address from the consumer's network, and from nowhere else.
 func TestTargets(t *testing.T) {
-	w, svc, _ := world(t, privateendpoint.Options{})
+	var mu sync.Mutex
+	read := map[string]string{} // lower NIC ID -> address, as AddressRead was told
+	w, svc, _ := world(t, privateendpoint.Options{AddressRead: func(_ *v1alpha1.AzurePrivateEndpoint, nic, ip string) {
+		mu.Lock()
+		defer mu.Unlock()
+		read[strings.ToLower(nic)] = ip
+	}})
 	byID := ape("by-id", svc.Status.ResourceID)
 	byAlias := ape("by-alias", "")
 	byAlias.Spec.PrivateLinkServiceAlias = svc.Status.Alias
@@ -50,6 +57,12 @@ func TestTargets(t *testing.T) {
 		if e := endpoint(w, name); e == nil || e.IP != ip {
 			t.Errorf("%s: azuresim holds %+v, status says %s", name, e, ip)
 		}
+		// The address read from Azure is passed on (the wiring's observer
+		// keeps it and does not read the interface again).
+		mu.Lock()
+		told := read[strings.ToLower(st.NetworkInterfaceID)]
+		mu.Unlock()
+		addressTold(t, name, st, told)
 		zone := name + ".hcp.internal"
 		want := []string{"api." + zone, "*.apps." + zone}
 		if name == "by-ref" {
@@ -81,6 +94,15 @@ func TestTargets(t *testing.T) {
 	})
 	if n := writes(w) - before; n != 0 {
 		t.Errorf("a converged object caused %d writes", n)
+	}
+}
+
+// addressTold checks that AddressRead was told the object's address for
+// its network interface.
+func addressTold(t *testing.T, name string, st v1alpha1.AzurePrivateEndpointStatus, told string) {
+	t.Helper()
+	if st.NetworkInterfaceID == "" || len(st.IPAddresses) == 0 || told != st.IPAddresses[0] {
+		t.Errorf("%s: AddressRead was told %q for interface %q, want %v", name, told, st.NetworkInterfaceID, st.IPAddresses)
 	}
 }
 

@@ -136,6 +136,9 @@ func (r *Reconciler) address(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 		}
 		if ip != "" {
 			ips = []string{ip}
+			if r.Opts.AddressRead != nil {
+				r.Opts.AddressRead(obj, nic, ip)
+			}
 		}
 	}
 	if len(ips) == 0 {

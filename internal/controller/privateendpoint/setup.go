@@ -99,6 +99,12 @@ type Options struct {
 	// one virtual network (linklimit.go); 0: Azure's AzureZonesPerNetwork.
 	// Not a flag, as ZoneLinkLimit.
 	NetworkZoneLimit int
+	// AddressRead, when set, is told each network interface address the
+	// controller reads from Azure for an object (never one from status):
+	// for the management cluster's endpoints beyond its AzureCluster the
+	// wiring's observer keeps it, so that their interfaces are read once,
+	// not once here and once by the wiring.
+	AddressRead func(obj *v1alpha1.AzurePrivateEndpoint, nicID, ip string)
 }
 
 func (o *Options) setDefaults() {
