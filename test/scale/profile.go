@@ -9,13 +9,17 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Profiles of the operator under test, with --profile-dir: its heap when
 // its heap in use is at its peak (what decides the peak RSS), and its CPU
-// while the wiring converges, in consecutive slices (merge them with `go
-// tool pprof -proto a b … > all.pprof`). The operator serves them with
-// --pprof-bind-address on a loopback port.
+// in each phase (the wiring's convergence as operator-1, the restarted
+// operator's restart, steady window and deletion as operator-2-<phase>),
+// in consecutive slices (merge them with `go tool pprof -proto a b … >
+// all.pprof`; a phase shorter than a slice has none). The operator serves
+// them with --pprof-bind-address on a loopback port.
 
 // cpuSlice is how long each CPU profile of the operator runs.
 const cpuSlice = time.Minute
@@ -69,9 +73,29 @@ func saveURL(ctx context.Context, url, file string) error {
 	return os.Rename(tmp, file)
 }
 
+// profilePhase profiles the operator's CPU as name (profileCPU) until
+// the returned stop is called, with --profile-dir.
+func (b *bench) profilePhase(ctx context.Context, name string) (stop func()) {
+	if b.pprof == "" {
+		return func() {}
+	}
+	ctx, stop = context.WithCancel(ctx)
+	go b.profileCPU(ctx, b.pprof, name)
+	return stop
+}
+
 // profileCPU records the operator's CPU in slices of cpuSlice until ctx
-// ends (the convergence), as <name>-cpu-<k>.pprof.
+// ends (the phase), as <name>-n<N>-cpu-<k>.pprof.
 func (b *bench) profileCPU(ctx context.Context, base, name string) {
+	// A process just started may not serve its profiler yet.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return answers(ctx, base+"/debug/pprof/cmdline"), nil
+	}); err != nil {
+		if ctx.Err() == nil {
+			b.logf("CPU profile %s: the profiler did not answer: %v", name, err)
+		}
+		return
+	}
 	for k := 1; ctx.Err() == nil; k++ {
 		file := filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("%s-n%d-cpu-%d.pprof", name, b.cfg.N, k))
 		if err := saveProfile(ctx, base, fmt.Sprintf("profile?seconds=%d", int(cpuSlice.Seconds())), file); err != nil {
@@ -81,6 +105,20 @@ func (b *bench) profileCPU(ctx context.Context, base, name string) {
 			return
 		}
 	}
+}
+
+// answers reports whether url answers a GET with 200.
+func answers(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // profileHeap saves the operator's heap as <name>-heap-peak.pprof.

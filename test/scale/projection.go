@@ -37,6 +37,8 @@ func projectedFigures() []projected {
 		{"MC object size when converged (KiB)", func(r Result) float64 { return float64(r.MCObjectBytes) / 1024 }, false},
 		{"the MC's ingress services", func(r Result) float64 { return float64(r.IngressServices) }, false},
 		{"operator CPU, whole run (s)", func(r Result) float64 { return r.CPUSeconds }, false},
+		{"operator CPU, converge (s)", func(r Result) float64 { return r.Converge.CPUSeconds }, false},
+		{"operator CPU, delete (s)", func(r Result) float64 { return r.Delete.CPUSeconds }, false},
 		{"operator peak RSS (MiB)", func(r Result) float64 { return r.PeakRSSMiB }, false},
 		{"operator peak Go heap in use (MiB)", func(r Result) float64 { return r.PeakHeapMiB }, false},
 	}

@@ -107,6 +107,12 @@ func metrics() []metric {
 			return fmt.Sprintf("%d / %d", r.DNSRates[1].PeakReads, r.DNSRates[1].PeakWrites)
 		})},
 		{"operator CPU, whole run (s)", "", "", func(r Result) string { return f1(r.CPUSeconds) }},
+		{"operator CPU by phase: converge / restart / steady / delete (s)", "", "", wiringOnly(func(r Result) string {
+			return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", r.Converge.CPUSeconds, r.Restart.CPUSeconds, r.Steady.CPUSeconds, r.Delete.CPUSeconds)
+		})},
+		{"operator CPU per WC: converge / delete (ms)", "flat in N", "", wiringOnly(func(r Result) string {
+			return fmt.Sprintf("%.0f / %.0f", 1000*r.Converge.CPUSeconds/float64(r.N), 1000*r.Delete.CPUSeconds/float64(r.N))
+		})},
 		{"operator peak RSS (MiB)", "< 200", "", func(r Result) string { return f1(r.PeakRSSMiB) }},
 		{"operator peak anonymous RSS, sampled (MiB)", "", "", func(r Result) string { return f1(r.PeakAnonMiB) }},
 		{"operator peak Go heap in use (MiB)", "", "", func(r Result) string { return f1(r.PeakHeapMiB) }},
@@ -243,7 +249,7 @@ func report(opts options, results []Result) string {
 		b.WriteString(", in DNS mode (`--wiring-dns --wiring-dns-base-domain=" + DNSBaseDomain + "`, " + layout + "); the convergence rows include the wait for every WC's GSDNSZoneReady; the emulator enforces the Private DNS and Network request windows per subscription (500 DNS reads, 1,000 Network writes per 5 minutes), the rows show the busiest window against them")
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- Steady state: the operator restarted with `--drift-check-interval=%s`; the restart is measured for that interval and then until the operator has read no network interface for another interval and 10 s (its one read of each endpoint's address), the steady state for %s after that, i.e. time-compressed %.0f× against the default 10 minutes; per-hour figures are scaled to the default\n\n",
+	fmt.Fprintf(&b, "- Steady state: the operator restarted with `--drift-check-interval`, `--private-endpoint-drift-interval` and `--private-link-service-drift-interval` at %s; the restart is measured for that interval and then until the operator has read no network interface for another interval and 10 s (its one read of each endpoint's address), the steady state for %s after that, i.e. time-compressed %.0f× against the default 10 minutes; per-hour figures are scaled to the default\n\n",
 		opts.steadyDrift, opts.steadyWindow, (10*time.Minute).Seconds()/opts.steadyDrift.Seconds())
 	b.WriteString(markdownTable(results))
 	b.WriteString("\n" + notesMarker + "\n")
