@@ -444,3 +444,49 @@ func TestIsPlaced(t *testing.T) {
 		t.Error("another MC's object is taken for this one's")
 	}
 }
+
+// TestPlacedFor: a deleted WC's release finds the MC's object for one of
+// its services through the index, whatever the case of the service's ID;
+// an object for another cluster's service, one in another namespace, and
+// one without the MC's label (a tenant may label its own) keep nothing.
+func TestPlacedFor(t *testing.T) {
+	scheme := k8sruntime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	m := mc()
+	mcKey := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+	wc2 := wc("wc2")
+	mine := wc2PlacedAt(subnetA)
+	upper := wc2PlacedAt(subnetA)
+	upper.Spec.PrivateLinkServiceID = strings.ToUpper(upper.Spec.PrivateLinkServiceID)
+	elsewhere := wc2PlacedAt(subnetA)
+	elsewhere.Namespace = "org-tenant"
+	unlabelled := wc2PlacedAt(subnetA)
+	unlabelled.Labels = map[string]string{MCEndpointOfLabel: "another-mc"}
+	wc3 := *desiredPlaced(m, Endpoint{Subnet: subnetA, PrivateEndpoint: wcEntry("wc3"), Cluster: "org-a/wc3"})
+	for _, tc := range []struct {
+		reason string
+		objs   []client.Object
+		want   bool
+	}{
+		{"its object", []client.Object{&mine}, true},
+		{"its object, the service's ID in upper case", []client.Object{&upper}, true},
+		{"another cluster's object only", []client.Object{&wc3}, false},
+		{"an object for its service in another namespace", []client.Object{&elsewhere}, false},
+		{"an object for its service labelled for another MC", []client.Object{&unlabelled}, false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).
+				WithIndex(&v1alpha1.AzurePrivateEndpoint{}, placedServiceIndex, placedService).Build()
+			got, err := placedFor(context.Background(), c, mcKey, wc2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("placedFor = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

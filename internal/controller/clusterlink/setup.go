@@ -71,6 +71,11 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 			return err
 		}
 	}
+	// The MC's endpoint objects by service, for a deleted WC's release
+	// (placedFor).
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.AzurePrivateEndpoint{}, placedServiceIndex, placedService); err != nil {
+		return err
+	}
 	// The clusters connected to each MC service (servicelimit.go).
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newAzureCluster(), targetIndex, endpointTargets); err != nil {
 		return err
