@@ -67,6 +67,7 @@ func TestParseFlags(t *testing.T) {
 			driftCheck:               10 * time.Minute,
 			terminalRecheck:          10 * time.Minute,
 			mcWriteDelay:             2 * time.Second,
+			mcConditionInterval:      30 * time.Second,
 			maxConcurrentReconciles:  4,
 			deleteOrphanedEndpoints:  true,
 			adoptFieldManagers:       "manager",

@@ -84,6 +84,7 @@ type options struct {
 	driftCheck                time.Duration
 	terminalRecheck           time.Duration
 	mcWriteDelay              time.Duration
+	mcConditionInterval       time.Duration
 	maxConcurrentReconciles   int
 	deleteOrphanedEndpoints   bool
 	adoptFieldManagers        string
@@ -220,6 +221,7 @@ func (o *options) linkOptions() clusterlink.Options {
 		DriftCheck:              o.driftCheck,
 		TerminalRecheck:         o.terminalRecheck,
 		MCWriteDelay:            o.mcWriteDelay,
+		MCConditionInterval:     conditionInterval(o.mcConditionInterval),
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		DeleteOrphanedEndpoints: o.deleteOrphanedEndpoints,
 		ManagedLinks:            clusterlink.ManagedLinks{PrivateLinkServices: o.plsController, ManagePrivateLinkServices: o.managePLS},
@@ -429,6 +431,10 @@ func (o *options) flagSet() *flag.FlagSet {
 		"How soon a cluster is retried after an Azure error a person must fix (authorization, validation).")
 	fs.DurationVar(&o.mcWriteDelay, "mc-write-delay", 2*time.Second,
 		"Workload cluster events within this window are written to the management cluster's AzureCluster in one write.")
+	fs.DurationVar(&o.mcConditionInterval, "mc-condition-interval", 30*time.Second,
+		"How often at most the management cluster's GSWorkloadClusterEndpointsReady condition is written again when only its message changed "+
+			"(the counts and clusters it names, which move at nearly every pass while a fleet is wired; each write sends the whole AzureCluster to every watcher). "+
+			"A new status or reason is written at once. 0 writes every change at once.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"Workload clusters reconciled in parallel.")
 	fs.BoolVar(&o.deleteOrphanedEndpoints, "delete-orphaned-private-endpoints", true,
@@ -578,6 +584,9 @@ func (o *options) validateWiring() []error {
 		"--identity-secret-recheck-interval": o.secretRecheck,
 		"--azure-observe-ttl":                o.azureObserveTTL,
 	})...)
+	if o.mcConditionInterval < 0 {
+		errs = append(errs, fmt.Errorf("--mc-condition-interval=%s: must not be negative (0 writes every change at once)", o.mcConditionInterval))
+	}
 	if o.mcWriteDelay < 0 {
 		errs = append(errs, fmt.Errorf("--mc-write-delay=%s: must not be negative", o.mcWriteDelay))
 	}
@@ -847,4 +856,14 @@ func validateBindAddress(addr string) error {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// conditionInterval is --mc-condition-interval as the wiring's option: 0
+// (every change at once) is a negative MCConditionInterval there, where 0
+// means the default.
+func conditionInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -51,6 +51,9 @@ func (w *World) StartOperatorObserving(t testing.TB, opts clusterlink.Options, o
 	if opts.MCWriteDelay == 0 {
 		opts.MCWriteDelay = 300 * time.Millisecond
 	}
+	if opts.MCConditionInterval == 0 {
+		opts.MCConditionInterval = time.Second
+	}
 	if opts.DriftCheck == 0 {
 		opts.DriftCheck = time.Minute
 	}

@@ -81,6 +81,20 @@ func (w wantCondition) current(o *unstructured.Unstructured) bool {
 	return true
 }
 
+// sameButMessage reports whether every list of o has w's condition with
+// w's status and reason (in the v1beta2 form, for o's generation): what o
+// says differs from w at most in the message.
+func (w wantCondition) sameButMessage(o *unstructured.Unstructured) bool {
+	for _, l := range lists(o) {
+		conds, _, _ := unstructured.NestedSlice(o.Object, l.path...)
+		_, m := w.find(conds)
+		if m == nil || m["status"] != w.status || m["reason"] != w.reason || (l.v1beta2 && m["observedGeneration"] != o.GetGeneration()) {
+			return false
+		}
+	}
+	return true
+}
+
 // find is the position and entry of w's type in conds (-1 and nil when
 // absent).
 func (w wantCondition) find(conds []any) (int, map[string]any) {

@@ -46,6 +46,11 @@ type MCReconciler struct {
 	// shardMemory: the Warnings of the MC's further ingress services
 	// (shards.go), kept apart from the pass's own, which report forgets.
 	shardMemory EventMemory
+	// conditionWritten is when the pass last wrote the MC's condition,
+	// or when the process's first pass ran (conditionDue; the MC's passes
+	// run one at a time). It decides only when a new message is written,
+	// never what.
+	conditionWritten time.Time
 }
 
 // mcEndpoints is what the MC pass asks of Azure.
@@ -91,14 +96,16 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot apply the management cluster's further ingress services; the pass goes on, and they are tried again")
 		res.RequeueAfter = r.Opts.PendingRecheckInterval()
 	}
-	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, mcCondition(seen, plan, use, opts), mcWrites); err != nil {
+	wait, err := r.writeCondition(ctx, seen, mcCondition(seen, plan, use, opts))
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	res = LowestNonZeroResult(res, ctrl.Result{RequeueAfter: wait})
 	if err := r.ensurePlaced(ctx, seen, plan); err != nil {
 		// Like the further services: one object that cannot be written
 		// (its Warning on the MC says why) never holds back the entries.
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot write the management cluster's endpoints beyond its AzureCluster; the pass goes on, and they are tried again")
-		res.RequeueAfter = r.Opts.PendingRecheckInterval()
+		res = LowestNonZeroResult(res, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
 	}
 	if !plan.want.Equal(seen.current) {
 		// seen.u is stale after the apply: the next pass removes what an
@@ -121,7 +128,7 @@ func (r *MCReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if plan.recheck {
-		res.RequeueAfter = r.Opts.PendingRecheckInterval()
+		res = LowestNonZeroResult(res, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
 	}
 	if plan.sweep && r.Orphans != nil {
 		swept, err := r.Orphans.Sweep(ctx, seen.mc, isMCEndpointName, placedNames(seen, plan)...)
@@ -295,6 +302,31 @@ func decideMC(seen *mcSeen, opts Options) mcPlan {
 	})
 	plan.sweep = opts.DeleteOrphanedEndpoints
 	return plan
+}
+
+// writeCondition writes the MC's condition want when it is due
+// (conditionDue), and otherwise returns how long until it is: the pass
+// asks to come back then, so the last message is written.
+func (r *MCReconciler) writeCondition(ctx context.Context, seen *mcSeen, want wantCondition) (time.Duration, error) {
+	now := time.Now()
+	if r.conditionWritten.IsZero() {
+		// A new process's first passes may see less than the last one did
+		// (a network whose read is held back counts as 1,000 until it is
+		// read): a new message from them waits like any other, and is not
+		// written when the next pass says the old one again.
+		r.conditionWritten = now
+	}
+	if want.current(seen.u) {
+		return 0, nil
+	}
+	if due, wait := conditionDue(seen.u, want, r.conditionWritten, now, r.Opts.MCConditionInterval); !due {
+		return wait, nil
+	}
+	if err := writeCondition(ctx, r.Client, r.APIReader, seen.u, want, mcWrites); err != nil {
+		return 0, err
+	}
+	r.conditionWritten = now
+	return 0, nil
 }
 
 // report emits the pass's Warnings: a malformed MC and taken names on the

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
@@ -171,4 +174,55 @@ func entryNamesOf(eps []capz.PrivateEndpoint) []string {
 		out = append(out, ep.Name)
 	}
 	return out
+}
+
+// TestConditionDue: a new status or reason of the MC's condition is
+// written at once; a new message alone once the interval has passed since
+// the last write, and the pass is told how long until then; in the
+// v1beta2 form a new generation is a change like a new reason.
+func TestConditionDue(t *testing.T) {
+	const interval = 30 * time.Second
+	last := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	have := wantCondition{typ: ConditionGSWorkloadClusterEndpointsReady, status: "Unknown", reason: ReasonIngressServiceWaiting,
+		message: "the endpoints of 12 workload clusters (a, b, c and 9 more) wait", exact: true}
+	on := func(w wantCondition, v1beta2 bool, generation int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
+		u.SetGeneration(generation)
+		if v1beta2 {
+			_ = unstructured.SetNestedMap(u.Object, map[string]any{}, "status", "v1beta2")
+		}
+		w.set(u)
+		return u
+	}
+	newMessage := have
+	newMessage.message = "the endpoints of 15 workload clusters (a, b, c and 12 more) wait"
+	newReason := have
+	newReason.reason, newReason.message = ReasonNameConflict, "the entries of 1 workload cluster (a) wait"
+	newStatus := have
+	newStatus.status, newStatus.reason = "True", ReasonEndpointEntriesWritten
+	for _, tc := range []struct {
+		name     string
+		u        *unstructured.Unstructured
+		want     wantCondition
+		now      time.Time
+		interval time.Duration
+		due      bool
+		wait     time.Duration
+	}{
+		{"a new message 10 s after the last write waits 20 s", on(have, false, 1), newMessage, last.Add(10 * time.Second), interval, false, 20 * time.Second},
+		{"a new message an interval after the last write", on(have, false, 1), newMessage, last.Add(interval), interval, true, 0},
+		{"a new reason at once", on(have, false, 1), newReason, last.Add(time.Second), interval, true, 0},
+		{"a new status at once", on(have, false, 1), newStatus, last.Add(time.Second), interval, true, 0},
+		{"no condition yet: at once", &unstructured.Unstructured{Object: map[string]any{}}, have, last.Add(time.Second), interval, true, 0},
+		{"interval 0: a new message at once", on(have, false, 1), newMessage, last.Add(time.Second), 0, true, 0},
+		{"v1beta2 form of the same generation: a new message waits", on(have, true, 2), newMessage, last.Add(time.Second), interval, false, interval - time.Second},
+		{"v1beta2 form of an older generation: at once", func() *unstructured.Unstructured { u := on(have, true, 2); u.SetGeneration(3); return u }(), newMessage, last.Add(time.Second), interval, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			due, wait := conditionDue(tc.u, tc.want, last, tc.now, tc.interval)
+			if due != tc.due || wait != tc.wait {
+				t.Errorf("conditionDue = %v, %s; want %v, %s", due, wait, tc.due, tc.wait)
+			}
+		})
+	}
 }

@@ -45,6 +45,12 @@ type Options struct {
 	// MCWriteDelay gathers the WC events of this window into one write of
 	// the MC. Default 2s.
 	MCWriteDelay time.Duration
+	// MCConditionInterval is how often at most the MC's
+	// GSWorkloadClusterEndpointsReady is written again when only its
+	// message changed (the counts and names it gives move at nearly every
+	// pass while a fleet is wired); a new status or reason is written at
+	// once. Default 30s; negative: every change at once.
+	MCConditionInterval time.Duration
 	// MaxConcurrentReconciles of the WC controller. Default 4.
 	MaxConcurrentReconciles int
 	// DeleteOrphanedEndpoints deletes, in Azure, private endpoints the
@@ -133,6 +139,11 @@ func (o *Options) SetDefaults() {
 		o.MCWriteDelay = 0
 	} else if o.MCWriteDelay == 0 {
 		o.MCWriteDelay = 2 * time.Second
+	}
+	if o.MCConditionInterval < 0 {
+		o.MCConditionInterval = 0
+	} else if o.MCConditionInterval == 0 {
+		o.MCConditionInterval = 30 * time.Second
 	}
 	if o.tickPhase == 0 {
 		o.tickPhase = time.Duration(rand.Int64N(int64(time.Hour))) + 1 //nolint:gosec // G404: spreads replicas' ticks; nothing to guess
