@@ -463,7 +463,7 @@ func (b *bench) restart(ctx context.Context) error {
 	if _, err := b.phase(0); err != nil { // attribute the stop to no phase
 		return err
 	}
-	if err := b.startOperator(ctx, "operator-2", steadyDriftFlags(b.cfg.SteadyDrift)...); err != nil {
+	if err := b.startOperator(ctx, "operator-2", "--drift-check-interval="+b.cfg.SteadyDrift.String()); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -475,17 +475,6 @@ func (b *bench) restart(ctx context.Context) error {
 	b.res.Restart, err = b.phase(time.Since(start))
 	b.logf("restart: %+v", b.res.Restart)
 	return err
-}
-
-// steadyDriftFlags compress every drift interval of the restarted
-// operator to d: the wiring's, and those of the objects it makes beyond
-// the MC's AzureCluster (each AzurePrivateEndpoint reads its endpoint
-// once per --private-endpoint-drift-interval; past 1,000 WCs that is most
-// of the steady reads). With the wiring's alone, the steady window at N =
-// 3,000 held none of the 2,000 objects' reads, and the report gave the
-// wiring's 360 reads per hour for the operator's 12,360.
-func steadyDriftFlags(d time.Duration) []string {
-	return []string{"--drift-check-interval=" + d.String(), "--private-endpoint-drift-interval=" + d.String(), "--private-link-service-drift-interval=" + d.String()}
 }
 
 // restartSettled is how long past a drift interval the restarted
