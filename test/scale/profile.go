@@ -43,20 +43,30 @@ func (b *bench) saveMetrics(ctx context.Context, name, when string) {
 	}
 }
 
-// saveURL writes what url serves to file.
-func saveURL(ctx context.Context, url, file string) error {
+// get GETs url; an answer other than 200 is an error.
+func get(ctx context.Context, url string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return resp, nil
+}
+
+// saveURL writes what url serves to file.
+func saveURL(ctx context.Context, url, file string) error {
+	resp, err := get(ctx, url)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", req.URL, resp.Status)
-	}
 	tmp := file + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -109,16 +119,12 @@ func (b *bench) profileCPU(ctx context.Context, base, name string) {
 
 // answers reports whether url answers a GET with 200.
 func answers(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := get(ctx, url)
 	if err != nil {
 		return false
 	}
 	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return true
 }
 
 // profileHeap saves the operator's heap as <name>-heap-peak.pprof.

@@ -313,7 +313,7 @@ func (r *MCReconciler) writeCondition(ctx context.Context, seen *mcSeen, want wa
 		// A new process's first passes may see less than the last one did
 		// (a network whose read is held back counts as 1,000 until it is
 		// read): a new message from them waits like any other, and is not
-		// written when the next pass says the old one again.
+		// written if a pass within the interval says the old one again.
 		r.conditionWritten = now
 	}
 	if want.current(seen.u) {
