@@ -386,6 +386,11 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--kube-api-qps=0 and --kube-api-burst=200: both must be positive",
 		},
 		{
+			reason:  "a negative MC condition interval is refused",
+			args:    []string{"--mc-condition-interval=-1s"},
+			wantErr: "--mc-condition-interval=-1s: must not be negative (0 writes every change at once)",
+		},
+		{
 			reason:  "a soft memory limit above the container's is refused",
 			args:    []string{"--memory-limit-fraction=1.5"},
 			wantErr: "--memory-limit-fraction=1.5: must be between 0 (off) and 1",
@@ -738,6 +743,26 @@ func TestHealFlagMapsToOptions(t *testing.T) {
 		}
 		if got := o.linkOptions().Heal.DisconnectedAfter; got != tc.want {
 			t.Errorf("--heal-disconnected-after=%s: options get %s, want %s", tc.flag, got, tc.want)
+		}
+	}
+}
+
+// TestConditionIntervalMapsToOptions: --mc-condition-interval=0s writes
+// every change of the MC's condition at once (the options' zero would
+// mean their default, 30 s).
+func TestConditionIntervalMapsToOptions(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+	}{{"0s", 0}, {"45s", 45 * time.Second}} {
+		o, err := parseFlags([]string{"--management-cluster-name=mc", "--management-cluster-namespace=ns", "--mc-condition-interval=" + tc.flag}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := o.linkOptions()
+		opts.SetDefaults()
+		if opts.MCConditionInterval != tc.want {
+			t.Errorf("--mc-condition-interval=%s: the wiring gets %s, want %s", tc.flag, opts.MCConditionInterval, tc.want)
 		}
 	}
 }

@@ -221,7 +221,7 @@ func (o *options) linkOptions() clusterlink.Options {
 		DriftCheck:              o.driftCheck,
 		TerminalRecheck:         o.terminalRecheck,
 		MCWriteDelay:            o.mcWriteDelay,
-		MCConditionInterval:     conditionInterval(o.mcConditionInterval),
+		MCConditionInterval:     offIfZero(o.mcConditionInterval),
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		DeleteOrphanedEndpoints: o.deleteOrphanedEndpoints,
 		ManagedLinks:            clusterlink.ManagedLinks{PrivateLinkServices: o.plsController, ManagePrivateLinkServices: o.managePLS},
@@ -856,14 +856,4 @@ func validateBindAddress(addr string) error {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// conditionInterval is --mc-condition-interval as the wiring's option: 0
-// (every change at once) is a negative MCConditionInterval there, where 0
-// means the default.
-func conditionInterval(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }
