@@ -33,6 +33,10 @@ type Counters struct {
 	// Errors counts ARM error answers by their code (x-ms-error-code), so
 	// a test can tell a limit's refusal from any other 400.
 	Errors map[string]int `json:"errors"`
+	// Reads counts the GETs of one resource (not of a collection) answered
+	// 200, by the resource's ID in lower case: how often it was read on
+	// its own, beside the lists that hold it.
+	Reads map[string]int `json:"reads"`
 }
 
 // FaultCount is how often faults of one kind hit one principal. Kind is
@@ -94,11 +98,18 @@ type counters struct {
 	hosts       map[string]int
 	scopes      map[string]int
 	errors      map[string]int
+	reads       map[string]int
 }
 
 func newCounters() *counters {
 	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}, faults: map[FaultCount]int{},
-		hosts: map[string]int{}, scopes: map[string]int{}, errors: map[string]int{}}
+		hosts: map[string]int{}, scopes: map[string]int{}, errors: map[string]int{}, reads: map[string]int{}}
+}
+
+func (c *counters) read(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads[strings.ToLower(id)]++
 }
 
 func (c *counters) errorCode(code string) {
@@ -148,13 +159,14 @@ func (c *counters) reset() {
 	c.hosts = map[string]int{}
 	c.scopes = map[string]int{}
 	c.errors = map[string]int{}
+	c.reads = map[string]int{}
 }
 
 func (c *counters) snapshot() Counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := Counters{ByPrincipal: map[string]int{}, TokensByClient: map[string]int{}, Requests: []RequestCount{},
-		Hosts: maps.Clone(c.hosts), TokenScopes: maps.Clone(c.scopes), Errors: maps.Clone(c.errors)}
+		Hosts: maps.Clone(c.hosts), TokenScopes: maps.Clone(c.scopes), Errors: maps.Clone(c.errors), Reads: maps.Clone(c.reads)}
 	for client, n := range c.tokens {
 		out.Tokens += n
 		out.TokensByClient[client] = n

@@ -249,6 +249,9 @@ func (s *Server) baseURL(r *http.Request) string {
 // subscription's timeline.
 func (s *Server) count(method string, p armPath, ok bool, status int, principalID string) {
 	s.counters.request(method, counterType(p, ok), status, principalID)
+	if ok && method == http.MethodGet && status == http.StatusOK && p.provider != "" && !p.isCollection() && !isOperationPath(p) && !isPrivateDNSOperationPath(p) {
+		s.counters.read(p.id())
+	}
 	// Private DNS counts its operation polls against the same limits (the
 	// recordings show x-ms-ratelimit-remaining-subscription-resource-requests
 	// falling with each poll).
@@ -562,6 +565,15 @@ func (s *Server) answerPut(w http.ResponseWriter, r *http.Request, k *kind, req 
 	op := s.st.startOperation(res, http.MethodPut,
 		func() {
 			res.state = stateSucceeded
+			if !k.privateDNS {
+				// Networking gives the resource a new etag when the
+				// operation ends, as it does for the write itself: ASO's
+				// recording of a private endpoint (conformance testdata
+				// private-endpoint-storage.json) answers the PUT with
+				// one etag (Updating) and the GET after it with another
+				// (Succeeded). Private DNS is not known to; left as is.
+				res.etag = newETag()
+			}
 			if req.onDone != nil {
 				req.onDone()
 			}
