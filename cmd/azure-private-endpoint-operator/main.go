@@ -187,6 +187,10 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		apeOpts := opts.apeOptions()
 		apeOpts.DNSEngine = engine
 		apeOpts.AddressRead = wiringAddresses(linkOpts.ManagementCluster, observer.Know)
+		// The wiring's lists answer drift checks of the endpoints they
+		// hold, for objects with the same credential (the MC's beyond its
+		// AzureCluster).
+		apeOpts.Observer = observer
 		if err := privateendpoint.Setup(ctx, mgr, apeOpts, clients); err != nil {
 			return nil, fmt.Errorf("setting up the AzurePrivateEndpoint controller: %w", err)
 		}

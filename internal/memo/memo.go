@@ -56,6 +56,24 @@ func (m *Memo) Value(key string) (string, bool) {
 	return e.fingerprint, ok
 }
 
+// Entry is the fingerprint key was last set with and when, and whether it
+// has one.
+func (m *Memo) Entry(key string) (string, time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	return e.fingerprint, e.at, ok
+}
+
+// Forget drops keys.
+func (m *Memo) Forget(keys ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		delete(m.m, k)
+	}
+}
+
 // ForgetPrefix drops the keys that start with prefix.
 func (m *Memo) ForgetPrefix(prefix string) {
 	m.ForgetFunc(func(k string) bool { return strings.HasPrefix(k, prefix) })

@@ -463,7 +463,7 @@ func (b *bench) restart(ctx context.Context) error {
 	if _, err := b.phase(0); err != nil { // attribute the stop to no phase
 		return err
 	}
-	if err := b.startOperator(ctx, "operator-2", "--drift-check-interval="+b.cfg.SteadyDrift.String()); err != nil {
+	if err := b.startOperator(ctx, "operator-2", steadyDriftFlags(b.cfg.SteadyDrift)...); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -475,6 +475,17 @@ func (b *bench) restart(ctx context.Context) error {
 	b.res.Restart, err = b.phase(time.Since(start))
 	b.logf("restart: %+v", b.res.Restart)
 	return err
+}
+
+// steadyDriftFlags compress every drift interval of the restarted
+// operator to d: the wiring's, and those of the objects it makes (each
+// AzurePrivateEndpoint beyond the MC's AzureCluster checks its endpoint
+// once per --private-endpoint-drift-interval, against the wiring's list
+// of the MC's subscription). Without the list, compressing them read
+// 16.7 endpoints a second at N = 3,000 (run i, docs/benchmarks.md), and
+// the harness left them at their default, outside the steady window.
+func steadyDriftFlags(d time.Duration) []string {
+	return []string{"--drift-check-interval=" + d.String(), "--private-endpoint-drift-interval=" + d.String(), "--private-link-service-drift-interval=" + d.String()}
 }
 
 // restartSettled is how long past a drift interval the restarted

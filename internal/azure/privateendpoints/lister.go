@@ -48,6 +48,7 @@ type listPage struct {
 type listedEndpoint struct {
 	ID         *string            `json:"id"`
 	Name       *string            `json:"name"`
+	Etag       *string            `json:"etag"`
 	Tags       map[string]*string `json:"tags"`
 	Properties *struct {
 		ProvisioningState                   *armnetwork.ProvisioningState `json:"provisioningState"`
@@ -147,7 +148,7 @@ func (l Lister) fetch(req *policy.Request) (listPage, error) {
 // model is the SDK's model of what was decoded: the fields Observe reads,
 // nothing else.
 func (e *listedEndpoint) model() *armnetwork.PrivateEndpoint {
-	pe := &armnetwork.PrivateEndpoint{ID: e.ID, Name: e.Name, Tags: e.Tags}
+	pe := &armnetwork.PrivateEndpoint{ID: e.ID, Name: e.Name, Etag: e.Etag, Tags: e.Tags}
 	p := e.Properties
 	if p == nil {
 		return pe

@@ -813,3 +813,67 @@ func BenchmarkObserverLearn(b *testing.B) {
 		})
 	}
 }
+
+// TestObserverListed: Listed answers from a list the observer holds, never
+// asking Azure, only with a list of the same credential and subscription
+// that Azure answered after the time given, and not for an endpoint Learn
+// has told it of since (that overlay is not Azure's list). Of two lists
+// (the subscription's and the group's), the newer answers.
+func TestObserverListed(t *testing.T) {
+	id := func(name string) string {
+		return "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/" + name
+	}
+	pe := func(name, etag string) *armnetwork.PrivateEndpoint {
+		return &armnetwork.PrivateEndpoint{ID: new(id(name)), Name: new(name), Etag: new(etag),
+			Properties: &armnetwork.PrivateEndpointProperties{ProvisioningState: new(armnetwork.ProvisioningStateSucceeded)}}
+	}
+	api := &fakeAPI{pes: []*armnetwork.PrivateEndpoint{pe("a", `W/"1"`), pe("b", `W/"2"`)}}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC))
+	obs := &privateendpoints.Observer{TTL: time.Minute, Clock: clk}
+	t0 := clk.Now()
+	if _, _, ok := obs.Listed("cred|s1", "rg", "a", time.Time{}); ok {
+		t.Error("answered without a list")
+	}
+	clk.Step(time.Second)
+	if _, err := obs.ResourceGroup(context.Background(), api, "cred|s1", "rg", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	ob, started, ok := obs.Listed("CRED|S1", "RG", "A", t0)
+	if !ok || ob.ETag != `W/"1"` || !started.Equal(t0.Add(time.Second)) {
+		t.Errorf("Listed after the list: %+v at %v, %v; want etag W/\"1\" listed at %v", ob, started, ok, t0.Add(time.Second))
+	}
+	for _, c := range []struct {
+		reason, scope, rg, name string
+		since                   time.Time
+	}{
+		{"a list asked at the time given is not newer than it", "cred|s1", "rg", "a", started},
+		{"another credential's list", "other|s1", "rg", "a", t0},
+		{"another subscription", "cred|s2", "rg", "a", t0},
+		{"another resource group", "cred|s1", "rg2", "a", t0},
+		{"an endpoint the list does not hold", "cred|s1", "rg", "c", t0},
+	} {
+		if ob, _, ok := obs.Listed(c.scope, c.rg, c.name, c.since); ok {
+			t.Errorf("%s: answered %+v", c.reason, ob)
+		}
+	}
+	if !obs.Learn("cred|s1", privateendpoints.Observation{ID: id("b"), Name: "b", ProvisioningState: "Succeeded", ConnectionState: "Approved"}) {
+		t.Fatal("Learn did not take b")
+	}
+	if _, _, ok := obs.Listed("cred|s1", "rg", "b", t0); ok {
+		t.Error("answered for an endpoint Learn told the observer of since the list")
+	}
+	if api.subLists != 1 || api.gets != 0 {
+		t.Errorf("Listed asked Azure: %d lists, %d reads; want the 1 list ResourceGroup made", api.subLists, api.gets)
+	}
+
+	// A failed list answers nothing; the one before it no longer does
+	// either (the observer holds one list per key).
+	clk.Step(2 * time.Minute)
+	api.subErr = &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}
+	if _, err := obs.ResourceGroup(context.Background(), api, "cred|s1", "rg", time.Time{}); err == nil {
+		t.Fatal("the failing list did not fail")
+	}
+	if _, _, ok := obs.Listed("cred|s1", "rg", "a", t0); ok {
+		t.Error("answered from a failed list")
+	}
+}

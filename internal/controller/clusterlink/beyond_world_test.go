@@ -7,11 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azure/privateendpoints"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capzsim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/controller/clusterlink"
@@ -197,4 +201,75 @@ func explainsPlaced(t *testing.T, w *testworld.World, wc, subnet string) {
 		}
 	}
 	t.Errorf("explain %s has no step of the MC's endpoints: %+v", wc, r.Steps)
+}
+
+// TestMCEndpointBeyondDriftFromTheList: the wiring lists the MC's
+// subscription at every drift tick, and the AzurePrivateEndpoint of an
+// endpoint beyond the MC's AzureCluster, which uses the MC's credential,
+// checks its endpoint for drift against that list: while the list shows
+// the endpoint as the object's last read did, the drift checks read
+// nothing (4 checks, at most 1 read, where each used to read it). When the
+// endpoint is changed behind the operator's back (a tag the operator
+// sets), its etag changes, the next check reads it and writes the tag
+// back.
+func TestMCEndpointBeyondDriftFromTheList(t *testing.T) {
+	w := world(t, testenv.SchemaFork, capzsim.Fork, false)
+	subnet := seedNetwork(t, w, "mc-pe-a", 50, false)
+	create(t, w, testenv.SchemaFork, mcCluster(true))
+	observer := &privateendpoints.Observer{TTL: 100 * time.Millisecond}
+	opts := clusterlink.Options{ManagementCluster: mcKey, DeleteOrphanedEndpoints: true, DriftCheck: 250 * time.Millisecond}
+	opts.MCEndpointLimit, opts.Beyond = 1, clusterlink.Beyond{Subnets: []string{subnet}, NetworkLimit: 10}
+	w.StartOperatorObserving(t, opts, observer)
+	w.StartPrivateEndpoints(t, privateendpoint.Options{Observer: observer, DriftInterval: 2 * time.Second, Tags: map[string]string{"apeo-drift": "kept"}})
+	for i, wc := range []string{"wc1", "wc2"} {
+		create(t, w, testenv.SchemaFork, wcCluster(wc, 20+i))
+		wired(t, w, wc, true, true)
+	}
+	placedIn(t, w, "wc2", subnet)
+	name := "wc2-api-privatelink-privateendpoint"
+	key := types.NamespacedName{Namespace: mcNS, Name: name}
+	var id string
+	testworld.Eventually(t, testworld.Timeout, "wc2's object Ready", func(ctx context.Context) (bool, string) {
+		o := &v1alpha1.AzurePrivateEndpoint{}
+		if err := w.Client.Get(ctx, key, o); err != nil {
+			return false, err.Error()
+		}
+		id = strings.ToLower(o.Status.PrivateEndpointID)
+		return id != "" && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionReady), fmt.Sprint(o.Status.Conditions)
+	})
+	reads := func() int { return w.Sim.Counters().Reads[id] }
+
+	// Quiet now: every reconcile of the object is a drift check.
+	read0, checks0 := reads(), reconciles(t, "azureprivateendpoint")
+	testworld.Eventually(t, testworld.Timeout, "four drift checks of wc2's object", func(context.Context) (bool, string) {
+		n := reconciles(t, "azureprivateendpoint") - checks0
+		return n >= 4, fmt.Sprintf("%v checks", n)
+	})
+	if n := reads() - read0; n > 1 {
+		t.Errorf("four drift checks read wc2's endpoint %d times; the wiring's list shows it unchanged, want at most 1", n)
+	}
+
+	// Behind the operator's back: the tag it sets changes.
+	ctx := context.Background()
+	pes := w.Network(t, mcSub).NewPrivateEndpointsClient()
+	pe, err := pes.Get(ctx, "mc-rg", name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe.Tags["apeo-drift"] = new("changed")
+	if _, err := pes.BeginCreateOrUpdate(ctx, "mc-rg", name, pe.PrivateEndpoint, nil); err != nil {
+		t.Fatal(err)
+	}
+	read1 := reads()
+	waitEvent(t, w, key, privateendpoint.EventUpdated)
+	testworld.Eventually(t, testworld.Timeout, "the tag written back", func(ctx context.Context) (bool, string) {
+		pe, err := pes.Get(ctx, "mc-rg", name, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return ptr.Deref(pe.Tags["apeo-drift"], "") == "kept", fmt.Sprint(pe.Tags)
+	})
+	if reads() == read1 {
+		t.Error("the changed endpoint was written back without being read")
+	}
 }

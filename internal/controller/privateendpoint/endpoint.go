@@ -50,6 +50,12 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		// pass always reads.
 		return ctrl.Result{}, true, nil
 	}
+	if r.listedUnchanged(obj, apis, rg, want.Name) {
+		// A list made since the last read shows the endpoint as that
+		// read found it (listed.go).
+		return ctrl.Result{}, true, nil
+	}
+	readAt := r.clock().Now()
 	observed, err := observe(ctx, obj, api, rg, want.Name)
 	if err != nil {
 		res, err := r.fail(ctx, obj, cond, err)
@@ -108,6 +114,7 @@ func (r *Reconciler) endpoint(ctx context.Context, obj *v1alpha1.AzurePrivateEnd
 		return res, false, err
 	}
 	setCondition(obj, cond, metav1.ConditionTrue, ReasonReady, "provisioned, address "+strings.Join(obj.Status.IPAddresses, ", "))
+	r.sawRead(obj, observed, readAt)
 	return ctrl.Result{}, true, nil
 }
 
@@ -359,7 +366,7 @@ func (r *Reconciler) dnsWaits(obj *v1alpha1.AzurePrivateEndpoint, state string) 
 // sawApproved records that the endpoint was just observed Approved, for
 // recentlyApproved.
 func (r *Reconciler) sawApproved(obj *v1alpha1.AzurePrivateEndpoint) {
-	r.dnsSeen.Set("endpoint|"+owner(obj), fmt.Sprint(obj.Generation), r.clock().Now())
+	r.dnsSeen.Set(approvedKey(obj), fmt.Sprint(obj.Generation), r.clock().Now())
 }
 
 // recentlyApproved says the endpoint was observed provisioned and Approved,
@@ -367,5 +374,5 @@ func (r *Reconciler) sawApproved(obj *v1alpha1.AzurePrivateEndpoint) {
 func (r *Reconciler) recentlyApproved(obj *v1alpha1.AzurePrivateEndpoint) bool {
 	st := obj.Status
 	return st.ProvisioningState == string(armnetwork.ProvisioningStateSucceeded) && st.ConnectionState == pe.StateApproved && len(st.IPAddresses) > 0 &&
-		r.dnsSeen.Fresh("endpoint|"+owner(obj), fmt.Sprint(obj.Generation), r.clock().Now(), r.Opts.DriftInterval/2)
+		r.dnsSeen.Fresh(approvedKey(obj), fmt.Sprint(obj.Generation), r.clock().Now(), r.Opts.DriftInterval/2)
 }

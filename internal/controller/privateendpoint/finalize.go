@@ -122,5 +122,9 @@ func (r *Reconciler) release(ctx context.Context, obj *v1alpha1.AzurePrivateEndp
 func (r *Reconciler) removeFinalizer(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) error {
 	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(obj, Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.dnsSeen.Forget(approvedKey(obj), readKey(obj))
+	return nil
 }

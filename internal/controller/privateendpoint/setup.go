@@ -105,6 +105,11 @@ type Options struct {
 	// wiring's observer keeps it, so that their interfaces are read once,
 	// not once here and once by the wiring.
 	AddressRead func(obj *v1alpha1.AzurePrivateEndpoint, nicID, ip string)
+	// Observer, when set, is the process's observer of private endpoint
+	// lists, which the wiring fills: the drift check of an endpoint that a
+	// list made with the object's own credential shows unchanged since
+	// the object last read it does not read it again (listed.go).
+	Observer *privateendpoints.Observer
 }
 
 func (o *Options) setDefaults() {
@@ -157,6 +162,11 @@ type azureAPI struct {
 	// dnsFor is the Private DNS API of a subscription with an identity
 	// (nil: the object's own), within the process's budget.
 	dnsFor func(ctx context.Context, subscription string, ref *v1alpha1.IdentityReference) (dnsAPI, error)
+	// listed is what the newest list of the object's subscription made
+	// with its credential says of an endpoint of a resource group, when
+	// Azure answered it after since (privateendpoints.Observer.Listed);
+	// nil without an observer.
+	listed func(rg, name string, since time.Time) (privateendpoints.Observation, time.Time, bool)
 }
 
 // SubjectOf is the credential subject of an object: its identityRef, or the
@@ -174,7 +184,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
 		Recorder: eventrec.For(mgr),
-		Azure:    sdkFor(clients, opts.DNSEngine),
+		Azure:    sdkFor(clients, opts.DNSEngine, opts.Observer),
 	}
 	r.heal.Clock, r.heal.Grace = r.clock(), opts.Heal.DisconnectedAfter
 	opts.DNSEngine.Register(privatedns.KindAzurePrivateEndpoint, zoneUsersOf{r})
@@ -240,10 +250,10 @@ func (r *Reconciler) referrers(ctx context.Context, o client.Object) []reconcile
 }
 
 // sdkFor builds the Azure API of an object from the shared client cache.
-func sdkFor(clients *azure.Clients, engine *dnsengine.Engine) func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
+func sdkFor(clients *azure.Clients, engine *dnsengine.Engine, observer *privateendpoints.Observer) func(context.Context, *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
 	return func(ctx context.Context, obj *v1alpha1.AzurePrivateEndpoint) (azureAPI, error) {
 		subject := SubjectOf(obj)
-		nf, _, err := clients.NetworkFor(ctx, subject, obj.Spec.SubscriptionID)
+		nf, cred, err := clients.NetworkFor(ctx, subject, obj.Spec.SubscriptionID)
 		if err != nil {
 			return azureAPI{}, err
 		}
@@ -266,7 +276,17 @@ func sdkFor(clients *azure.Clients, engine *dnsengine.Engine) func(context.Conte
 				return f, err
 			}}
 		endpoints := budgetedEndpoints{endpointAPI: privateendpoints.NewSDK(nf), budget: engine.Budget, sub: obj.Spec.SubscriptionID}
-		return azureAPI{endpoints: endpoints, services: services, dnsFor: dnsFor}, nil
+		api := azureAPI{endpoints: endpoints, services: services, dnsFor: dnsFor}
+		if observer != nil {
+			// The wiring's scope (clusterlink.AzureEndpoints): the
+			// credential's key and the subscription, so that only lists
+			// made with this object's own credential answer it.
+			scope := cred.Key + "|" + obj.Spec.SubscriptionID
+			api.listed = func(rg, name string, since time.Time) (privateendpoints.Observation, time.Time, bool) {
+				return observer.Listed(scope, rg, name, since)
+			}
+		}
+		return api, nil
 	}
 }
 
