@@ -476,7 +476,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.apeController, "enable-private-endpoint-controller", true,
 		"Run the AzurePrivateEndpoint controller (its CRD must be installed).")
 	fs.DurationVar(&o.apeDrift, "private-endpoint-drift-interval", 10*time.Minute,
-		"How often a ready AzurePrivateEndpoint's private endpoint is read again from Azure (jittered by up to +10%).")
+		"How often a ready AzurePrivateEndpoint's private endpoint is checked for drift in Azure (jittered by up to +10%): read again, unless a list of its subscription the operator made since with the same credential shows it unchanged (the wiring's list of the management cluster's, for its endpoints beyond its AzureCluster).")
 	fs.DurationVar(&o.apeRecheck, "private-endpoint-recheck-interval", 10*time.Second,
 		"How soon Azure is read again while an AzurePrivateEndpoint waits (a long-running operation, a link being made).")
 	fs.DurationVar(&o.apeConnectionCheck, "private-endpoint-connection-check-interval", time.Minute,

@@ -116,7 +116,9 @@
 //     AnotherOperationInProgress; a write to a child of a resource being
 //     deleted is 400 ReferencedResourceNotProvisioned. An operation fault
 //     makes the operation end Failed and the resource's provisioningState
-//     Failed.
+//     Failed. A networking resource gets a new etag with every write and
+//     again when its operation ends (ASO's recording of a private
+//     endpoint, conformance/testdata/private-endpoint-storage.json).
 //   - Conditional requests: If-Match and If-None-Match: * (412). A GET
 //     carries the Etag header.
 //
