@@ -690,10 +690,11 @@ func (o *Observer) Know(id, ip string) {
 //
 // The AzurePrivateEndpoint controller's drift check of an endpoint the
 // wiring lists anyway (the management cluster's beyond its AzureCluster,
-// in the management cluster's subscription) reads it again only when such
-// a list shows it changed (its etag, states or interfaces): at N = 3,000, 2,000 endpoints
-// read once per --private-endpoint-drift-interval were 11,400 reads an
-// hour beside the wiring's own 360 (docs/benchmarks.md).
+// in the management cluster's subscription) reads it again only when
+// such a list shows it changed (its etag, states or interfaces): at N =
+// 3,000, 2,000 endpoints read once per --private-endpoint-drift-interval
+// were 11,400 reads an hour beside the wiring's own 360
+// (docs/benchmarks.md, *Drift checks from the wiring's list*).
 func (o *Observer) Listed(scope, resourceGroup, name string, since time.Time) (ob Observation, started time.Time, ok bool) {
 	scope, rg, name := strings.ToLower(scope), strings.ToLower(resourceGroup), strings.ToLower(name)
 	o.mu.Lock()

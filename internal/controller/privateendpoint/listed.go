@@ -14,15 +14,16 @@ import (
 
 // The drift check through a list (Options.Observer).
 //
-// A Ready object's endpoint is read again every --private-endpoint-drift-
-// interval to notice what changed behind the operator's back. Where the
-// process already lists the endpoint's subscription with the object's own
-// credential — the wiring lists the management cluster's subscription at
-// every drift tick, and the MC's endpoints beyond its AzureCluster are
-// AzurePrivateEndpoints in it — that list says whether anything changed
-// since the object's last read: Azure gives an endpoint a new etag with
-// every write to it, and the list carries the etag, the provisioning state,
-// the connection and the interfaces. The drift check reads the endpoint
+// A Ready object's endpoint is read again every
+// --private-endpoint-drift-interval to notice what changed behind the
+// operator's back. Where the process already lists the endpoint's
+// subscription with the object's own credential — the wiring lists the
+// management cluster's subscription at every drift tick, and the MC's
+// endpoints beyond its AzureCluster are AzurePrivateEndpoints in it —
+// that list says whether anything changed since the object's last read:
+// Azure gives an endpoint a new etag with every write to it, and the list
+// carries the etag, the provisioning state, the connection and the
+// interfaces. The drift check reads the endpoint
 // again only when a list Azure answered after that read shows it otherwise
 // (readPrint), or when no such list exists.
 //
@@ -49,7 +50,7 @@ func approvedKey(obj *v1alpha1.AzurePrivateEndpoint) string { return "endpoint|"
 // that read wrote.
 func readPrint(obj *v1alpha1.AzurePrivateEndpoint, o pe.Observation) string {
 	st := obj.Status
-	var dns []string
+	dns := make([]string, 0, len(st.CustomDNSConfigs))
 	for _, c := range st.CustomDNSConfigs {
 		dns = append(dns, c.FQDN+"="+strings.Join(c.IPAddresses, ","))
 	}

@@ -60,35 +60,15 @@ func TestListedUnchanged(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
-			r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(t0)}
-			obj := object()
-			r.sawRead(obj, read, t0)
 			l := listed
 			l.NICIDs = append([]string(nil), listed.NICIDs...)
+			obj := object()
+			r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(t0)}
+			r.sawRead(obj, read, t0)
 			if tc.change != nil {
 				tc.change(obj, &l)
 			}
-			var asked time.Time
-			api := azureAPI{listed: func(rg, name string, since time.Time) (pe.Observation, time.Time, bool) {
-				asked = since
-				if rg != "rg" || name != "p" {
-					t.Errorf("asked for %s/%s", rg, name)
-				}
-				return l, t0.Add(time.Minute), !tc.noList
-			}}
-			if got := r.listedUnchanged(obj, api, "rg", "p"); got != tc.want {
-				t.Fatalf("listedUnchanged = %v, want %v", got, tc.want)
-			}
-			_, at, known := r.dnsSeen.Entry(readKey(obj))
-			switch {
-			case tc.want && (!known || !at.Equal(t0.Add(time.Minute))):
-				t.Errorf("confirmed as of %v (known %v), want the list's time", at, known)
-			case !tc.want && known:
-				t.Error("the read is still remembered: the next check would not read")
-			}
-			if !asked.IsZero() && !asked.Equal(t0) {
-				t.Errorf("asked for a list since %v, want since the read at %v", asked, t0)
-			}
+			checkListed(t, r, obj, l, !tc.noList, t0, tc.want)
 		})
 	}
 
@@ -110,4 +90,32 @@ func TestListedUnchanged(t *testing.T) {
 			t.Error("remembered")
 		}
 	})
+}
+
+// checkListed runs listedUnchanged for obj, read at t0, with a list
+// answered a minute later that shows l (or none, without ok), and checks
+// the answer and what the reconciler remembers after it.
+func checkListed(t *testing.T, r *Reconciler, obj *v1alpha1.AzurePrivateEndpoint, l pe.Observation, ok bool, t0 time.Time, want bool) {
+	t.Helper()
+	var asked time.Time
+	api := azureAPI{listed: func(rg, name string, since time.Time) (pe.Observation, time.Time, bool) {
+		asked = since
+		if rg != "rg" || name != "p" {
+			t.Errorf("asked for %s/%s", rg, name)
+		}
+		return l, t0.Add(time.Minute), ok
+	}}
+	if got := r.listedUnchanged(obj, api, "rg", "p"); got != want {
+		t.Fatalf("listedUnchanged = %v, want %v", got, want)
+	}
+	_, at, known := r.dnsSeen.Entry(readKey(obj))
+	switch {
+	case want && (!known || !at.Equal(t0.Add(time.Minute))):
+		t.Errorf("confirmed as of %v (known %v), want the list's time", at, known)
+	case !want && known:
+		t.Error("the read is still remembered: the next check would not read")
+	}
+	if !asked.IsZero() && !asked.Equal(t0) {
+		t.Errorf("asked for a list since %v, want since the read at %v", asked, t0)
+	}
 }
