@@ -251,6 +251,15 @@ type listing struct {
 	done    chan struct{}
 }
 
+// Scope is the observer's scope of a credential in a subscription: what
+// ResourceGroup, Learn, Invalidate and Listed take. Lists are shared only
+// under one scope, so that a caller learns nothing its own credential
+// could not read; every caller builds it here, so that two callers with
+// the same credential meet under the same scope.
+func Scope(cred *azure.Credential, subscription string) string {
+	return cred.Key + "|" + subscription
+}
+
 // ResourceGroup returns the observations of the private endpoints of a
 // resource group, by lower-case name: those of names, or every one when
 // names is empty. scope identifies the credential and subscription the API

@@ -159,7 +159,7 @@ func credentialScope(clients *azure.Clients) func(context.Context, *capz.AzureCl
 		if err != nil {
 			return "", err
 		}
-		return cred.Key + "|" + ac.SubscriptionID, nil
+		return privateendpoints.Scope(cred, ac.SubscriptionID), nil
 	}
 }
 

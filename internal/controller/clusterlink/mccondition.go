@@ -108,9 +108,9 @@ func mcCondition(seen *mcSeen, plan mcPlan, use map[string]int, opts Options) wa
 // move at nearly every pass while a fleet is wired) once interval has
 // passed since the last write (last). Wiring 3,000 workload clusters
 // wrote the MC's status 89 times, each a copy of the whole object (1,000
-// entries, 450 KiB) to every watcher (docs/benchmarks.md, *The MC's condition, paced; the release
-// looks its objects up*); paced, a person reads counts at most interval
-// old. interval 0: at once.
+// entries, 450 KiB) to every watcher (docs/benchmarks.md, *The MC's
+// condition, paced; the release looks its objects up*); paced, a person
+// reads counts at most interval old. interval 0: at once.
 func conditionDue(u *unstructured.Unstructured, want wantCondition, last, now time.Time, interval time.Duration) (bool, time.Duration) {
 	if interval <= 0 || !want.sameButMessage(u) {
 		return true, 0

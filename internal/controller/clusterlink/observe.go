@@ -233,7 +233,7 @@ func (a AzureEndpoints) ResourceGroupEndpoints(ctx context.Context, ac *capz.Azu
 	if err != nil {
 		return nil, err
 	}
-	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f).WithLister(privateendpoints.ListerFor(a.Clients, f)), cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup, notBefore, names...)
+	obs, err := a.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f).WithLister(privateendpoints.ListerFor(a.Clients, f)), privateendpoints.Scope(cred, ac.SubscriptionID), ac.ResourceGroup, notBefore, names...)
 	if azure.Classify(err).Reason == azure.ReasonAuthenticationFailed {
 		a.Clients.Credentials.Forget(cred.Key) // a rotated secret is read again at once
 	}
@@ -260,7 +260,7 @@ func (a AzureEndpoints) NamesInAzure(ctx context.Context, ac *capz.AzureCluster,
 // Invalidate implements mcEndpoints.
 func (a AzureEndpoints) Invalidate(ctx context.Context, ac *capz.AzureCluster) {
 	if _, cred, err := a.Clients.Network(ctx, ac, ac.SubscriptionID); err == nil {
-		a.Observer.Invalidate(cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+		a.Observer.Invalidate(privateendpoints.Scope(cred, ac.SubscriptionID), ac.ResourceGroup)
 	}
 }
 
@@ -280,7 +280,7 @@ func (a AzureEndpoints) Delete(ctx context.Context, ac *capz.AzureCluster, name 
 	if _, err := f.NewPrivateEndpointsClient().BeginDelete(ctx, ac.ResourceGroup, name, nil); err != nil && !azure.IsNotFound(err) {
 		return err
 	}
-	a.Observer.Invalidate(cred.Key+"|"+ac.SubscriptionID, ac.ResourceGroup)
+	a.Observer.Invalidate(privateendpoints.Scope(cred, ac.SubscriptionID), ac.ResourceGroup)
 	return nil
 }
 

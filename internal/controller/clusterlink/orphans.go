@@ -115,7 +115,7 @@ func (o *OrphanCleaner) sweepAzure(ctx context.Context, ac *capz.AzureCluster, k
 	if err != nil {
 		return ctrl.Result{} // the WC reconcile that needs the credential reports it; the sweep waits for the next one
 	}
-	scope := cred.Key + "|" + ac.SubscriptionID
+	scope := privateendpoints.Scope(cred, ac.SubscriptionID)
 	obs, err := o.Observer.ResourceGroup(ctx, privateendpoints.NewSDK(f).WithLister(privateendpoints.ListerFor(o.Clients, f)), scope, ac.ResourceGroup, time.Time{})
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cannot look for orphaned private endpoints", "error", azure.Classify(err).Message)

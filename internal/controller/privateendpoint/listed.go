@@ -23,9 +23,9 @@ import (
 // that list says whether anything changed since the object's last read:
 // Azure gives an endpoint a new etag with every write to it, and the list
 // carries the etag, the provisioning state, the connection and the
-// interfaces. The drift check reads the endpoint
-// again only when a list Azure answered after that read shows it otherwise
-// (readPrint), or when no such list exists.
+// interfaces. The drift check reads the endpoint again only when a list
+// Azure answered after that read shows it otherwise (readPrint), or when
+// no such list exists.
 //
 // What the check remembers is in memory and only spares a read: a new
 // process, a new generation, a status someone else changed, a read that

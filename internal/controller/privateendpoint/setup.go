@@ -108,7 +108,10 @@ type Options struct {
 	// Observer, when set, is the process's observer of private endpoint
 	// lists, which the wiring fills: the drift check of an endpoint that a
 	// list made with the object's own credential shows unchanged since
-	// the object last read it does not read it again (listed.go).
+	// the object last read it does not read it again (listed.go). A read's
+	// time (Reconciler.Clock) is compared with a list's (the observer's
+	// clock): both are the real clock in the binary, and must be one clock
+	// in a test.
 	Observer *privateendpoints.Observer
 }
 
@@ -278,10 +281,9 @@ func sdkFor(clients *azure.Clients, engine *dnsengine.Engine, observer *privatee
 		endpoints := budgetedEndpoints{endpointAPI: privateendpoints.NewSDK(nf), budget: engine.Budget, sub: obj.Spec.SubscriptionID}
 		api := azureAPI{endpoints: endpoints, services: services, dnsFor: dnsFor}
 		if observer != nil {
-			// The wiring's scope (clusterlink.AzureEndpoints): the
-			// credential's key and the subscription, so that only lists
-			// made with this object's own credential answer it.
-			scope := cred.Key + "|" + obj.Spec.SubscriptionID
+			// Only lists made with this object's own credential in its
+			// subscription answer it.
+			scope := privateendpoints.Scope(cred, obj.Spec.SubscriptionID)
 			api.listed = func(rg, name string, since time.Time) (privateendpoints.Observation, time.Time, bool) {
 				return observer.Listed(scope, rg, name, since)
 			}
