@@ -54,6 +54,11 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 		// MC's pass (shards.go).
 		shard := func(o client.Object) bool { return o.GetLabels()[ShardOfLabel] != "" }
 		mcb = mcb.Watches(&v1alpha1.AzurePrivateLinkService{}, delayed(mcKey, opts.MCWriteDelay, shard))
+		// Every pass finds the further services in one lookup (shardObjects).
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.AzurePrivateLinkService{}, shardNameIndex,
+			shardNames(opts.ManagementCluster, opts.Config)); err != nil {
+			return err
+		}
 	}
 	// The MC's endpoints beyond its AzureCluster (beyond.go): their
 	// objects' changes come back to the MC's pass (and, through

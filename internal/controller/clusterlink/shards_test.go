@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -304,7 +305,8 @@ func TestOnShardsBothSets(t *testing.T) {
 	sub := strings.ToLower(wc("wc1").SubscriptionID)
 	gw2 := readyShard(gateway+"-2", sub)
 	gw2.Namespace = m.Namespace
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw2).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw2).
+		WithIndex(&v1alpha1.AzurePrivateLinkService{}, shardNameIndex, shardNames(types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, cfg)).Build()
 	use := ServiceUse{serviceIDOf("mc-ingress-privatelink"): 3, serviceIDOf(gateway): 10}
 	toMC, ps := WCToMC(m, wc("wc1"), cfg)
 	if len(ps) > 0 || len(toMC) != 2 {
@@ -323,11 +325,11 @@ func TestOnShardsBothSets(t *testing.T) {
 	}
 }
 
-// copyCounter is a client.Reader that counts the Gets asking for a copy of
-// the cache's object.
+// copyCounter is a client.Reader that counts the reads, and those asking
+// for a copy of the cache's objects.
 type copyCounter struct {
 	client.Reader
-	gets, copies int
+	gets, lists, copies int
 }
 
 func (c *copyCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -340,26 +342,54 @@ func (c *copyCounter) Get(ctx context.Context, key client.ObjectKey, obj client.
 	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
+func (c *copyCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	c.lists++
+	if o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {
+		c.copies++
+	}
+	return c.Reader.List(ctx, list, opts...)
+}
+
 // TestShardObjectsAreNotCopied: every WC's pass reads every further
 // service, whose status lists up to 1,000 connections; it reads the
 // cache's objects, not copies (make bench at N = 3,000: the copies were
-// 36 MiB of the live heap at its peak).
+// 36 MiB of the live heap at its peak), in one lookup of the index,
+// which finds an object of a further service's name whoever made it and
+// nothing else: not another namespace's, not another name's.
 func TestShardObjectsAreNotCopied(t *testing.T) {
 	scheme := k8sruntime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	m := mc()
-	cfg := sharded("fe2", "fe3")
+	cfg := sharded("fe2", "fe3", "fe4")
 	s2 := readyShard("mc-ingress-privatelink-2", "s1")
 	s2.Namespace = m.Namespace
-	c := &copyCounter{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(s2).Build()}
+	handMade := readyShard("mc-ingress-privatelink-3", "s1")
+	handMade.Namespace, handMade.Labels = m.Namespace, nil
+	elsewhere := readyShard("mc-ingress-privatelink-4", "s1")
+	elsewhere.Namespace = "tenant"
+	other := readyShard("mc-ingress-privatelink-9", "s1")
+	other.Namespace = m.Namespace
+	c := &copyCounter{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(s2, handMade, elsewhere, other).
+		WithIndex(&v1alpha1.AzurePrivateLinkService{}, shardNameIndex, shardNames(types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, cfg)).Build()}
 	objs, err := shardObjects(context.Background(), c, m, cfg)
-	if err != nil || len(objs) != 1 || objs["mc-ingress-privatelink-2"] == nil {
-		t.Fatalf("objects %v, err %v; want the one that exists", objs, err)
+	if err != nil || len(objs) != 2 || objs["mc-ingress-privatelink-2"] == nil || objs["mc-ingress-privatelink-3"] == nil {
+		t.Fatalf("objects %v, err %v; want the two of the MC's namespace that exist", objs, err)
 	}
-	if c.gets != 2 || c.copies != 0 {
-		t.Errorf("%d reads, %d of them copies; want 2 reads (one per further service), no copy", c.gets, c.copies)
+	if c.gets != 0 || c.lists != 1 || c.copies != 0 {
+		t.Errorf("%d gets, %d lists, %d of them copies; want one list, no copy", c.gets, c.lists, c.copies)
+	}
+	if shards := ingressShards(m, cfg.shardSets(m.Name)[0], objs); shards[2].ready || !strings.Contains(shards[2].why, "not the operator's") {
+		t.Errorf("the hand-made object of a further service's name: %+v", shards[2])
+	}
+	// Unsharded, nothing is looked up (the index is registered only
+	// when sharded).
+	c.lists = 0
+	if objs, err := shardObjects(context.Background(), c, m, Config{}); err != nil || len(objs) != 0 || c.lists != 0 {
+		t.Errorf("unsharded: %v, %v, %d lists", objs, err, c.lists)
 	}
 }
 
