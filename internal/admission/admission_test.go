@@ -58,3 +58,47 @@ func TestRoom(t *testing.T) {
 		t.Fatalf("an error from the count: err %v, decided %v", err, called)
 	}
 }
+
+// movingCache is Holders over a cache that shows one more write, key's,
+// from the first read after the first Count: the write lands between the
+// reads of one admission.
+type movingCache struct {
+	base    int
+	key     string
+	counted bool
+}
+
+func (m *movingCache) Count(string) int {
+	n := m.base
+	if m.counted {
+		n++
+	}
+	m.counted = true
+	return n
+}
+
+func (m *movingCache) Holds(_, key string) bool { return m.counted && key == m.key }
+
+// TestRoomCacheMovesOn: an admission whose write the cache shows between
+// the count and the look at the pending admissions is counted, never
+// lost: b's write lands while c is being decided, at the last place.
+func TestRoomCacheMovesOn(t *testing.T) {
+	var room Room
+	now := time.Now()
+	const limit = 3
+	decide := func(n *int) func(map[string]int) bool {
+		return func(use map[string]int) bool { *n = use["s"]; return use["s"] < limit }
+	}
+	var n int
+	// Two hold places; b takes the last one.
+	if err := room.Admit("b", []string{"s"}, now, func() (Holders, error) { return Sets{"s": {"x": true, "y": true}}, nil }, decide(&n)); err != nil || n != 2 {
+		t.Fatalf("b: %d used, err %v", n, err)
+	}
+	cache := &movingCache{base: 2, key: "b"}
+	if err := room.Admit("c", []string{"s"}, now, func() (Holders, error) { return cache, nil }, decide(&n)); err != nil {
+		t.Fatal(err)
+	}
+	if n < limit {
+		t.Fatalf("c saw %d used of %d: b's place was counted neither as pending nor from the cache", n, limit)
+	}
+}

@@ -137,31 +137,32 @@ func newTargets(toMC []Endpoint, wc *capz.AzureCluster) []string {
 }
 
 // countUse counts, from the cache's index, the clusters other than self
-// that hold an entry to each of ids.
-func countUse(ctx context.Context, c client.Reader, self string, ids []string) (serviceHolders, error) {
-	h := serviceHolders{use: ServiceUse{}, targets: func(k string) (map[string]bool, error) {
+// that hold an entry to each service, as each is asked for (Count): the
+// admission asks which of its pending clusters the cache shows before it
+// counts (admission.Holders), so the count is read after those looks.
+func countUse(ctx context.Context, c client.Reader, self string) *serviceHolders {
+	h := &serviceHolders{use: ServiceUse{}, targets: func(k string) (map[string]bool, error) {
 		return cachedTargets(ctx, c, k)
 	}}
-	for _, id := range ids {
+	h.count = func(id string) (int, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
 		if err := c.List(ctx, list, client.MatchingFields{targetIndex: id}, client.UnsafeDisableDeepCopy); err != nil {
-			return serviceHolders{}, err
+			return 0, err
 		}
-		h.use[id] = len(list.Items)
-	}
-	// Self is left out. Read after the lists: should self change in
-	// between, it is counted once too many, never once too few.
-	held, err := h.targets(self)
-	if err != nil {
-		return serviceHolders{}, err
-	}
-	for _, id := range ids {
-		if held[id] && h.use[id] > 0 {
-			h.use[id]--
+		n := len(list.Items)
+		// Self is left out. Read after the list: should self change in
+		// between, it is counted once too many, never once too few.
+		held, err := h.targets(self)
+		if err != nil {
+			return 0, err
 		}
+		if held[id] && n > 0 {
+			n--
+		}
+		return n, nil
 	}
-	return h, nil
+	return h
 }
 
 // serviceHolders are the clusters the cache's index shows holding an
@@ -174,16 +175,33 @@ func countUse(ctx context.Context, c client.Reader, self string, ids []string) (
 // objects a service.
 type serviceHolders struct {
 	use ServiceUse
+	// count reads the count of a service from the cache (countUse).
+	count func(id string) (int, error)
 	// targets are the services the cache's object of a cluster targets.
 	targets func(k string) (map[string]bool, error)
+	// err is the first error of a count; nothing counted after it is
+	// decided on.
+	err error
 }
 
-// Count is how many clusters other than self hold an entry to service id.
-func (h serviceHolders) Count(id string) int { return h.use[id] }
+// Count is how many clusters other than self hold an entry to service id,
+// read from the cache the first time it is asked.
+func (h *serviceHolders) Count(id string) int {
+	if n, ok := h.use[id]; ok || h.err != nil {
+		return n
+	}
+	n, err := h.count(id)
+	if err != nil {
+		h.err = err
+		return 0
+	}
+	h.use[id] = n
+	return n
+}
 
 // Holds says whether the cache shows cluster k ("<namespace>/<name>")
 // with an entry to service id.
-func (h serviceHolders) Holds(id, k string) bool {
+func (h *serviceHolders) Holds(id, k string) bool {
 	held, err := h.targets(k)
 	return err == nil && held[id]
 }
@@ -222,12 +240,19 @@ func (s *serviceRoom) admit(ctx context.Context, c client.Reader, wc *capz.Azure
 	self := key(wc)
 	var kept []Endpoint
 	var problems []Problem
+	held := countUse(ctx, c, self)
 	err := s.Admit(self, ids, now, func() (admission.Holders, error) {
-		return countUse(ctx, c, self, ids)
+		return held, nil
 	}, func(use map[string]int) bool {
+		if held.err != nil {
+			return false // a count failed: nothing is decided, nothing noted
+		}
 		kept, problems = WithinServiceLimit(toMC, wc, use, limit)
 		return len(problems) == 0
 	})
+	if err == nil {
+		err = held.err
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,9 +267,12 @@ func withinServiceLimitNow(ctx context.Context, c client.Reader, wc *capz.AzureC
 	if limit <= 0 || len(ids) == 0 {
 		return toMC, nil, nil
 	}
-	held, err := countUse(ctx, c, key(wc), ids)
-	if err != nil {
-		return nil, nil, err
+	held := countUse(ctx, c, key(wc))
+	for _, id := range ids {
+		held.Count(id)
+	}
+	if held.err != nil {
+		return nil, nil, held.err
 	}
 	kept, problems := WithinServiceLimit(toMC, wc, held.use, limit)
 	return kept, problems, nil
