@@ -28,6 +28,10 @@ const (
 	ReasonSubnetNotInVNet        = "SubnetNotInLoadBalancerVNet"
 	ReasonNoFreeRange            = "NoFreeAddressRange"
 	ReasonWaitingForSubnet       = "WaitingForSubnet"
+	// ReasonLoadBalancerNotProvisioned: the frontend's load balancer has an
+	// operation running, and Azure refuses a write of the service until it
+	// ends; the controller waits for it instead of sending one.
+	ReasonLoadBalancerNotProvisioned = "LoadBalancerNotProvisioned"
 )
 
 // Event reasons.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	"github.com/google/go-cmp/cmp"
@@ -475,5 +476,41 @@ func natAddressesUnread(t *testing.T, w *testworld.World) {
 	o := ready(t, w, "nicdenied")
 	if diff := cmp.Diff(before, o.Status.NATIPAddresses); diff != "" {
 		t.Errorf("the addresses last read were lost (-want +got):\n%s", diff)
+	}
+}
+
+// TestWaitsForTheLoadBalancer: while the frontend's load balancer has an
+// operation running, Azure refuses to create a private link service on it
+// (400 ReferencedResourceNotProvisioned, as azuresim answers). The
+// controller sends no such request: it says what it waits for, and creates
+// the service once the load balancer's operation has ended.
+func TestWaitsForTheLoadBalancer(t *testing.T) {
+	w := world(t, false)
+	ctx := t.Context()
+	lbs := w.Network(t, sub).NewLoadBalancersClient()
+	lb, err := lbs.Get(ctx, rg, "api-lb", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An update of the load balancer whose operation takes 40 s; the
+	// service's own operations after it take 1 s.
+	w.Sim.SetLatency(40 * time.Second)
+	lb.Tags = map[string]*string{"changed": new("now")}
+	if _, err := lbs.BeginCreateOrUpdate(ctx, rg, "api-lb", lb.LoadBalancer, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Sim.SetLatency(time.Second)
+	w.StartPrivateLinkServices(t, privatelinkservice.Options{})
+	create(t, w, apls("api"))
+	o := waitCondition(t, w, "api", v1alpha1.ConditionPrivateLinkServiceReady, metav1.ConditionFalse, privatelinkservice.ReasonLoadBalancerNotProvisioned)
+	if c := findCondition(o, v1alpha1.ConditionPrivateLinkServiceReady); !strings.Contains(c.Message, "load balancer api-lb is Updating") {
+		t.Errorf("message: %s", c.Message)
+	}
+	if c := w.Sim.Counters(); c.Sum(http.MethodPut, "Microsoft.Network/privateLinkServices", 0, 999) != 0 {
+		t.Errorf("a service was written while its load balancer was Updating: %v", c.Requests)
+	}
+	ready(t, w, "api")
+	if n := w.Sim.Counters().Errors["ReferencedResourceNotProvisioned"]; n != 0 {
+		t.Errorf("Azure refused %d writes for the load balancer's state", n)
 	}
 }

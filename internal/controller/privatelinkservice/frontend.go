@@ -2,6 +2,7 @@ package privatelinkservice
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -24,6 +25,10 @@ type frontend struct {
 	// subnet. Empty for a public frontend and for Direct Connect: the NAT
 	// subnet is then named by ID.
 	subnetID string
+	// busy says why Azure would refuse a write of the service now: its load
+	// balancer's operation has not ended ("" when it has, and for Direct
+	// Connect).
+	busy string
 }
 
 func (f frontend) vnetID() string {
@@ -118,9 +123,10 @@ func usableFrontend(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfig
 		return frontend{}, terminal(ReasonFrontendNotInternal, "load balancer %s is not of the Standard SKU, which a private link service needs", ptr.Deref(lb.Name, ""))
 	}
 	st := v1alpha1.FrontendStatus{LoadBalancerID: ptr.Deref(lb.ID, ""), FrontendIPConfigurationID: ptr.Deref(fe.ID, "")}
+	busy := loadBalancerBusy(lb)
 	if fe.Properties != nil && fe.Properties.Subnet != nil && fe.Properties.Subnet.ID != nil {
 		st.PrivateIPAddress = ptr.Deref(fe.Properties.PrivateIPAddress, "")
-		return frontend{status: st, subnetID: *fe.Properties.Subnet.ID}, nil
+		return frontend{status: st, subnetID: *fe.Properties.Subnet.ID, busy: busy}, nil
 	}
 	if rules := floatingIPRules(lb, ptr.Deref(fe.ID, "")); len(rules) > 0 {
 		return frontend{}, terminal(ReasonFloatingIPEnabled,
@@ -128,7 +134,28 @@ func usableFrontend(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfig
 			ptr.Deref(fe.Name, ""), ptr.Deref(lb.Name, ""), strings.Join(rules, ", "))
 	}
 	st.Public = true
-	return frontend{status: st}, nil
+	return frontend{status: st, busy: busy}, nil
+}
+
+// loadBalancerBusy says why Azure refuses, while a load balancer's own
+// operation runs, to create or change a private link service on it: 400
+// ReferencedResourceNotProvisioned, "Cannot proceed with operation
+// because resource <load balancer> used by resource <service> is not in
+// Succeeded state. Resource is in Updating state and the last operation
+// that updated/is updating the resource is PutLoadBalancerOperation"
+// (azuresim's frontend check holds that answer). "" when it is Succeeded,
+// and when Azure says nothing of its state (then Azure decides).
+func loadBalancerBusy(lb *armnetwork.LoadBalancer) string {
+	if lb.Properties == nil {
+		return ""
+	}
+	switch st := ptr.Deref(lb.Properties.ProvisioningState, ""); st {
+	case "", armnetwork.ProvisioningStateSucceeded:
+		return ""
+	default:
+		return fmt.Sprintf("load balancer %s is %s: Azure refuses to create or change a private link service on it until its operation ends (ReferencedResourceNotProvisioned); the service is written then",
+			ptr.Deref(lb.Name, ""), st)
+	}
 }
 
 // floatingIPRules names the load balancing rules on a frontend that have

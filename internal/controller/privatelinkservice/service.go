@@ -49,6 +49,9 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	}
 	want := desired(obj, fe, subnetID, r.Opts.Tags)
 	if observed == nil {
+		if fe.busy != "" {
+			return r.fail(ctx, obj, cond, waitFor(ReasonLoadBalancerNotProvisioned, "%s", fe.busy))
+		}
 		return r.create(ctx, obj, api, want)
 	}
 	if err := r.checkOwner(obj, observed); err != nil {
@@ -68,14 +71,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	case armnetwork.ProvisioningStateSucceeded:
 		r.failures.reset(owner(obj))
 	case armnetwork.ProvisioningStateFailed:
-		// Retried: the same PUT often passes once Azure recovers. A service
-		// that failed again waits TerminalRecheck, not to hammer Azure.
-		next := ctrl.Result{RequeueAfter: r.failures.next(owner(obj), r.Opts.Recheck, r.Opts.TerminalRecheck)}
-		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
-			return r.fail(ctx, obj, cond, err)
-		}
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioningFailed, "Azure reports provisioningState Failed; the operator wrote the service again")
-		return next, nil
+		return r.rewriteFailed(ctx, obj, api, fe, want, observed)
 	default:
 		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "Azure reports provisioningState "+string(st))
 		return r.requeueSoon(ctx), nil
@@ -87,12 +83,7 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 			pls.ObservedFrontend(observed), want.Frontend()))
 	}
 	if len(diff) > 0 {
-		if err := api.Put(ctx, rg, name, pls.Body(want, observed)); err != nil {
-			return r.fail(ctx, obj, cond, err)
-		}
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUpdated, "Update", "updating private link service %s: %s differ", name, strings.Join(diff, ", "))
-		setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "updating "+strings.Join(diff, ", "))
-		return r.requeueSoon(ctx), nil
+		return r.update(ctx, obj, api, fe, want, observed, diff)
 	}
 	if err := r.decide(ctx, obj, api); err != nil {
 		return r.fail(ctx, obj, cond, err)
@@ -110,6 +101,37 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 		next = r.Opts.ConnectionCheck
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// rewriteFailed writes a service Azure reports Failed again: the same PUT
+// often passes once Azure recovers. A service that failed again waits
+// TerminalRecheck, not to hammer Azure.
+func (r *Reconciler) rewriteFailed(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, fe frontend, want pls.Desired, observed *armnetwork.PrivateLinkService) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionPrivateLinkServiceReady
+	if fe.busy != "" {
+		return r.fail(ctx, obj, cond, waitFor(ReasonLoadBalancerNotProvisioned, "%s", fe.busy))
+	}
+	next := ctrl.Result{RequeueAfter: r.failures.next(owner(obj), r.Opts.Recheck, r.Opts.TerminalRecheck)}
+	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pls.Body(want, observed)); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioningFailed, "Azure reports provisioningState Failed; the operator wrote the service again")
+	return next, nil
+}
+
+// update writes the fields of the service that differ from the spec's
+// (diff), once its load balancer lets it.
+func (r *Reconciler) update(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, fe frontend, want pls.Desired, observed *armnetwork.PrivateLinkService, diff []string) (ctrl.Result, error) {
+	cond := v1alpha1.ConditionPrivateLinkServiceReady
+	if fe.busy != "" {
+		return r.fail(ctx, obj, cond, waitFor(ReasonLoadBalancerNotProvisioned, "%s (to update %s)", fe.busy, strings.Join(diff, ", ")))
+	}
+	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pls.Body(want, observed)); err != nil {
+		return r.fail(ctx, obj, cond, err)
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUpdated, "Update", "updating private link service %s: %s differ", want.Name, strings.Join(diff, ", "))
+	setCondition(obj, cond, metav1.ConditionFalse, ReasonProvisioning, "updating "+strings.Join(diff, ", "))
+	return r.requeueSoon(ctx), nil
 }
 
 // create starts creating the service; a service that was there before (its
