@@ -179,13 +179,13 @@ func readyOf(o client.Object) string {
 // provisioned. Of an object of the cache it reads the text the transform
 // made (trimASO, cachedObservationKey), of any other the status.
 func asoObservation(u *unstructured.Unstructured) privateendpoints.Observation {
-	st, _ := u.Object["status"].(map[string]any)
-	if text, ok := st[cachedObservationKey].(string); ok && u.GetManagedFields() == nil {
+	if text, ok := cachedObservationText(u); ok {
 		var c cachedObservation
 		if json.Unmarshal([]byte(text), &c) == nil {
 			return privateendpoints.Observation(c)
 		}
 	}
+	st, _ := u.Object["status"].(map[string]any)
 	return statusObservation(st)
 }
 

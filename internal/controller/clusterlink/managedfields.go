@@ -223,7 +223,7 @@ type cachedObservation struct {
 // one the transform made, which client-go may pass to it again
 // (cache.TransformFunc must be idempotent), and keeps its text.
 func observationText(u *unstructured.Unstructured, st map[string]any) string {
-	if text, ok := st[cachedObservationKey].(string); ok && u.GetManagedFields() == nil {
+	if text, ok := cachedObservationText(u); ok {
 		return text
 	}
 	c := cachedObservation(statusObservation(st))
@@ -235,6 +235,15 @@ func observationText(u *unstructured.Unstructured, st map[string]any) string {
 		return ""
 	}
 	return string(raw)
+}
+
+// cachedObservationText is the text the transform left in the status of
+// the cache's ASO object u; ok is false for any other object (one the API
+// server sent has managedFields: its status is read as it came).
+func cachedObservationText(u *unstructured.Unstructured) (string, bool) {
+	st, _ := u.Object["status"].(map[string]any)
+	text, ok := st[cachedObservationKey].(string)
+	return text, ok && u.GetManagedFields() == nil
 }
 
 func (c cachedObservation) isZero() bool {
