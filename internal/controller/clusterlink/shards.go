@@ -297,7 +297,8 @@ func onShards(ctx context.Context, c client.Reader, mc, wc *capz.AzureCluster, c
 // Get per name, as before, made a new object for every name and a
 // NotFound error for every service not made yet (13 of 15 at N = 1,000
 // in make bench-dns): 0.94 GB of the 6.8 GB the operator allocated in
-// that run (docs/benchmarks.md, *The further services in one lookup*).
+// that run (docs/benchmarks.md, *The further services in one lookup;
+// two refusals found and gone*).
 func shardObjects(ctx context.Context, c client.Reader, mc *capz.AzureCluster, cfg Config) (map[string]*v1alpha1.AzurePrivateLinkService, error) {
 	names := cfg.furtherServices(mc.Name)
 	out := make(map[string]*v1alpha1.AzurePrivateLinkService, len(names))
