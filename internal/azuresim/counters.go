@@ -1,7 +1,9 @@
 package azuresim
 
 import (
+	"cmp"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +35,10 @@ type Counters struct {
 	// Errors counts ARM error answers by their code (x-ms-error-code), so
 	// a test can tell a limit's refusal from any other 400.
 	Errors map[string]int `json:"errors"`
+	// ErrorAnswers splits the error answers by principal, request and
+	// code: which client Azure refused what (a benchmark reports the
+	// operator's refusals apart from CAPZ's).
+	ErrorAnswers []ErrorAnswer `json:"errorAnswers"`
 	// Reads counts the GETs of one resource (not of a collection) answered
 	// 200, by the resource's ID in lower case: how often it was read on
 	// its own, beside the lists that hold it.
@@ -47,6 +53,17 @@ type FaultCount struct {
 	Kind      string `json:"kind"`
 	Principal string `json:"principal,omitempty"`
 	Count     int    `json:"count"`
+}
+
+// ErrorAnswer is how often Azure answered one kind of request of one
+// principal with one error code.
+type ErrorAnswer struct {
+	Principal    string `json:"principal,omitempty"`
+	Method       string `json:"method"`
+	ResourceType string `json:"resourceType"`
+	Status       int    `json:"status"`
+	Code         string `json:"code"`
+	Count        int    `json:"count"`
 }
 
 // RequestCount is the number of requests of one kind.
@@ -98,12 +115,13 @@ type counters struct {
 	hosts       map[string]int
 	scopes      map[string]int
 	errors      map[string]int
+	answers     map[ErrorAnswer]int // Count unset in the key
 	reads       map[string]int
 }
 
 func newCounters() *counters {
 	return &counters{requests: map[requestKey]int{}, byPrincipal: map[string]int{}, tokens: map[string]int{}, faults: map[FaultCount]int{},
-		hosts: map[string]int{}, scopes: map[string]int{}, errors: map[string]int{}, reads: map[string]int{}}
+		hosts: map[string]int{}, scopes: map[string]int{}, errors: map[string]int{}, answers: map[ErrorAnswer]int{}, reads: map[string]int{}}
 }
 
 func (c *counters) read(id string) {
@@ -112,10 +130,12 @@ func (c *counters) read(id string) {
 	c.reads[strings.ToLower(id)]++
 }
 
-func (c *counters) errorCode(code string) {
+// errorAnswer counts an error answer (a key with Count unset).
+func (c *counters) errorAnswer(a ErrorAnswer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.errors[code]++
+	c.errors[a.Code]++
+	c.answers[a]++
 }
 
 func (c *counters) host(h string) {
@@ -159,6 +179,7 @@ func (c *counters) reset() {
 	c.hosts = map[string]int{}
 	c.scopes = map[string]int{}
 	c.errors = map[string]int{}
+	c.answers = map[ErrorAnswer]int{}
 	c.reads = map[string]int{}
 }
 
@@ -181,6 +202,15 @@ func (c *counters) snapshot() Counters {
 	for p, n := range c.byPrincipal {
 		out.ByPrincipal[p] = n
 	}
+	out.ErrorAnswers = make([]ErrorAnswer, 0, len(c.answers))
+	for k, n := range c.answers {
+		k.Count = n
+		out.ErrorAnswers = append(out.ErrorAnswers, k)
+	}
+	slices.SortFunc(out.ErrorAnswers, func(a, b ErrorAnswer) int {
+		return cmp.Or(strings.Compare(a.Principal, b.Principal), strings.Compare(a.ResourceType, b.ResourceType),
+			strings.Compare(a.Method, b.Method), cmp.Compare(a.Status, b.Status), strings.Compare(a.Code, b.Code))
+	})
 	out.Faults = []FaultCount{}
 	for k, n := range c.faults {
 		k.Count = n

@@ -124,6 +124,21 @@ func TestLimits(t *testing.T) {
 	if got := e.srv.Counters().Errors; !maps.Equal(got, want) {
 		t.Errorf("error counters: got %v, want %v", got, want)
 	}
+	// ErrorAnswers says the same by principal and request: whose request
+	// of which kind Azure refused.
+	byCode := map[string]int{}
+	for _, a := range e.srv.Counters().ErrorAnswers {
+		byCode[a.Code] += a.Count
+		if a.Principal != clientID || a.Status != http.StatusBadRequest || a.Method != http.MethodPut {
+			t.Errorf("error answer %+v: want a PUT of %s answered 400", a, clientID)
+		}
+		if a.Code == "PrivateEndpointsPerVirtualNetworkLimitExceeded" && a.ResourceType != "Microsoft.Network/privateEndpoints" {
+			t.Errorf("error answer %+v: want resource type Microsoft.Network/privateEndpoints", a)
+		}
+	}
+	if !maps.Equal(byCode, want) {
+		t.Errorf("error answers by code: got %v, want %v", byCode, want)
+	}
 
 	// Zones linked to one network: guest-a has two; the limit is two. The
 	// zone in the other subscription has a count of its own.

@@ -266,7 +266,7 @@ func (s *Server) count(method string, p armPath, ok bool, status int, principalI
 func (s *Server) countAnswer(method string, p armPath, ok bool, rec *statusRecorder, principalID string) {
 	s.count(method, p, ok, rec.status, principalID)
 	if code := rec.Header().Get("x-ms-error-code"); code != "" && rec.status >= http.StatusBadRequest {
-		s.counters.errorCode(code)
+		s.counters.errorAnswer(ErrorAnswer{Principal: principalID, Method: method, ResourceType: counterType(p, ok), Status: rec.status, Code: code})
 	}
 }
 

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,6 +108,10 @@ type Phase struct {
 	Throttled      int            `json:"throttled"`
 	// ThrottledByOperation splits the 429s by method and resource type.
 	ThrottledByOperation map[string]int `json:"throttledByOperation,omitempty"`
+	// Refused are the requests Azure refused in the phase, of every
+	// principal (the operator's, CAPZ's and ASO's), by request and error
+	// code; the answers a client expects are left out (refusal).
+	Refused []azuresim.ErrorAnswer `json:"refused,omitempty"`
 	// CPUSeconds is the operator's CPU time in the phase (both processes'
 	// around the restart; the first one's stop counts in no phase).
 	CPUSeconds float64 `json:"cpuSeconds"`
@@ -741,6 +747,11 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 			p.throttled(r.Method+" "+r.ResourceType, r.Count)
 		}
 	}
+	for _, a := range c.ErrorAnswers {
+		if refusal(a) {
+			p.Refused = append(p.Refused, a)
+		}
+	}
 	p.TokenRequests = c.TokensByClient[sandbox.FleetOperatorClient]
 	cpu, err := b.cpuSoFar()
 	if err != nil {
@@ -748,6 +759,64 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 	}
 	p.CPUSeconds, b.cpuMark = (cpu - b.cpuMark).Seconds(), cpu
 	return p, b.countWrites(&p)
+}
+
+// refusal tells a request Azure refused from an error answer a client
+// expects and acts on: 404 (how a client learns that a resource is
+// absent), 412 (a create-only write, If-None-Match: *, that finds the
+// resource there: the DNS engine writes a link so instead of reading it
+// first) and 429 (counted as throttling).
+func refusal(a azuresim.ErrorAnswer) bool {
+	switch a.Status {
+	case http.StatusNotFound, http.StatusPreconditionFailed, http.StatusTooManyRequests:
+		return false
+	}
+	return true
+}
+
+// RefusedOf counts the requests of one principal Azure refused.
+func (p Phase) RefusedOf(principal string) int {
+	n := 0
+	for _, a := range p.Refused {
+		if a.Principal == principal {
+			n += a.Count
+		}
+	}
+	return n
+}
+
+// refusals lists a phase's refused requests by principal, request and
+// code, most frequent first.
+func refusals(p Phase) string {
+	list := slices.Clone(p.Refused)
+	slices.SortStableFunc(list, func(a, b azuresim.ErrorAnswer) int { return cmp.Compare(b.Count, a.Count) })
+	parts := make([]string, 0, len(list))
+	for _, a := range list {
+		parts = append(parts, fmt.Sprintf("%s: %s %s (%d %s): %d", principalName(a.Principal), a.Method,
+			strings.Replace(a.ResourceType, "Microsoft.Network/", "", 1), a.Status, a.Code, a.Count))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// refusalsOf is refusals of one principal's requests.
+func refusalsOf(p Phase, principal string) string {
+	return refusals(Phase{Refused: slices.DeleteFunc(slices.Clone(p.Refused), func(a azuresim.ErrorAnswer) bool { return a.Principal != principal })})
+}
+
+// principalName names a principal of the test world in a report.
+func principalName(id string) string {
+	switch id {
+	case sandbox.FleetOperatorClient:
+		return "operator"
+	case sandbox.CAPZClientID:
+		return "CAPZ"
+	case "":
+		return "anonymous"
+	}
+	return id
 }
 
 // cpuSoFar is the CPU time of every operator process of the run so far:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/azuresim"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
@@ -68,7 +69,20 @@ func wiringBounds(res Result) []bound {
 		{"converge: ARM reads per WC (Private DNS aside)", perObject(n, res.Converge.ARMReads-dnsReads(res.Converge)), 6},
 		{"converge: API conflicts", float64(res.Converge.Conflicts), 0},
 		{"converge: 429s", float64(res.Converge.Throttled), 0},
+		// Azure's limits and states are the operator's to respect: a
+		// request Azure refuses is a bug (404, 412 and 429 are not
+		// refusals: refusal).
+		{"converge: requests Azure refused the operator", float64(res.Converge.RefusedOf(sandbox.FleetOperatorClient)), 0},
 	}
+}
+
+// refusedInRun adds up the operator's refused requests of the phases.
+func refusedInRun(phases ...Phase) int {
+	n := 0
+	for _, p := range phases {
+		n += p.RefusedOf(sandbox.FleetOperatorClient)
+	}
+	return n
 }
 
 func dnsReads(p Phase) int {
@@ -119,5 +133,41 @@ func TestDNSSmoke(t *testing.T) {
 		bound{"DNS: Private DNS writes per WC", perObject(res.N, writes+w2), 8},
 		bound{"DNS: writes to one WC after the wiring converged, at most", float64(dns.WCWritesMax), 2},
 		bound{"DNS: 429s", float64(dns.Throttled), 0},
+		bound{"DNS: requests Azure refused the operator", float64(dns.RefusedOf(sandbox.FleetOperatorClient)), 0},
 	))
+}
+
+// TestRefusals checks which error answers count as refused and how a
+// phase lists them: the operator's apart from CAPZ's, the answers a
+// client expects (404, 412, 429) left out.
+func TestRefusals(t *testing.T) {
+	c := azuresim.Counters{ErrorAnswers: []azuresim.ErrorAnswer{
+		{Principal: sandbox.FleetOperatorClient, Method: "GET", ResourceType: "Microsoft.Network/privateLinkServices", Status: 404, Code: "ResourceNotFound", Count: 3},
+		{Principal: sandbox.FleetOperatorClient, Method: "PUT", ResourceType: "Microsoft.Network/privateDnsZones/virtualNetworkLinks", Status: 412, Code: "PreconditionFailed", Count: 1},
+		{Principal: sandbox.FleetOperatorClient, Method: "GET", ResourceType: "Microsoft.Network/privateEndpoints", Status: 429, Code: "SubscriptionRequestsThrottled", Count: 2},
+		{Principal: sandbox.FleetOperatorClient, Method: "PUT", ResourceType: "Microsoft.Network/privateLinkServices", Status: 400, Code: "ReferencedResourceNotProvisioned", Count: 1},
+		{Principal: sandbox.CAPZClientID, Method: "DELETE", ResourceType: "Microsoft.Network/privateLinkServices", Status: 400, Code: "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted", Count: 7},
+	}}
+	var p Phase
+	for _, a := range c.ErrorAnswers {
+		if refusal(a) {
+			p.Refused = append(p.Refused, a)
+		}
+	}
+	if got := p.RefusedOf(sandbox.FleetOperatorClient); got != 1 {
+		t.Errorf("the operator's refusals: %d, want 1 (404, 412 and 429 are not refusals)", got)
+	}
+	if got := p.RefusedOf(sandbox.CAPZClientID); got != 7 {
+		t.Errorf("CAPZ's refusals: %d, want 7", got)
+	}
+	want := "CAPZ: DELETE privateLinkServices (400 PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted): 7, operator: PUT privateLinkServices (400 ReferencedResourceNotProvisioned): 1"
+	if got := refusals(p); got != want {
+		t.Errorf("refusals:\n got %s\nwant %s", got, want)
+	}
+	if got, want := refusalsOf(p, sandbox.FleetOperatorClient), "operator: PUT privateLinkServices (400 ReferencedResourceNotProvisioned): 1"; got != want {
+		t.Errorf("the operator's refusals:\n got %s\nwant %s", got, want)
+	}
+	if got := refusals(Phase{}); got != "none" {
+		t.Errorf("no refusals: %q, want none", got)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
 type consumerMetric struct {
@@ -44,6 +46,18 @@ func consumerMetrics() []consumerMetric {
 				}
 			}
 			return fmt.Sprintf("%d (%s)", n, strings.Join(where, "; "))
+		}},
+		{"requests Azure refused the operator (error answers but 404, 412 and 429)", "0", func(r ConsumerResult) string {
+			var where []string
+			for _, p := range []namedPhase{{"converge", r.Converge}, {"restart", r.Restart}, {"steady", r.Steady}, {"delete", r.Delete}} {
+				if p.phase.RefusedOf(sandbox.FleetOperatorClient) > 0 {
+					where = append(where, p.name+": "+refusalsOf(p.phase, sandbox.FleetOperatorClient))
+				}
+			}
+			if len(where) == 0 {
+				return "0"
+			}
+			return strings.Join(where, "; ")
 		}},
 		{"requests paced by the rate-limit headers (converge)", "", func(r ConsumerResult) string { return d(r.Paced) }},
 		{"ARM writes per endpoint (converge)", "= minimum", func(r ConsumerResult) string {

@@ -113,9 +113,10 @@ func TestSmoke(t *testing.T) {
 		bound{"delete: writes to the MC object", float64(res.Delete.MCWrites), wiringMCWritesMax},
 		bound{"delete: writes per WC", perObject(res.N, res.Delete.WCWrites), 3},
 		bound{"delete: ARM reads per WC", perObject(res.N, res.Delete.ARMReads), 4},
+		bound{"restart, steady and delete: requests Azure refused the operator", float64(refusedInRun(res.Restart, res.Steady, res.Delete)), 0},
 	))
 	table := markdownTable([]Result{res})
-	if !strings.Contains(table, "| N = 8 |") || !strings.Contains(table, "GET privateEndpoints") {
+	if !strings.Contains(table, "| N = 8 |") || !strings.Contains(table, "GET privateEndpoints") || !strings.Contains(table, "Requests Azure refused") {
 		t.Errorf("table:\n%s", table)
 	}
 	md := filepath.Join(dir, "benchmarks.md")
@@ -176,6 +177,7 @@ func TestConsumerSmoke(t *testing.T) {
 		{"steady: endpoint reads per AzurePrivateEndpoint", perObject(res.N, res.Steady.ARMReads-steadyDNSReads(res.Steady)), 4},
 		{"steady: Private DNS reads per AzurePrivateEndpoint (one check at most)", perObject(res.N, steadyDNSReads(res.Steady)), 4},
 		{"delete: ARM reads per AzurePrivateEndpoint", perObject(res.N, res.Delete.ARMReads), 12},
+		{"requests Azure refused the operator, every phase", float64(refusedInRun(res.Converge, res.Restart, res.Steady, res.Delete)), 0},
 		{"restart, steady and delete: token requests (a new process, one identity)", float64(res.Restart.TokenRequests + res.Steady.TokenRequests + res.Delete.TokenRequests), 1},
 	})
 	md := filepath.Join(t.TempDir(), "consumer.md")
@@ -228,6 +230,7 @@ func TestScaleOutSmoke(t *testing.T) {
 		{"nothing is written in the steady state", res.Steady.MCWrites+res.Steady.WCWrites+res.Steady.ObjectWrites+res.Steady.ARMWrites == 0},
 		{"the deletion deleted the endpoints beyond in Azure", res.Delete.ARMByOperation["DELETE Microsoft.Network/privateEndpoints"] >= 3},
 		{"no 429", res.Converge.Throttled+res.Restart.Throttled+res.Steady.Throttled+res.Delete.Throttled == 0},
+		{"Azure refused no request of the operator (its limits are below Azure's; it waits for load balancers and operations)", refusedInRun(res.Converge, res.Restart, res.Steady, res.Delete) == 0},
 	} {
 		if !c.ok {
 			t.Errorf("%s: %+v", c.what, res)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/sandbox"
 )
 
 // pageSize is azuresim's list page size (Azure's is not documented for
@@ -64,6 +66,13 @@ func metrics() []metric {
 		{"converge: operator ARM writes", "0 in the CAPZ flow", "one per endpoint and service it makes", func(r Result) string { return d(r.Converge.ARMWrites) }},
 		{"converge: token requests", "", "1", func(r Result) string { return d(r.Converge.TokenRequests) }},
 		{"converge: 429s received", "", "0", func(r Result) string { return d(r.Converge.Throttled) }},
+		{"operator requests Azure refused (error answers but 404, 412 and 429): converge / restart / steady / delete; in DNS mode converge / DNS", "0", "0", func(r Result) string {
+			parts := make([]string, 0, 4)
+			for _, p := range runPhases(r) {
+				parts = append(parts, d(p.phase.RefusedOf(sandbox.FleetOperatorClient)))
+			}
+			return strings.Join(parts, " / ")
+		}},
 		{"restart: ARM reads, the first drift interval and until no NIC read for another interval and 10 s", "", "see notes", wiringOnly(func(r Result) string {
 			return fmt.Sprintf("%d (floor %d)", r.Restart.ARMReads, readFloor(r.N, r.Subscriptions)+nicReads(r.N))
 		})},
@@ -117,6 +126,24 @@ func metrics() []metric {
 		{"operator peak anonymous RSS, sampled (MiB)", "", "", func(r Result) string { return f1(r.PeakAnonMiB) }},
 		{"operator peak Go heap in use (MiB)", "", "", func(r Result) string { return f1(r.PeakHeapMiB) }},
 	}
+}
+
+type namedPhase struct {
+	name  string
+	phase Phase
+}
+
+// runPhases are the phases a run went through, in order: DNS mode's
+// convergence and its DNS window, or the wiring's four.
+func runPhases(r Result) []namedPhase {
+	if r.DNS {
+		out := []namedPhase{{"converge", r.Converge}}
+		if r.DNSPhase != nil {
+			out = append(out, namedPhase{"DNS", *r.DNSPhase})
+		}
+		return out
+	}
+	return []namedPhase{{"converge", r.Converge}, {"restart", r.Restart}, {"steady", r.Steady}, {"delete", r.Delete}}
 }
 
 // wiringOnly shows a figure of the phases a DNS mode run skips, "–" there.
@@ -212,6 +239,14 @@ func markdownTable(results []Result) string {
 	b.WriteString("\nOperator ARM requests in the steady window, by operation:\n\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "- N = %d: %s\n", r.N, operations(r.Steady))
+	}
+	b.WriteString("\nRequests Azure refused (error answers but 404, 412 and 429), of every principal, by phase:\n\n")
+	for _, r := range results {
+		parts := make([]string, 0, 4)
+		for _, p := range runPhases(r) {
+			parts = append(parts, p.name+": "+refusals(p.phase))
+		}
+		fmt.Fprintf(&b, "- N = %d: %s\n", r.N, strings.Join(parts, "; "))
 	}
 	if p := projectionTable(results); p != "" {
 		fmt.Fprintf(&b, "\nProjection to N = %d, from the largest run at the marginal cost of the last step (see notes for what the world needs there):\n\n%s", projectionN, p)
