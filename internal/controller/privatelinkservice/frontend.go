@@ -31,6 +31,20 @@ type frontend struct {
 	busy string
 }
 
+// writable is nil when Azure takes a write of the service now, else a
+// wait for the load balancer's operation to end (reason
+// LoadBalancerNotProvisioned; purpose, if any, says what the write was
+// for).
+func (f frontend) writable(purpose string) error {
+	switch {
+	case f.busy == "":
+		return nil
+	case purpose != "":
+		return waitFor(ReasonLoadBalancerNotProvisioned, "%s (%s)", f.busy, purpose)
+	}
+	return waitFor(ReasonLoadBalancerNotProvisioned, "%s", f.busy)
+}
+
 func (f frontend) vnetID() string {
 	if f.subnetID == "" {
 		return ""

@@ -49,8 +49,8 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 	}
 	want := desired(obj, fe, subnetID, r.Opts.Tags)
 	if observed == nil {
-		if fe.busy != "" {
-			return r.fail(ctx, obj, cond, waitFor(ReasonLoadBalancerNotProvisioned, "%s", fe.busy))
+		if err := fe.writable(""); err != nil {
+			return r.fail(ctx, obj, cond, err)
 		}
 		return r.create(ctx, obj, api, want)
 	}
@@ -108,8 +108,8 @@ func (r *Reconciler) service(ctx context.Context, obj *v1alpha1.AzurePrivateLink
 // TerminalRecheck, not to hammer Azure.
 func (r *Reconciler) rewriteFailed(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, fe frontend, want pls.Desired, observed *armnetwork.PrivateLinkService) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionPrivateLinkServiceReady
-	if fe.busy != "" {
-		return r.fail(ctx, obj, cond, waitFor(ReasonLoadBalancerNotProvisioned, "%s", fe.busy))
+	if err := fe.writable(""); err != nil {
+		return r.fail(ctx, obj, cond, err)
 	}
 	next := ctrl.Result{RequeueAfter: r.failures.next(owner(obj), r.Opts.Recheck, r.Opts.TerminalRecheck)}
 	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pls.Body(want, observed)); err != nil {
@@ -123,8 +123,8 @@ func (r *Reconciler) rewriteFailed(ctx context.Context, obj *v1alpha1.AzurePriva
 // (diff), once its load balancer lets it.
 func (r *Reconciler) update(ctx context.Context, obj *v1alpha1.AzurePrivateLinkService, api plsAPI, fe frontend, want pls.Desired, observed *armnetwork.PrivateLinkService, diff []string) (ctrl.Result, error) {
 	cond := v1alpha1.ConditionPrivateLinkServiceReady
-	if fe.busy != "" {
-		return r.fail(ctx, obj, cond, waitFor(ReasonLoadBalancerNotProvisioned, "%s (to update %s)", fe.busy, strings.Join(diff, ", ")))
+	if err := fe.writable("to update " + strings.Join(diff, ", ")); err != nil {
+		return r.fail(ctx, obj, cond, err)
 	}
 	if err := api.Put(ctx, obj.Spec.ResourceGroup, want.Name, pls.Body(want, observed)); err != nil {
 		return r.fail(ctx, obj, cond, err)
