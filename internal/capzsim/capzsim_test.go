@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v11"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,7 +130,7 @@ func TestASOModes(t *testing.T) {
 }
 
 func testASOMode(t *testing.T, schema testenv.Schema, mode capzsim.Mode, keeps bool) {
-	w := testworld.Start(t, testworld.Options{Schema: schema, CAPZMode: mode,
+	w := testworld.Start(t, testworld.Options{Schema: schema, CAPZMode: mode, Latency: 3 * time.Second,
 		Ingress: map[string]capzsim.Ingress{"org-giantswarm/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
 	ctx := context.Background()
 	w.Namespace(t, "org-a")
@@ -188,6 +190,17 @@ func testASOMode(t *testing.T, schema testenv.Schema, mode capzsim.Mode, keeps b
 			_, azErr := pes.Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil)
 			return apierrors.IsNotFound(err) && azErr != nil, fmt.Sprint(err, azErr)
 		})
+		// As ASO: one DELETE, then the operation is followed; no DELETE
+		// while Azure deletes (each would be answered 409
+		// AnotherOperationInProgress). Azure's operations take 3 s here,
+		// three of the ASO stand-in's resyncs.
+		c := w.Sim.Counters()
+		if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", http.StatusConflict, http.StatusConflict); n != 0 {
+			t.Errorf("the ASO stand-in sent %d DELETEs of an endpoint Azure was deleting (409)", n)
+		}
+		if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", 200, 299); n != 1 {
+			t.Errorf("the ASO stand-in sent %d accepted DELETEs of the endpoint, want 1", n)
+		}
 		return
 	}
 	// v1.23 leaves it: give capzsim every chance to act, then check.
