@@ -190,17 +190,7 @@ func testASOMode(t *testing.T, schema testenv.Schema, mode capzsim.Mode, keeps b
 			_, azErr := pes.Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil)
 			return apierrors.IsNotFound(err) && azErr != nil, fmt.Sprint(err, azErr)
 		})
-		// As ASO: one DELETE, then the operation is followed; no DELETE
-		// while Azure deletes (each would be answered 409
-		// AnotherOperationInProgress). Azure's operations take 3 s here,
-		// three of the ASO stand-in's resyncs.
-		c := w.Sim.Counters()
-		if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", http.StatusConflict, http.StatusConflict); n != 0 {
-			t.Errorf("the ASO stand-in sent %d DELETEs of an endpoint Azure was deleting (409)", n)
-		}
-		if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", 200, 299); n != 1 {
-			t.Errorf("the ASO stand-in sent %d accepted DELETEs of the endpoint, want 1", n)
-		}
+		oneDelete(t, w)
 		return
 	}
 	// v1.23 leaves it: give capzsim every chance to act, then check.
@@ -213,6 +203,22 @@ func testASOMode(t *testing.T, schema testenv.Schema, mode capzsim.Mode, keeps b
 	}
 	if _, err := pes.Get(ctx, "wc1-rg", "wc1-to-mc-privatelink-privateendpoint", nil); err != nil {
 		t.Errorf("v1.23 deleted an endpoint removed from spec: %v", err)
+	}
+}
+
+// oneDelete checks that the ASO stand-in deleted the endpoint as ASO
+// does: one DELETE, then the operation is followed; no DELETE while Azure
+// deletes (each would be answered 409 AnotherOperationInProgress).
+// Azure's operations take 3 s in testASOMode, three of the stand-in's
+// resyncs.
+func oneDelete(t *testing.T, w *testworld.World) {
+	t.Helper()
+	c := w.Sim.Counters()
+	if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", http.StatusConflict, http.StatusConflict); n != 0 {
+		t.Errorf("the ASO stand-in sent %d DELETEs of an endpoint Azure was deleting (409)", n)
+	}
+	if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", 200, 299); n != 1 {
+		t.Errorf("the ASO stand-in sent %d accepted DELETEs of the endpoint, want 1", n)
 	}
 }
 
