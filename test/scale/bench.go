@@ -747,11 +747,7 @@ func (b *bench) phase(d time.Duration) (Phase, error) {
 			p.throttled(r.Method+" "+r.ResourceType, r.Count)
 		}
 	}
-	for _, a := range c.ErrorAnswers {
-		if refusal(a) {
-			p.Refused = append(p.Refused, a)
-		}
-	}
+	p.Refused = refused(c.ErrorAnswers)
 	p.TokenRequests = c.TokensByClient[sandbox.FleetOperatorClient]
 	cpu, err := b.cpuSoFar()
 	if err != nil {
@@ -772,6 +768,11 @@ func refusal(a azuresim.ErrorAnswer) bool {
 		return false
 	}
 	return true
+}
+
+// refused are the refusals among error answers.
+func refused(answers []azuresim.ErrorAnswer) []azuresim.ErrorAnswer {
+	return slices.DeleteFunc(slices.Clone(answers), func(a azuresim.ErrorAnswer) bool { return !refusal(a) })
 }
 
 // RefusedOf counts the requests of one principal Azure refused.

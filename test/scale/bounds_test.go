@@ -141,19 +141,14 @@ func TestDNSSmoke(t *testing.T) {
 // phase lists them: the operator's apart from CAPZ's, the answers a
 // client expects (404, 412, 429) left out.
 func TestRefusals(t *testing.T) {
-	c := azuresim.Counters{ErrorAnswers: []azuresim.ErrorAnswer{
+	answers := []azuresim.ErrorAnswer{
 		{Principal: sandbox.FleetOperatorClient, Method: "GET", ResourceType: "Microsoft.Network/privateLinkServices", Status: 404, Code: "ResourceNotFound", Count: 3},
 		{Principal: sandbox.FleetOperatorClient, Method: "PUT", ResourceType: "Microsoft.Network/privateDnsZones/virtualNetworkLinks", Status: 412, Code: "PreconditionFailed", Count: 1},
 		{Principal: sandbox.FleetOperatorClient, Method: "GET", ResourceType: "Microsoft.Network/privateEndpoints", Status: 429, Code: "SubscriptionRequestsThrottled", Count: 2},
 		{Principal: sandbox.FleetOperatorClient, Method: "PUT", ResourceType: "Microsoft.Network/privateLinkServices", Status: 400, Code: "ReferencedResourceNotProvisioned", Count: 1},
 		{Principal: sandbox.CAPZClientID, Method: "DELETE", ResourceType: "Microsoft.Network/privateLinkServices", Status: 400, Code: "PrivateLinkServiceWithPrivateEndpointConnectionsCannotBeDeleted", Count: 7},
-	}}
-	var p Phase
-	for _, a := range c.ErrorAnswers {
-		if refusal(a) {
-			p.Refused = append(p.Refused, a)
-		}
 	}
+	p := Phase{Refused: refused(answers)}
 	if got := p.RefusedOf(sandbox.FleetOperatorClient); got != 1 {
 		t.Errorf("the operator's refusals: %d, want 1 (404, 412 and 429 are not refusals)", got)
 	}

@@ -37,19 +37,16 @@ func consumerMetrics() []consumerMetric {
 				return "0"
 			}
 			var where []string
-			for _, p := range []struct {
-				name string
-				ph   Phase
-			}{{"converge", r.Converge}, {"restart", r.Restart}, {"steady", r.Steady}, {"delete", r.Delete}} {
-				if p.ph.Throttled > 0 {
-					where = append(where, fmt.Sprintf("%s: %s", p.name, operations(Phase{ARMByOperation: p.ph.ThrottledByOperation})))
+			for _, p := range fourPhases(r.Converge, r.Restart, r.Steady, r.Delete) {
+				if p.phase.Throttled > 0 {
+					where = append(where, fmt.Sprintf("%s: %s", p.name, operations(Phase{ARMByOperation: p.phase.ThrottledByOperation})))
 				}
 			}
 			return fmt.Sprintf("%d (%s)", n, strings.Join(where, "; "))
 		}},
 		{"requests Azure refused the operator (error answers but 404, 412 and 429)", "0", func(r ConsumerResult) string {
 			var where []string
-			for _, p := range []namedPhase{{"converge", r.Converge}, {"restart", r.Restart}, {"steady", r.Steady}, {"delete", r.Delete}} {
+			for _, p := range fourPhases(r.Converge, r.Restart, r.Steady, r.Delete) {
 				if p.phase.RefusedOf(sandbox.FleetOperatorClient) > 0 {
 					where = append(where, p.name+": "+refusalsOf(p.phase, sandbox.FleetOperatorClient))
 				}

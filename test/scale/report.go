@@ -143,7 +143,12 @@ func runPhases(r Result) []namedPhase {
 		}
 		return out
 	}
-	return []namedPhase{{"converge", r.Converge}, {"restart", r.Restart}, {"steady", r.Steady}, {"delete", r.Delete}}
+	return fourPhases(r.Converge, r.Restart, r.Steady, r.Delete)
+}
+
+// fourPhases names the phases of a run that restarts and deletes.
+func fourPhases(converge, restart, steady, del Phase) []namedPhase {
+	return []namedPhase{{"converge", converge}, {"restart", restart}, {"steady", steady}, {"delete", del}}
 }
 
 // wiringOnly shows a figure of the phases a DNS mode run skips, "–" there.
