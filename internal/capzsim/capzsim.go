@@ -578,9 +578,11 @@ func (r *Reconciler) ensurePrivateEndpoints(ctx context.Context, u *unstructured
 		}
 	}
 	if r.Opts.Mode != Upstream && !r.Opts.KeepRemovedEndpoints {
-		if err := deleteUnwanted(ctx, pes, s, existing, wanted); err != nil {
+		deleting, err := deleteUnwanted(ctx, pes, s, existing, wanted)
+		if err != nil {
 			return err
 		}
+		wait = wait || deleting
 	}
 	if wait {
 		return errWait
@@ -616,17 +618,36 @@ func ensureEndpoint(ctx context.Context, pes *armnetwork.PrivateEndpointsClient,
 	return true, nil
 }
 
-// deleteUnwanted deletes the endpoints capzsim made that left spec.
-func deleteUnwanted(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, s *clusterSpec, existing map[string]*armnetwork.PrivateEndpoint, wanted map[string]bool) error {
+// deleteUnwanted deletes the endpoints capzsim made that left spec and
+// reports whether Azure is still deleting any.
+//
+// As the fork's CAPZ: one DELETE, then it follows Azure's operation (the
+// future it keeps in the object's status, resumed at each reconcile) and
+// sends no DELETE while the endpoint is Deleting; a refused DELETE (the
+// endpoint's creation still running: 409 AnotherOperationInProgress) is an
+// error, retried at the controller's backoff. The fork's
+// azure/services/privateendpoints/privateendpoints.go (Reconcile) deletes
+// each owned endpoint not in spec with the async service's
+// DeleteResource, which resumes the stored operation instead of sending
+// DELETE again and returns an operation-not-done error, a requeue, until
+// it ends (azure/services/async/async.go, as in cluster-api-provider-azure
+// v1.23.0). The stand-in sees the operation in the list's
+// provisioningState instead of polling it.
+func deleteUnwanted(ctx context.Context, pes *armnetwork.PrivateEndpointsClient, s *clusterSpec, existing map[string]*armnetwork.PrivateEndpoint, wanted map[string]bool) (bool, error) {
+	deleting := false
 	for name, pe := range existing {
 		if wanted[name] || pe.Tags[ownedTag(s.clusterName())] == nil {
 			continue
 		}
-		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, ptr.Deref(pe.Name, ""), nil); err != nil && !busy(err) && !azure.IsNotFound(err) {
-			return err
+		deleting = true
+		if pe.Properties != nil && ptr.Deref(pe.Properties.ProvisioningState, "") == armnetwork.ProvisioningStateDeleting {
+			continue
+		}
+		if _, err := pes.BeginDelete(ctx, s.view.ResourceGroup, ptr.Deref(pe.Name, ""), nil); err != nil && !azure.IsNotFound(err) {
+			return false, err
 		}
 	}
-	return nil
+	return deleting, nil
 }
 
 func peBody(s *clusterSpec, subnet string, spec capz.PrivateEndpoint) armnetwork.PrivateEndpoint {

@@ -29,7 +29,7 @@ const (
 )
 
 func TestForkMode(t *testing.T) {
-	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork,
+	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork, Latency: 3 * time.Second,
 		Ingress: map[string]capzsim.Ingress{"org-giantswarm/mc": {AutoApprovedSubscriptions: []string{wcSub}}}})
 	ctx := context.Background()
 	w.Namespace(t, "org-a")
@@ -50,13 +50,14 @@ func TestForkMode(t *testing.T) {
 	identityFinalizers(t, w, "org-giantswarm/mc", "org-a/wc1")
 
 	// An endpoint in the MC's spec (as the operator writes it) is created.
-	setEndpoints(t, w, "org-giantswarm", "mc", "mc-nodes", map[string]any{
+	endpoint := map[string]any{
 		"name": "wc1-api-privatelink-privateendpoint",
 		"privateLinkServiceConnections": []any{map[string]any{
 			"name":                 "wc1-api-privatelink-connection",
 			"privateLinkServiceID": "/subscriptions/" + wcSub + "/resourceGroups/wc1-rg/providers/Microsoft.Network/privateLinkServices/wc1-api-privatelink",
 		}},
-	})
+	}
+	setEndpoints(t, w, "org-giantswarm", "mc", "mc-nodes", endpoint)
 	pes := w.Network(t, mcSub).NewPrivateEndpointsClient()
 	testworld.Eventually(t, testworld.Timeout, "the endpoint approved with an IP", func(ctx context.Context) (bool, string) {
 		pe, err := pes.Get(ctx, "mc-rg", "wc1-api-privatelink-privateendpoint", nil)
@@ -64,12 +65,28 @@ func TestForkMode(t *testing.T) {
 			return false, err.Error()
 		}
 		state := *pe.Properties.PrivateLinkServiceConnections[0].Properties.PrivateLinkServiceConnectionState.Status
-		return state == "Approved" && len(pe.Properties.NetworkInterfaces) == 1, state
+		done := *pe.Properties.ProvisioningState == armnetwork.ProvisioningStateSucceeded
+		return state == "Approved" && len(pe.Properties.NetworkInterfaces) == 1 && done, fmt.Sprint(state, done)
 	})
 
-	// Removed from spec, it is deleted (the fork deletes what it created).
+	// Removed from spec, it is deleted (the fork deletes what it created),
+	// with one DELETE.
 	setEndpoints(t, w, "org-giantswarm", "mc", "mc-nodes")
 	testworld.Eventually(t, testworld.Timeout, "the endpoint deleted", func(ctx context.Context) (bool, string) {
+		_, err := pes.Get(ctx, "mc-rg", "wc1-api-privatelink-privateendpoint", nil)
+		return err != nil && strings.Contains(err.Error(), "ResourceNotFound"), fmt.Sprint(err)
+	})
+	oneDelete(t, w)
+
+	// Removed while Azure still creates it, it is deleted too: the DELETE
+	// Azure refuses (409, the creation running) is retried.
+	setEndpoints(t, w, "org-giantswarm", "mc", "mc-nodes", endpoint)
+	testworld.Eventually(t, testworld.Timeout, "the endpoint in Azure again", func(ctx context.Context) (bool, string) {
+		_, err := pes.Get(ctx, "mc-rg", "wc1-api-privatelink-privateendpoint", nil)
+		return err == nil, fmt.Sprint(err)
+	})
+	setEndpoints(t, w, "org-giantswarm", "mc", "mc-nodes")
+	testworld.Eventually(t, testworld.Timeout, "the endpoint deleted again", func(ctx context.Context) (bool, string) {
 		_, err := pes.Get(ctx, "mc-rg", "wc1-api-privatelink-privateendpoint", nil)
 		return err != nil && strings.Contains(err.Error(), "ResourceNotFound"), fmt.Sprint(err)
 	})
@@ -206,19 +223,19 @@ func testASOMode(t *testing.T, schema testenv.Schema, mode capzsim.Mode, keeps b
 	}
 }
 
-// oneDelete checks that the ASO stand-in deleted the endpoint as ASO
-// does: one DELETE, then the operation is followed; no DELETE while Azure
-// deletes (each would be answered 409 AnotherOperationInProgress).
-// Azure's operations take 3 s in testASOMode, three of the stand-in's
-// resyncs.
+// oneDelete checks that capzsim deleted the endpoint as CAPZ (the fork's
+// async service) and ASO do: one DELETE, then the operation is followed;
+// no DELETE while Azure deletes (each would be answered 409
+// AnotherOperationInProgress). Azure's operations take 3 s in the tests
+// that call it, three of capzsim's resyncs.
 func oneDelete(t *testing.T, w *testworld.World) {
 	t.Helper()
 	c := w.Sim.Counters()
 	if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", http.StatusConflict, http.StatusConflict); n != 0 {
-		t.Errorf("the ASO stand-in sent %d DELETEs of an endpoint Azure was deleting (409)", n)
+		t.Errorf("capzsim sent %d DELETEs of an endpoint Azure was deleting (409)", n)
 	}
 	if n := c.Sum(http.MethodDelete, "Microsoft.Network/privateEndpoints", 200, 299); n != 1 {
-		t.Errorf("the ASO stand-in sent %d accepted DELETEs of the endpoint, want 1", n)
+		t.Errorf("capzsim sent %d accepted DELETEs of the endpoint, want 1", n)
 	}
 }
 
