@@ -74,20 +74,16 @@ func (s *mcSnapshot) get(ctx context.Context, c client.Reader, key types.Namespa
 }
 
 // read returns the MC's current state; a zero state when it does not exist.
+//
+// One cached Get without a copy: the cache's object is shared, never
+// written. (It was a list of the MC's namespace, filtered by name: with
+// the workload clusters in the MC's namespace, a look at each of them per
+// WC pass.)
 func (s *mcSnapshot) read(ctx context.Context, c client.Reader, key types.NamespacedName) (mcState, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(capz.AzureClusterGVK.GroupVersion().WithKind("AzureClusterList"))
-	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return mcState{}, err
-	}
-	var u *unstructured.Unstructured
-	for i := range list.Items {
-		if list.Items[i].GetName() == key.Name {
-			u = &list.Items[i]
-		}
-	}
-	if u == nil {
-		return mcState{}, nil
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(capz.AzureClusterGVK)
+	if err := c.Get(ctx, key, u, client.UnsafeDisableDeepCopy); err != nil {
+		return mcState{}, client.IgnoreNotFound(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,30 +2,42 @@ package clusterlink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
 
-// cacheReader lists one stored object the way the informer cache does with
-// UnsafeDisableDeepCopy: without copying it.
+// cacheReader gets one stored object the way the informer cache does with
+// UnsafeDisableDeepCopy: without copying it. A Get that would copy is an
+// error.
 type cacheReader struct {
 	client.Reader
-	obj   *unstructured.Unstructured
-	lists int
+	obj  *unstructured.Unstructured
+	gets int
 }
 
-func (c *cacheReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	c.lists++
-	list.(*unstructured.UnstructuredList).Items = []unstructured.Unstructured{*c.obj}
+func (c *cacheReader) Get(_ context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
+	c.gets++
+	o := client.GetOptions{}
+	o.ApplyOptions(opts)
+	if o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {
+		return errors.New("a Get of the MC that copies it")
+	}
+	if key != client.ObjectKeyFromObject(c.obj) {
+		return apierrors.NewNotFound(schema.GroupResource{Group: capz.AzureClusterGVK.Group, Resource: "azureclusters"}, key.Name)
+	}
+	*out.(*unstructured.Unstructured) = *c.obj
 	return nil
 }
 
