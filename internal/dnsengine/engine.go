@@ -206,14 +206,11 @@ func (e *Engine) ForgetZone(z dns.Zone) {
 	e.mu.Lock()
 	delete(e.sets, k)
 	e.mu.Unlock()
-	e.seen.ForgetFunc(func(key string) bool {
-		_, rest, _ := strings.Cut(key, "|")
-		return rest == k || strings.HasPrefix(rest, k+"|")
-	})
+	e.seen.ForgetSubject(k)
 }
 
 // ForgetRecord drops what the engine knows of one record set.
-func (e *Engine) ForgetRecord(z dns.Zone, rel string) { e.seen.ForgetPrefix(recordKey(z, rel)) }
+func (e *Engine) ForgetRecord(z dns.Zone, rel string) { e.seen.ForgetTree(recordKey(z, rel)) }
 
 func recordKey(z dns.Zone, rel string) string { return "record|" + z.Key() + "|" + rel }
 func zoneKey(z dns.Zone) string               { return "zone|" + z.Key() }

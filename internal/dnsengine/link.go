@@ -106,8 +106,8 @@ func (e *Engine) dropLink(ctx context.Context, t Target, l *armprivatedns.Virtua
 	if others.Needs(vnet) {
 		return false, nil
 	}
-	e.seen.ForgetPrefix(linkKey(t.Zone, vnet))
-	e.seen.ForgetPrefix(linkPutKey(t.Zone, vnet))
+	e.seen.ForgetTree(linkKey(t.Zone, vnet))
+	e.seen.ForgetTree(linkPutKey(t.Zone, vnet))
 	if dns.LinkState(l) == armprivatedns.ProvisioningStateDeleting {
 		return true, nil
 	}

@@ -191,12 +191,7 @@ func vnets(obj *v1alpha1.AzurePrivateEndpoint) []string {
 
 // forgetObject drops what the memo (keys "<step>|<object>[|...]") knows
 // of an object's DNS.
-func forgetObject(m *memo.Memo, key string) {
-	m.ForgetFunc(func(k string) bool {
-		_, rest, ok := strings.Cut(k, "|")
-		return ok && (rest == key || strings.HasPrefix(rest, key+"|"))
-	})
-}
+func forgetObject(m *memo.Memo, key string) { m.ForgetSubject(key) }
 
 // fingerprint is what the DNS depends on: the spec and the address.
 func fingerprint(obj *v1alpha1.AzurePrivateEndpoint) string {

@@ -235,9 +235,9 @@ func (r *DNSReconciler) releaseDNS(ctx context.Context, u *unstructured.Unstruct
 		done = done && gone
 	}
 	if done {
-		r.seen.ForgetPrefix(key(wc) + "|")
-		r.seen.ForgetPrefix("wait|" + key(wc) + "|")
-		r.seen.ForgetPrefix("release|" + key(wc) + "|")
+		r.seen.ForgetTree(key(wc))
+		r.seen.ForgetTree("wait|" + key(wc))
+		r.seen.ForgetTree("release|" + key(wc))
 		for _, set := range sets {
 			for _, rel := range set.Records {
 				r.dnsEngine().ForgetRecord(set.Zone, rel)
