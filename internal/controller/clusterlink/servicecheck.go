@@ -29,8 +29,8 @@ import (
 // before the MC's ingress service existed was wired minutes after the
 // others (10 refusals and 307 s instead of about 180 s to wire 1,000
 // clusters, test/scale, when the benchmark's MC made its ingress service
-// after the first clusters' passes). The cluster waits instead, and looks
-// again at the pending recheck.
+// after the first clusters' passes). The cluster waits instead, with
+// WaitingForIngressService, and looks again at the pending recheck.
 //
 // A service Azure does not have is ReasonMCServiceNotInAzure, which, like
 // WaitingForPrivateLinks, is not written on a cluster's condition while
@@ -122,8 +122,7 @@ func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.Azu
 // AzureServices reads the MC's private link services with the MC's
 // identity: one read per service per TTL, whichever clusters ask (they
 // wait on the same ticks, PendingRecheckInterval), and one at a time per
-// service. A read that fails (no permission, throttled) is remembered as
-// long as an answer: a thousand new clusters do not each send it again.
+// service.
 type AzureServices struct {
 	Clients *azure.Clients
 	TTL     time.Duration
@@ -132,13 +131,10 @@ type AzureServices struct {
 	mu     sync.Mutex
 	seen   map[string]serviceSeenAt
 	flight singleflight.Group
-	// readAzure reads a service; a.read (Azure) when nil.
-	readAzure func(ctx context.Context, mc *capz.AzureCluster, id string) (serviceSeen, error)
 }
 
 type serviceSeenAt struct {
 	seen serviceSeen
-	err  error
 	at   time.Time
 }
 
@@ -149,23 +145,20 @@ func (a *AzureServices) service(ctx context.Context, mc *capz.AzureCluster, id s
 	e, ok := a.seen[id]
 	a.mu.Unlock()
 	if ok && now.Sub(e.at) < a.TTL {
-		return e.seen, e.err
+		return e.seen, nil
 	}
 	v, err, _ := a.flight.Do(id, func() (any, error) {
-		read := a.readAzure
-		if read == nil {
-			read = a.read
+		seen, err := a.read(ctx, mc, id)
+		if err != nil {
+			return serviceSeen{}, err
 		}
-		seen, err := read(ctx, mc, id)
-		if ctx.Err() == nil { // a canceled pass learned nothing of Azure
-			a.mu.Lock()
-			if a.seen == nil {
-				a.seen = map[string]serviceSeenAt{}
-			}
-			a.seen[id] = serviceSeenAt{seen, err, a.Clock.Now()}
-			a.mu.Unlock()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.seen == nil {
+			a.seen = map[string]serviceSeenAt{}
 		}
-		return seen, err
+		a.seen[id] = serviceSeenAt{seen, a.Clock.Now()}
+		return seen, nil
 	})
 	seen, _ := v.(serviceSeen)
 	return seen, err

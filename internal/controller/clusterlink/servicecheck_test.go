@@ -6,9 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/capz"
 )
@@ -92,36 +89,5 @@ func TestOnServicesInAzure(t *testing.T) {
 	}
 	if kept, problems := onServicesInAzure(context.Background(), nil, nil, wc, []Endpoint{toIngress}); len(kept) != 1 || problems != nil {
 		t.Errorf("without a looker: %v, %v", kept, problems)
-	}
-}
-
-// TestAzureServicesRemembers: one read per service per TTL, whoever asks;
-// a failed read is remembered as long, so that clusters waiting on the
-// same tick do not each send it again; after the TTL it is read again.
-func TestAzureServicesRemembers(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	reads := map[string]int{}
-	answer := map[string]error{"a": nil, "b": errors.New("403 AuthorizationFailed")}
-	a := &AzureServices{TTL: 30 * time.Second, Clock: clk, readAzure: func(_ context.Context, _ *capz.AzureCluster, id string) (serviceSeen, error) {
-		reads[id]++
-		return serviceSeen{exists: answer[id] == nil}, answer[id]
-	}}
-	ask := func(id string) (serviceSeen, error) { return a.service(context.Background(), nil, id) }
-	for range 3 {
-		if s, err := ask("a"); err != nil || !s.exists {
-			t.Fatalf("a: %+v, %v", s, err)
-		}
-		if _, err := ask("b"); err == nil {
-			t.Fatal("b: the failed read was not returned")
-		}
-	}
-	if reads["a"] != 1 || reads["b"] != 1 {
-		t.Errorf("reads %v within the TTL, want one of each", reads)
-	}
-	clk.SetTime(clk.Now().Add(30 * time.Second))
-	_, _ = ask("a")
-	_, _ = ask("b")
-	if reads["a"] != 2 || reads["b"] != 2 {
-		t.Errorf("reads %v after the TTL, want two of each", reads)
 	}
 }
