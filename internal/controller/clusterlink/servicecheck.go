@@ -32,23 +32,9 @@ import (
 // after the first clusters' passes). The cluster waits instead, with
 // WaitingForIngressService, and looks again at the pending recheck.
 //
-// A service Azure does not have is ReasonMCServiceNotInAzure, which, like
-// WaitingForPrivateLinks, is not written on a cluster's condition while
-// the cluster never had one (whyWaiting): where the MC and its clusters
-// are created at once, every cluster's first passes come before the MC's
-// ingress service, and the condition written and written again was two
-// more writes per cluster (N = 1,000 in test/scale: 6,221 writes to the
-// clusters instead of 4,000). The Event says it. A service not visible to
-// the cluster's subscription is a setting to change, and says
-// WaitingForIngressService on the condition at once.
-//
 // The check is for new endpoints only (an entry that exists is never
 // taken away), and it only holds back: a service the operator cannot read
 // (its identity may not read the MC's resource group) is not waited for.
-
-// ReasonMCServiceNotInAzure says a workload cluster's endpoint to one of the
-// MC's private link services waits for Azure to have the service.
-const ReasonMCServiceNotInAzure = "WaitingForManagementClusterService"
 
 // serviceLooker tells what Azure shows of one of the MC's private link
 // services.
@@ -104,7 +90,7 @@ func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.Azu
 		}
 		switch {
 		case !seen.exists:
-			problems = append(problems, Problem{key(wc), ReasonMCServiceNotInAzure, fmt.Sprintf(
+			problems = append(problems, Problem{key(wc), ReasonIngressServiceWaiting, fmt.Sprintf(
 				"no private endpoint %s is requested yet: the management cluster's private link service %s does not exist in Azure "+
 					"(%s); the cluster is wired once it does", ep.Name, ep.Link, id)})
 		case !seen.visibleTo(wc.SubscriptionID):

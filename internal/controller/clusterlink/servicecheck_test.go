@@ -50,20 +50,19 @@ func TestOnServicesInAzure(t *testing.T) {
 		err      error
 		kept     []string
 		says     string // in the one problem's message, "" for none
-		reason   string // the one problem's
 		maxReads int
 	}{
-		{"visible to all", wc, map[string]serviceSeen{ingress: visible, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", "", 2},
-		{"listed, in another case", wc, map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"wcsub"}}, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", "", 2},
+		{"visible to all", wc, map[string]serviceSeen{ingress: visible, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", 2},
+		{"listed, in another case", wc, map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"wcsub"}}, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", 2},
 		{"the service's own subscription", &capz.AzureCluster{Namespace: "org-a", Name: "wc1", SubscriptionID: "mcsub"},
-			map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub"}, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", "", 2},
-		{"not in Azure", wc, map[string]serviceSeen{gateway: visible}, nil, []string{toGateway.Name}, "does not exist in Azure", ReasonMCServiceNotInAzure, 2},
+			map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub"}, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", 2},
+		{"not in Azure", wc, map[string]serviceSeen{gateway: visible}, nil, []string{toGateway.Name}, "does not exist in Azure", 2},
 		{"not listed", wc, map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"other"}}, gateway: visible}, nil,
-			[]string{toGateway.Name}, "is not visible to the cluster's subscription wcsub (its visibility: other)", ReasonIngressServiceWaiting, 2},
+			[]string{toGateway.Name}, "is not visible to the cluster's subscription wcsub (its visibility: other)", 2},
 		{"restricted: * does not count", wc, map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"*"}, restricted: true}, gateway: visible}, nil,
-			[]string{toGateway.Name}, "is not visible", ReasonIngressServiceWaiting, 2},
-		{"held: kept without a read", holding, map[string]serviceSeen{gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", "", 1},
-		{"not readable: kept", wc, nil, errors.New("403 AuthorizationFailed"), []string{toIngress.Name, toGateway.Name}, "", "", 2},
+			[]string{toGateway.Name}, "is not visible", 2},
+		{"held: kept without a read", holding, map[string]serviceSeen{gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", 1},
+		{"not readable: kept", wc, nil, errors.New("403 AuthorizationFailed"), []string{toIngress.Name, toGateway.Name}, "", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			look := &fakeServices{seen: c.seen, err: c.err}
@@ -78,9 +77,9 @@ func TestOnServicesInAzure(t *testing.T) {
 			switch {
 			case c.says == "" && len(problems) != 0:
 				t.Errorf("problems %+v, want none", problems)
-			case c.says != "" && (len(problems) != 1 || problems[0].Reason != c.reason || problems[0].Cluster != "org-a/wc1" ||
+			case c.says != "" && (len(problems) != 1 || problems[0].Reason != ReasonIngressServiceWaiting || problems[0].Cluster != "org-a/wc1" ||
 				!strings.Contains(problems[0].Message, c.says) || !strings.Contains(problems[0].Message, "wc1-to-mc-privatelink-privateendpoint")):
-				t.Errorf("problems %+v, want one %s saying %q", problems, c.reason, c.says)
+				t.Errorf("problems %+v, want one WaitingForIngressService saying %q", problems, c.says)
 			}
 			if look.reads > c.maxReads {
 				t.Errorf("%d reads, want at most %d", look.reads, c.maxReads)

@@ -24,10 +24,10 @@ const thirdPartyNotVisible = "ThirdPartyPrivateLinkServiceProvidedDuringPrivateE
 
 // TestWaitsForTheMCIngressService: the MC's ingress private link service
 // does not exist in Azure yet. wc1 gets its endpoint to the MC's API
-// server, but no entry to the MC's ingress: it waits (Event
-// WaitingForManagementClusterService), and Azure is sent no endpoint it
-// refuses. The service made, but not visible to wc1's subscription: its
-// condition says WaitingForIngressService. Once visible, wc1 is wired.
+// server, but no entry to the MC's ingress: it waits with
+// WaitingForIngressService saying the service does not exist, and Azure
+// is sent no endpoint it refuses. The service made, but not visible to
+// wc1's subscription: it says so. Once visible, wc1 is wired.
 func TestWaitsForTheMCIngressService(t *testing.T) {
 	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork})
 	w.Namespace(t, wcNS)
@@ -35,7 +35,7 @@ func TestWaitsForTheMCIngressService(t *testing.T) {
 	operator(t, w, func(o *clusterlink.Options) { o.PendingRecheck = 2 * time.Second })
 	wc1 := types.NamespacedName{Namespace: wcNS, Name: "wc1"}
 
-	waitEvent(t, w, wc1, clusterlink.ReasonMCServiceNotInAzure)
+	says(t, w, "wc1", clusterlink.ReasonIngressServiceWaiting, "private link service mc-ingress-privatelink does not exist in Azure")
 	testworld.Eventually(t, testworld.Timeout, "the MC's endpoint to wc1's API server", func(context.Context) (bool, string) {
 		names := endpointNames(t, w, mcKey)
 		return slices.Contains(names, "wc1-api-privatelink-privateendpoint"), fmt.Sprint(names)

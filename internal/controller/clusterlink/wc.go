@@ -213,9 +213,7 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		w.retiring = Retiring(wc, w.mc, w.wcOwners, r.Opts.olderInWC(wc, w.mc), w.toMC)
 	}
 	w.o = r.observe(ctx, u, wc, w.mc, w.toWC, w.toMC, w.retiring, w.current.Annotations)
-	if slices.ContainsFunc(w.problems, func(p Problem) bool {
-		return p.Reason == ReasonIngressServiceWaiting || p.Reason == ReasonMCServiceNotInAzure
-	}) {
+	if slices.ContainsFunc(w.problems, func(p Problem) bool { return p.Reason == ReasonIngressServiceWaiting }) {
 		// Nothing on the cluster changes when the next service turns Ready.
 		w.o.result = LowestNonZeroResult(w.o.result, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
 	}
@@ -281,12 +279,10 @@ func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
 }
 
 // withheldByLimit says a limit kept back one of the cluster's endpoints
-// (limits.go, servicelimit.go, shards.go), or the MC's service it needs
-// is not in Azure (servicecheck.go).
+// (limits.go, servicelimit.go, shards.go).
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
-		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting ||
-			p.Reason == ReasonMCServiceNotInAzure
+		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting
 	})
 }
 
