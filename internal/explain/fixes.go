@@ -56,9 +56,7 @@ var fixes = map[string]string{
 		"from the service (clusters, other tools' endpoints) or serve the cluster from another management cluster; the cluster is wired once there is room.",
 	clusterlink.ReasonIngressServiceWaiting: "Wait: the management cluster's next ingress private link service is being made " +
 		"(kubectl get azureprivatelinkservices -n <mc-namespace>); if it is not Ready, its conditions say why. " +
-		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions. " +
-		"If it says the management cluster's service does not exist in Azure, make it (the first ingress service, <mc>-ingress-privatelink, " +
-		"is made by hand, by CAPZ or by the MC's ingress Service); if it is not visible to the cluster's subscription, add the subscription to its visibility.",
+		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions.",
 	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
 	clusterlink.ReasonNothingToWire: "Nothing to do unless the cluster should be wired: declare its private links again.",
 	clusterlink.ReasonAzureReadsPaced: "Wait: the operator reads the cluster's endpoints as Azure refills the identity's read budget in that subscription " +

@@ -40,9 +40,6 @@ type WCReconciler struct {
 	// Networks says what each network beyond the MC's AzureCluster takes,
 	// shared with the MC's pass (networks.go); nil: at most 1,000 each.
 	Networks *NetworkCapacities
-	// Services tells whether Azure has the MC's private link service a
-	// new endpoint targets (servicecheck.go); nil: not checked.
-	Services serviceLooker
 
 	memory EventMemory
 	mc     mcSnapshot
@@ -202,8 +199,6 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		return wiring{}, err
 	}
 	w.toMC, w.problems = toMC, append(w.problems, limited...)
-	toMC, missing := onServicesInAzure(ctx, r.Services, mcs.view, wc, w.toMC)
-	w.toMC, w.problems = toMC, append(w.problems, missing...)
 	r.reportProblems(u, w.problems)
 	w.current = capz.CurrentOwned(u, wc, capz.FieldManager)
 	// Entries of an earlier layout stay while the MC cannot be judged (an
