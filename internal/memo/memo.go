@@ -5,9 +5,7 @@
 package memo
 
 import (
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,8 +24,9 @@ type Memo struct {
 	m  map[string]entry
 	// under holds, for every "|"-ended prefix of a key, the keys below it.
 	under map[string]map[string]struct{}
-	// steps counts the keys of each first segment.
-	steps map[string]int
+	// steps are the first segments of the keys that have more than one,
+	// as a set: a step is in it while under holds its "<step>|" prefix.
+	steps map[string]struct{}
 }
 
 type entry struct {
@@ -97,7 +96,7 @@ func (m *Memo) ForgetTree(key string) {
 func (m *Memo) ForgetSubject(subject string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, step := range slices.Collect(maps.Keys(m.steps)) {
+	for step := range m.steps { // dropTree may delete from steps: allowed while ranging
 		m.dropTree(step + "|" + subject)
 	}
 }
@@ -107,7 +106,7 @@ func (m *Memo) put(key string, e entry) {
 	if m.m == nil {
 		m.m = map[string]entry{}
 		m.under = map[string]map[string]struct{}{}
-		m.steps = map[string]int{}
+		m.steps = map[string]struct{}{}
 	}
 	if _, ok := m.m[key]; !ok {
 		for i := range len(key) {
@@ -120,7 +119,9 @@ func (m *Memo) put(key string, e entry) {
 			}
 			m.under[p][key] = struct{}{}
 		}
-		m.steps[step(key)]++
+		if s, _, ok := strings.Cut(key, "|"); ok {
+			m.steps[s] = struct{}{}
+		}
 	}
 	m.m[key] = e
 }
@@ -141,25 +142,17 @@ func (m *Memo) drop(key string) {
 			delete(m.under, p)
 		}
 	}
-	if s := step(key); m.steps[s] <= 1 {
+	if s, _, ok := strings.Cut(key, "|"); ok && m.under[s+"|"] == nil {
 		delete(m.steps, s)
-	} else {
-		m.steps[s]--
 	}
 }
 
 // dropTree removes key and the keys below it.
 func (m *Memo) dropTree(key string) {
 	m.drop(key)
-	for _, k := range slices.Collect(maps.Keys(m.under[key+"|"])) {
+	for k := range m.under[key+"|"] { // drop deletes from this map: allowed while ranging
 		m.drop(k)
 	}
-}
-
-// step is a key's first segment.
-func step(key string) string {
-	s, _, _ := strings.Cut(key, "|")
-	return s
 }
 
 // Get is the fingerprint key was last set with, and whether that was less
