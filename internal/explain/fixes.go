@@ -56,7 +56,10 @@ var fixes = map[string]string{
 		"from the service (clusters, other tools' endpoints) or serve the cluster from another management cluster; the cluster is wired once there is room.",
 	clusterlink.ReasonIngressServiceWaiting: "Wait: the management cluster's next ingress private link service is being made " +
 		"(kubectl get azureprivatelinkservices -n <mc-namespace>); if it is not Ready, its conditions say why. " +
-		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions.",
+		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions. " +
+		"If it says the management cluster's service is not visible to the cluster's subscription, add the subscription to the service's visibility.",
+	clusterlink.ReasonMCServiceNotInAzure: "Wait while the management cluster's private link service is being made; if it does not come, make it " +
+		"(the first ingress service, <mc>-ingress-privatelink, is the platform's: made by hand, by CAPZ or by the MC's ingress Service).",
 	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
 	clusterlink.ReasonNothingToWire: "Nothing to do unless the cluster should be wired: declare its private links again.",
 	clusterlink.ReasonAzureReadsPaced: "Wait: the operator reads the cluster's endpoints as Azure refills the identity's read budget in that subscription " +
@@ -122,6 +125,7 @@ var stopsAt = map[string][]string{
 	clusterlink.ReasonEndpointLimit:            {atLinksReady, atMCEntries},
 	clusterlink.ReasonServiceLimit:             {atLinksReady, atMCEntries},
 	clusterlink.ReasonIngressServiceWaiting:    {atLinksReady, atMCEntries},
+	clusterlink.ReasonMCServiceNotInAzure:      {atLinksReady},
 	clusterlink.ReasonNameConflict:             {atLinksReady, atMCEntries},
 	clusterlink.ReasonPrivateEndpointNameTaken: {atLinksReady, atMCEntries},
 	clusterlink.ReasonInvalidSpec:              {atLinksReady, atMCEntries},
@@ -188,6 +192,7 @@ func Fix(reason string) string {
 func waits(reason string) bool {
 	switch reason {
 	case clusterlink.ReasonEndpointProvisioning, clusterlink.ReasonHealWaitsForDNS, clusterlink.ReasonIngressServiceWaiting, ReasonPrivateLinksWait, ReasonNotYetWired,
+		clusterlink.ReasonMCServiceNotInAzure,
 		clusterlink.ReasonAzureReadsPaced,
 		ReasonEndpointNotInAzure, ReasonAnnotationOutdated, ReasonDNSRecordMissing, ReasonDNSRecordDiffers:
 		return true

@@ -73,7 +73,27 @@ func wiringBounds(res Result) []bound {
 		// request Azure refuses is a bug (404, 412 and 429 are not
 		// refusals: refusal).
 		{"converge: requests Azure refused the operator", float64(res.Converge.RefusedOf(sandbox.FleetOperatorClient)), 0},
+		// Nor does the operator give CAPZ an entry Azure refuses: an entry
+		// to a service Azure does not have or show comes once it does
+		// (clusterlink/servicecheck.go; a run at N = 1,000 saw 10 before).
+		{"converge: CAPZ's endpoints refused for a service Azure did not have or show", float64(refusedWith(res.Converge, thirdPartyNotVisible)), 0},
 	}
+}
+
+// thirdPartyNotVisible is Azure's code for an endpoint whose private link
+// service does not exist or is not visible to the endpoint's subscription.
+const thirdPartyNotVisible = "ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible"
+
+// refusedWith counts the phase's refused requests of any principal with
+// that code.
+func refusedWith(p Phase, code string) int {
+	n := 0
+	for _, a := range p.Refused {
+		if a.Code == code {
+			n += a.Count
+		}
+	}
+	return n
 }
 
 // refusedInRun adds up the operator's refused requests of the phases.

@@ -231,6 +231,7 @@ func TestScaleOutSmoke(t *testing.T) {
 		{"the deletion deleted the endpoints beyond in Azure", res.Delete.ARMByOperation["DELETE Microsoft.Network/privateEndpoints"] >= 3},
 		{"no 429", res.Converge.Throttled+res.Restart.Throttled+res.Steady.Throttled+res.Delete.Throttled == 0},
 		{"Azure refused no request of the operator (its limits are below Azure's; it waits for load balancers and operations)", refusedInRun(res.Converge, res.Restart, res.Steady, res.Delete) == 0},
+		{"CAPZ got no entry to a service Azure did not have or show", refusedWith(res.Converge, thirdPartyNotVisible) == 0},
 	} {
 		if !c.ok {
 			t.Errorf("%s: %+v", c.what, res)

@@ -105,7 +105,8 @@ func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation,
 	default:
 		reason, msg = ReasonNothingToWire, "no private endpoint is wired for this cluster: none of its private links allows the management cluster's subscription, and the management cluster is not private"
 	}
-	if ConditionOf(u, ConditionGSPrivateLinksReady) == nil && (reason == ReasonNothingToWire || reason == ReasonWaitingForPrivateLinks || reason == ReasonEndpointProvisioning) {
+	if ConditionOf(u, ConditionGSPrivateLinksReady) == nil && (reason == ReasonNothingToWire || reason == ReasonWaitingForPrivateLinks || reason == ReasonEndpointProvisioning ||
+		reason == ReasonMCServiceNotInAzure) {
 		return "", ""
 	}
 	return reason, msg

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,8 @@ func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *pri
 	endpoints := AzureEndpoints{Clients: clients, Observer: observer}
 	networks := &NetworkCapacities{HighScale: AzureHighScale(clients), TTL: opts.DriftCheckInterval()}
 	mcr := &MCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Orphans: orphans, Endpoints: endpoints, Networks: networks}
-	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: endpoints, Orphans: orphans, Networks: networks}
+	services := &AzureServices{Clients: clients, TTL: opts.PendingRecheck, MissTTL: opts.mcServiceRecheck() / 2, Clock: clock.RealClock{}}
+	wcr := &WCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: rec, Endpoints: endpoints, Orphans: orphans, Networks: networks, Services: services}
 
 	mcKey := reconcile.Request{NamespacedName: opts.ManagementCluster}
 	selected := opts.Selected

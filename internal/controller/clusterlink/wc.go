@@ -40,6 +40,9 @@ type WCReconciler struct {
 	// Networks says what each network beyond the MC's AzureCluster takes,
 	// shared with the MC's pass (networks.go); nil: at most 1,000 each.
 	Networks *NetworkCapacities
+	// Services tells whether Azure has the MC's private link service a
+	// new endpoint targets (servicecheck.go); nil: not checked.
+	Services serviceLooker
 
 	memory EventMemory
 	mc     mcSnapshot
@@ -192,7 +195,12 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		return wiring{}, err
 	}
 	w.toWC, w.problems = toWC, append(w.problems, full...)
-	toMC, limited, err := onShards(ctx, r.Client, mcs.view, wc, r.Opts.Config, w.toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
+	// Before the admission: an endpoint withheld for a service Azure does
+	// not have yet takes no room and is given no other service
+	// (servicecheck.go).
+	toMC, missing := onServicesInAzure(ctx, r.Services, mcs.view, wc, w.toMC)
+	w.problems = append(w.problems, missing...)
+	toMC, limited, err := onShards(ctx, r.Client, mcs.view, wc, r.Opts.Config, toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
 		return r.services.admit(ctx, r.Client, wc, toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
 	})
 	if err != nil {
@@ -208,9 +216,13 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 		w.retiring = Retiring(wc, w.mc, w.wcOwners, r.Opts.olderInWC(wc, w.mc), w.toMC)
 	}
 	w.o = r.observe(ctx, u, wc, w.mc, w.toWC, w.toMC, w.retiring, w.current.Annotations)
+	// Nothing on the cluster changes when the next service turns Ready or
+	// Azure has the MC's service: the cluster looks again.
 	if slices.ContainsFunc(w.problems, func(p Problem) bool { return p.Reason == ReasonIngressServiceWaiting }) {
-		// Nothing on the cluster changes when the next service turns Ready.
 		w.o.result = LowestNonZeroResult(w.o.result, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
+	}
+	if slices.ContainsFunc(missing, func(p Problem) bool { return p.Reason == ReasonMCServiceNotInAzure }) {
+		w.o.result = LowestNonZeroResult(w.o.result, ctrl.Result{RequeueAfter: r.Opts.MCServiceRecheckInterval()})
 	}
 	return w, nil
 }
@@ -274,10 +286,12 @@ func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
 }
 
 // withheldByLimit says a limit kept back one of the cluster's endpoints
-// (limits.go, servicelimit.go, shards.go).
+// (limits.go, servicelimit.go, shards.go), or the MC's service it needs
+// is not in Azure (servicecheck.go).
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
-		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting
+		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting ||
+			p.Reason == ReasonMCServiceNotInAzure
 	})
 }
 
