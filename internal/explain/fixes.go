@@ -56,8 +56,9 @@ var fixes = map[string]string{
 		"from the service (clusters, other tools' endpoints) or serve the cluster from another management cluster; the cluster is wired once there is room.",
 	clusterlink.ReasonIngressServiceWaiting: "Wait: the management cluster's next ingress private link service is being made " +
 		"(kubectl get azureprivatelinkservices -n <mc-namespace>); if it is not Ready, its conditions say why. " +
-		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions. " +
-		"If it says the management cluster's service is not visible to the cluster's subscription, add the subscription to the service's visibility.",
+		"If the message says a service does not list the cluster's subscription, add it to --mc-ingress-shard-subscriptions. ",
+	clusterlink.ReasonMCServiceNotVisible: "Add the workload cluster's subscription to the visibility of the management cluster's private link service " +
+		"the message names (or make it visible to all subscriptions, \"*\", where its accessMode is not Restricted).",
 	clusterlink.ReasonMCServiceNotInAzure: "Wait while the management cluster's private link service is being made; if it does not come, make it " +
 		"(the first ingress service, <mc>-ingress-privatelink, is the platform's: made by hand, by CAPZ or by the MC's ingress Service).",
 	clusterlink.ReasonInvalidSpec:   "Fix the AzureCluster's spec as the message says.",
@@ -126,6 +127,7 @@ var stopsAt = map[string][]string{
 	clusterlink.ReasonServiceLimit:             {atLinksReady, atMCEntries},
 	clusterlink.ReasonIngressServiceWaiting:    {atLinksReady, atMCEntries},
 	clusterlink.ReasonMCServiceNotInAzure:      {atLinksReady},
+	clusterlink.ReasonMCServiceNotVisible:      {atLinksReady},
 	clusterlink.ReasonNameConflict:             {atLinksReady, atMCEntries},
 	clusterlink.ReasonPrivateEndpointNameTaken: {atLinksReady, atMCEntries},
 	clusterlink.ReasonInvalidSpec:              {atLinksReady, atMCEntries},

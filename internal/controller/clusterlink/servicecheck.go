@@ -40,7 +40,9 @@ import (
 // more writes per cluster (N = 1,000 in test/scale: 6,221 writes to the
 // clusters instead of 4,000). The Event says it. A service not visible to
 // the cluster's subscription is a setting to change, and says
-// WaitingForIngressService on the condition at once.
+// ReasonMCServiceNotVisible on the condition at once (a reason of its own:
+// the MC's condition reads its WCs' WaitingForIngressService as waiting
+// for a further ingress service, servicesSay).
 //
 // The check is for new endpoints only: an endpoint of which the cluster
 // has an entry (by name, whatever service it connects to: a further
@@ -66,6 +68,11 @@ import (
 // ReasonMCServiceNotInAzure says a workload cluster's endpoint to one of the
 // MC's private link services waits for Azure to have the service.
 const ReasonMCServiceNotInAzure = "WaitingForManagementClusterService"
+
+// ReasonMCServiceNotVisible says a workload cluster's endpoint to one of
+// the MC's private link services waits for the service to be visible to
+// the cluster's subscription.
+const ReasonMCServiceNotVisible = "ManagementClusterServiceNotVisible"
 
 // serviceLooker tells what Azure shows of one of the MC's private link
 // services.
@@ -125,7 +132,7 @@ func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.Azu
 				"no private endpoint %s is requested yet: the management cluster's private link service %s does not exist in Azure "+
 					"(%s); the cluster is wired once it does", ep.Name, ep.Link, id)})
 		case !seen.visibleTo(wc.SubscriptionID):
-			problems = append(problems, Problem{key(wc), ReasonIngressServiceWaiting, fmt.Sprintf(
+			problems = append(problems, Problem{key(wc), ReasonMCServiceNotVisible, fmt.Sprintf(
 				"no private endpoint %s is requested yet: the management cluster's private link service %s is not visible to the "+
 					"cluster's subscription %s (its visibility: %s); add the subscription to the service's visibility",
 				ep.Name, ep.Link, strings.ToLower(wc.SubscriptionID), strings.Join(seen.visibility, ", "))})

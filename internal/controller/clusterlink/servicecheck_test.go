@@ -28,8 +28,9 @@ func (f *fakeServices) service(_ context.Context, _ *capz.AzureCluster, id strin
 }
 
 // TestOnServicesInAzure: a new endpoint to one of the MC's services is
-// withheld, with WaitingForIngressService, while Azure does not have the
-// service or does not show it to the cluster's subscription; an endpoint
+// withheld while Azure does not have the service
+// (WaitingForManagementClusterService) or does not show it to the
+// cluster's subscription (ManagementClusterServiceNotVisible); an endpoint
 // whose service the cluster's entries already target is kept without a
 // read; a service that cannot be read is not waited for.
 func TestOnServicesInAzure(t *testing.T) {
@@ -67,9 +68,9 @@ func TestOnServicesInAzure(t *testing.T) {
 			map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub"}, gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", "", 2},
 		{"not in Azure", wc, map[string]serviceSeen{gateway: visible}, nil, []string{toGateway.Name}, "does not exist in Azure", ReasonMCServiceNotInAzure, 2},
 		{"not listed", wc, map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"other"}}, gateway: visible}, nil,
-			[]string{toGateway.Name}, "is not visible to the cluster's subscription wcsub (its visibility: other)", ReasonIngressServiceWaiting, 2},
+			[]string{toGateway.Name}, "is not visible to the cluster's subscription wcsub (its visibility: other)", ReasonMCServiceNotVisible, 2},
 		{"restricted: * does not count", wc, map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"*"}, restricted: true}, gateway: visible}, nil,
-			[]string{toGateway.Name}, "is not visible", ReasonIngressServiceWaiting, 2},
+			[]string{toGateway.Name}, "is not visible", ReasonMCServiceNotVisible, 2},
 		{"held: kept without a read", holding, map[string]serviceSeen{gateway: visible}, nil, []string{toIngress.Name, toGateway.Name}, "", "", 1},
 		// The entry of its name connects to a further ingress service
 		// (onShards gave it one): the plan's service is not looked at.

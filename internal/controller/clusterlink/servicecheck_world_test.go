@@ -27,7 +27,7 @@ const thirdPartyNotVisible = "ThirdPartyPrivateLinkServiceProvidedDuringPrivateE
 // server, but no entry to the MC's ingress: it waits (Event
 // WaitingForManagementClusterService), and Azure is sent no endpoint it
 // refuses. The service made, but not visible to wc1's subscription: its
-// condition says WaitingForIngressService. Once visible, wc1 is wired.
+// condition says ManagementClusterServiceNotVisible. Once visible, wc1 is wired.
 func TestWaitsForTheMCIngressService(t *testing.T) {
 	w := testworld.Start(t, testworld.Options{Schema: testenv.SchemaFork, CAPZMode: capzsim.Fork})
 	w.Namespace(t, wcNS)
@@ -88,7 +88,7 @@ func TestWaitsForTheMCIngressService(t *testing.T) {
 		_, err := plss.BeginCreateOrUpdate(ctx, "mc-rg", "mc-ingress-privatelink", pls, nil)
 		return err == nil, fmt.Sprint(err)
 	})
-	says(t, w, "wc1", clusterlink.ReasonIngressServiceWaiting, "is not visible to the cluster's subscription "+wcSub)
+	says(t, w, "wc1", clusterlink.ReasonMCServiceNotVisible, "is not visible to the cluster's subscription "+wcSub)
 	if names := endpointNames(t, w, wc1); len(names) != 0 {
 		t.Errorf("wc1's entries %v, want none while the MC's ingress service does not show itself to wc1", names)
 	}

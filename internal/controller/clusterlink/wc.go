@@ -218,7 +218,9 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 	w.o = r.observe(ctx, u, wc, w.mc, w.toWC, w.toMC, w.retiring, w.current.Annotations)
 	// Nothing on the cluster changes when the next service turns Ready or
 	// Azure has the MC's service: the cluster looks again.
-	if slices.ContainsFunc(w.problems, func(p Problem) bool { return p.Reason == ReasonIngressServiceWaiting }) {
+	if slices.ContainsFunc(w.problems, func(p Problem) bool {
+		return p.Reason == ReasonIngressServiceWaiting || p.Reason == ReasonMCServiceNotVisible
+	}) {
 		w.o.result = LowestNonZeroResult(w.o.result, ctrl.Result{RequeueAfter: r.Opts.PendingRecheckInterval()})
 	}
 	if slices.ContainsFunc(missing, func(p Problem) bool { return p.Reason == ReasonMCServiceNotInAzure }) {
@@ -291,7 +293,7 @@ func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
 		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting ||
-			p.Reason == ReasonMCServiceNotInAzure
+			p.Reason == ReasonMCServiceNotInAzure || p.Reason == ReasonMCServiceNotVisible
 	})
 }
 
