@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // auditPolicy records, at Metadata level, every write to AzureClusters,
@@ -55,6 +56,8 @@ type AuditEvent struct {
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// StageTimestamp is when the API server answered.
+	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 // AuditEvents reads the audit log (Options.Audit): every write to an
