@@ -104,9 +104,14 @@ func (s serviceSeen) visibleTo(sub string) bool {
 
 // onServicesInAzure withholds wc's new endpoints in toMC whose service
 // look does not show, existing and visible to wc's subscription; each
-// withheld endpoint is a Problem. Endpoints whose service wc's entries
-// already target pass. look nil: no check.
-func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.AzureCluster, toMC []Endpoint) ([]Endpoint, []Problem) {
+// withheld endpoint is a Problem. Endpoints of which wc has an entry, or
+// whose service wc's entries already target, pass. The visibility of the
+// first service of a sharded set (sharded: their names) is not judged
+// here: the shard choice may give the endpoint a further service, whose
+// spec lists the subscription, where the first does not show itself to it
+// (as before the check, Azure refuses an endpoint given the first). look
+// nil: no check.
+func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.AzureCluster, toMC []Endpoint, sharded []string) ([]Endpoint, []Problem) {
 	if look == nil || len(toMC) == 0 {
 		return toMC, nil
 	}
@@ -131,7 +136,7 @@ func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.Azu
 			problems = append(problems, Problem{key(wc), ReasonMCServiceNotInAzure, fmt.Sprintf(
 				"no private endpoint %s is requested yet: the management cluster's private link service %s does not exist in Azure "+
 					"(%s); the cluster is wired once it does", ep.Name, ep.Link, id)})
-		case !seen.visibleTo(wc.SubscriptionID):
+		case !seen.visibleTo(wc.SubscriptionID) && !slices.Contains(sharded, ep.Link):
 			problems = append(problems, Problem{key(wc), ReasonMCServiceNotVisible, fmt.Sprintf(
 				"no private endpoint %s is requested yet: the management cluster's private link service %s is not visible to the "+
 					"cluster's subscription %s (its visibility: %s); add the subscription to the service's visibility",

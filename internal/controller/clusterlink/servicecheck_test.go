@@ -79,7 +79,7 @@ func TestOnServicesInAzure(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			look := &fakeServices{seen: c.seen, err: c.err}
-			kept, problems := onServicesInAzure(context.Background(), look, nil, c.wc, []Endpoint{toIngress, toGateway})
+			kept, problems := onServicesInAzure(context.Background(), look, nil, c.wc, []Endpoint{toIngress, toGateway}, nil)
 			var names []string
 			for _, e := range kept {
 				names = append(names, e.Name)
@@ -99,8 +99,28 @@ func TestOnServicesInAzure(t *testing.T) {
 			}
 		})
 	}
-	if kept, problems := onServicesInAzure(context.Background(), nil, nil, wc, []Endpoint{toIngress}); len(kept) != 1 || problems != nil {
+	if kept, problems := onServicesInAzure(context.Background(), nil, nil, wc, []Endpoint{toIngress}, nil); len(kept) != 1 || problems != nil {
 		t.Errorf("without a looker: %v, %v", kept, problems)
+	}
+}
+
+// TestOnServicesInAzureSharded: the first service of a sharded set that
+// does not show itself to the cluster's subscription does not hold the
+// endpoint back (the shard choice may give it a further service listing
+// the subscription); one Azure does not have does.
+func TestOnServicesInAzureSharded(t *testing.T) {
+	const ingress = "/subscriptions/mcsub/resourcegroups/mc-rg/providers/microsoft.network/privatelinkservices/mc-ingress-privatelink"
+	toIngress := Endpoint{Cluster: "org-a/wc1", Link: "mc-ingress-privatelink", PrivateEndpoint: capz.PrivateEndpoint{Name: "wc1-to-mc-privatelink-privateendpoint",
+		Connections: []capz.PrivateLinkServiceConnection{{Name: "c", PrivateLinkServiceID: ingress}}}}
+	wc := &capz.AzureCluster{Namespace: "org-a", Name: "wc1", SubscriptionID: "wcsub"}
+	sharded := []string{"mc-ingress-privatelink"}
+	hidden := &fakeServices{seen: map[string]serviceSeen{ingress: {exists: true, subscription: "mcsub", visibility: []string{"other"}}}}
+	if kept, problems := onServicesInAzure(context.Background(), hidden, nil, wc, []Endpoint{toIngress}, sharded); len(kept) != 1 || len(problems) != 0 {
+		t.Errorf("not visible, sharded: kept %v, problems %+v; want it kept for the shard choice", kept, problems)
+	}
+	if kept, problems := onServicesInAzure(context.Background(), &fakeServices{}, nil, wc, []Endpoint{toIngress}, sharded); len(kept) != 0 ||
+		len(problems) != 1 || problems[0].Reason != ReasonMCServiceNotInAzure {
+		t.Errorf("not in Azure, sharded: kept %v, problems %+v; want it withheld", kept, problems)
 	}
 }
 

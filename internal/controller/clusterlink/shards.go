@@ -156,6 +156,16 @@ func (c Config) shardSets(mcName string) []shardSet {
 	return out
 }
 
+// shardFirsts are the names of the first services of the MC's shard sets.
+func (c Config) shardFirsts(mcName string) []string {
+	sets := c.shardSets(mcName)
+	out := make([]string, 0, len(sets))
+	for _, set := range sets {
+		out = append(out, set.first)
+	}
+	return out
+}
+
 // Sharded says whether one of the MC's services WCs connect to has
 // further services in the configured layout (which sets there are does
 // not depend on the MC's name).

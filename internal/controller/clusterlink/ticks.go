@@ -17,9 +17,8 @@ func (o *Options) PendingRecheckInterval() time.Duration {
 // (servicecheck.go): every mcServiceRecheck, or PendingRecheck when that
 // is shorter. It is shorter than a pending recheck because nothing else
 // tells the cluster: the service is the MC's ingress, made by the platform
-// while the first clusters are wired, and a cluster that waited a whole
-// tick for it set the converge time of test/scale's smokes (598 s in CI
-// instead of 476 s).
+// while the first clusters are wired, and with clusters waiting a whole
+// tick for it test/scale's smokes took 598 s in CI instead of 476 s.
 func (o *Options) MCServiceRecheckInterval() time.Duration {
 	return untilTick(time.Now(), o.mcServiceRecheck(), o.tickPhase)
 }

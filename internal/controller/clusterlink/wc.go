@@ -198,7 +198,7 @@ func (r *WCReconciler) gather(ctx context.Context, u *unstructured.Unstructured,
 	// Before the admission: an endpoint withheld for a service Azure does
 	// not have yet takes no room and is given no other service
 	// (servicecheck.go).
-	toMC, missing := onServicesInAzure(ctx, r.Services, mcs.view, wc, w.toMC)
+	toMC, missing := onServicesInAzure(ctx, r.Services, mcs.view, wc, w.toMC, r.Opts.shardFirsts(mcs.view.Name))
 	w.problems = append(w.problems, missing...)
 	toMC, limited, err := onShards(ctx, r.Client, mcs.view, wc, r.Opts.Config, toMC, func(toMC []Endpoint) ([]Endpoint, []Problem, error) {
 		return r.services.admit(ctx, r.Client, wc, toMC, r.Opts.MCServiceConnectionLimit, r.Clock.Now())
