@@ -20,7 +20,8 @@ import (
 )
 
 // A workload cluster's new endpoint to one of the MC's private link
-// services (its ingress, its gateway, a further ingress service) is
+// services (its ingress or its gateway, as the plan names them; a further
+// ingress service is the operator's, used once Ready) is
 // requested only once Azure has that service and shows it to the
 // cluster's subscription. Otherwise the cluster's CAPZ sends a PUT Azure
 // refuses (400 ThirdPartyPrivateLinkServiceProvidedDuringPrivateEndpointCreationDoesNotExistOrIsNotVisible,
