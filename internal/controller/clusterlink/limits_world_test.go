@@ -114,13 +114,21 @@ func twoWired(t *testing.T, limits azuresim.Limits, mutate func(*clusterlink.Opt
 // limited waits until a WC's GSPrivateLinksReady is Unknown with reason.
 func limited(t *testing.T, w *testworld.World, name, reason string) {
 	t.Helper()
-	testworld.Eventually(t, testworld.Timeout, name+"'s GSPrivateLinksReady says "+reason, func(ctx context.Context) (bool, string) {
+	says(t, w, name, reason, "")
+}
+
+// says waits until a WC's GSPrivateLinksReady is Unknown with reason and
+// a message that holds has.
+func says(t *testing.T, w *testworld.World, name, reason, has string) {
+	t.Helper()
+	testworld.Eventually(t, testworld.Timeout, name+"'s GSPrivateLinksReady says "+reason+": "+has, func(ctx context.Context) (bool, string) {
 		u, err := w.Get(ctx, wcNS, name)
 		if err != nil {
 			return false, err.Error()
 		}
 		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
-		return c["status"] == "Unknown" && c["reason"] == reason, fmt.Sprint(c)
+		msg, _ := c["message"].(string)
+		return c["status"] == "Unknown" && c["reason"] == reason && strings.Contains(msg, has), fmt.Sprint(c)
 	})
 }
 

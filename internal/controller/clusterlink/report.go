@@ -87,10 +87,10 @@ func whyWaiting(u *unstructured.Unstructured, problems []Problem, o observation,
 	reason, msg := "", ""
 	switch {
 	case len(problems) > 0:
-		// A limit that kept an endpoint back first: it is why the
-		// condition is not True (afterApply).
+		// What kept an endpoint back first: it is why the condition is
+		// not True (afterApply).
 		p := problems[0]
-		if i := slices.IndexFunc(problems, func(p Problem) bool { return withheldByLimit([]Problem{p}) }); i >= 0 {
+		if i := slices.IndexFunc(problems, func(p Problem) bool { return withheld([]Problem{p}) }); i >= 0 {
 			p = problems[i]
 		}
 		reason, msg = p.Reason, p.Message

@@ -116,12 +116,19 @@ func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.Azu
 	if look == nil || len(toMC) == 0 {
 		return toMC, nil
 	}
-	held, names := targetsOf(wc), namesOfEntries(wc)
 	kept := toMC[:0:0]
 	var problems []Problem
+	var held []string // the services wc's entries target, read once if needed
 	for _, ep := range toMC {
 		id := serviceOf(ep)
-		if id == "" || slices.Contains(held, id) || names[ep.Name] {
+		if id == "" || hasEntry(wc, ep.Name) {
+			kept = append(kept, ep)
+			continue
+		}
+		if held == nil {
+			held = targetsOf(wc)
+		}
+		if slices.Contains(held, id) {
 			kept = append(kept, ep)
 			continue
 		}
@@ -149,15 +156,18 @@ func onServicesInAzure(ctx context.Context, look serviceLooker, mc, wc *capz.Azu
 	return kept, problems
 }
 
-// namesOfEntries are the names of ac's private endpoint entries.
-func namesOfEntries(ac *capz.AzureCluster) map[string]bool {
-	out := map[string]bool{}
+// hasEntry says whether ac has a private endpoint entry of that name, in
+// any subnet. Every pass of a wired cluster asks it of each endpoint, so
+// it allocates nothing.
+func hasEntry(ac *capz.AzureCluster, name string) bool {
 	for _, s := range ac.Subnets {
 		for _, pe := range s.PrivateEndpoints {
-			out[pe.Name] = true
+			if pe.Name == name {
+				return true
+			}
 		}
 	}
-	return out
+	return false
 }
 
 // AzureServices reads the MC's private link services with the MC's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -102,19 +101,4 @@ func TestWaitsForTheMCIngressService(t *testing.T) {
 	if n := w.Sim.Counters().Errors[thirdPartyNotVisible]; n != 0 {
 		t.Errorf("Azure refused %d endpoints to a service it did not have or show (%s)", n, thirdPartyNotVisible)
 	}
-}
-
-// says waits until a WC's GSPrivateLinksReady is Unknown with reason and
-// a message that holds has.
-func says(t *testing.T, w *testworld.World, name, reason, has string) {
-	t.Helper()
-	testworld.Eventually(t, testworld.Timeout, name+"'s GSPrivateLinksReady says "+reason+": "+has, func(ctx context.Context) (bool, string) {
-		u, err := w.Get(ctx, wcNS, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(u, clusterlink.ConditionGSPrivateLinksReady)
-		msg, _ := c["message"].(string)
-		return c["status"] == "Unknown" && c["reason"] == reason && strings.Contains(msg, has), fmt.Sprint(c)
-	})
 }

@@ -14,7 +14,7 @@ func (o *Options) PendingRecheckInterval() time.Duration {
 
 // MCServiceRecheckInterval is how long until a cluster waiting for Azure
 // to have one of the MC's private link services looks again
-// (servicecheck.go): every mcServiceRecheck, or PendingRecheck when that
+// (servicecheck.go): every mcServiceRecheckPeriod (5 s), or PendingRecheck when that
 // is shorter. It is shorter than a pending recheck because nothing else
 // tells the cluster: the service is the MC's ingress, made by the platform
 // while the first clusters are wired, and with clusters waiting a whole
@@ -25,12 +25,12 @@ func (o *Options) MCServiceRecheckInterval() time.Duration {
 
 // mcServiceRecheck is the period of MCServiceRecheckInterval's ticks.
 func (o *Options) mcServiceRecheck() time.Duration {
-	return min(mcServiceRecheck, o.PendingRecheck)
+	return min(mcServiceRecheckPeriod, o.PendingRecheck)
 }
 
-// mcServiceRecheck is MCServiceRecheckInterval's period unless
+// mcServiceRecheckPeriod is MCServiceRecheckInterval's period unless
 // PendingRecheck is shorter.
-const mcServiceRecheck = 5 * time.Second
+const mcServiceRecheckPeriod = 5 * time.Second
 
 // untilTick returns the time from now to the next tick of a clock that ticks
 // every interval, offset by phase; never zero. Rechecks of every cluster

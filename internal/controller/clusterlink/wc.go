@@ -276,7 +276,7 @@ func (r *WCReconciler) afterApply(ctx context.Context, w *wiring, want capz.Owne
 // ready). Other problems, such as one link of several that does not allow
 // the MC's subscription (another consumer's), leave it True as before.
 func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
-	if withheldByLimit(problems) {
+	if withheld(problems) {
 		return true
 	}
 	if len(toWC) > 0 || wc.APIServerLBType != capz.LBTypeInternal || len(wc.PrivateLinks) == 0 {
@@ -288,12 +288,19 @@ func heldBack(wc *capz.AzureCluster, problems []Problem, toWC []Endpoint) bool {
 }
 
 // withheldByLimit says a limit kept back one of the cluster's endpoints
-// (limits.go, servicelimit.go, shards.go), or the MC's service it needs
-// is not in Azure (servicecheck.go).
+// (limits.go, servicelimit.go, shards.go).
 func withheldByLimit(problems []Problem) bool {
 	return slices.ContainsFunc(problems, func(p Problem) bool {
-		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting ||
-			p.Reason == ReasonMCServiceNotInAzure || p.Reason == ReasonMCServiceNotVisible
+		return p.Reason == ReasonEndpointLimit || p.Reason == ReasonServiceLimit || p.Reason == ReasonIngressServiceWaiting
+	})
+}
+
+// withheld says one of the cluster's endpoints was kept back: by a limit,
+// or because the MC's service it needs is not in Azure or not visible to
+// the cluster (servicecheck.go).
+func withheld(problems []Problem) bool {
+	return withheldByLimit(problems) || slices.ContainsFunc(problems, func(p Problem) bool {
+		return p.Reason == ReasonMCServiceNotInAzure || p.Reason == ReasonMCServiceNotVisible
 	})
 }
 
