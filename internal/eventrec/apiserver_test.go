@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/eventrec"
@@ -28,16 +29,16 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/testworld"
 )
 
-// TestBurstAgainstAPIServer checks the package's model of client-go's
-// series against a real API server and client-go's own broadcaster: a
-// burst of 20 Events of one reason on one object leaves one Event in the
-// API server, with one of the notes (client-go records each Event from a
-// goroutine of its own: not always the first); the rare Event of another
-// reason keeps its own; and all 20 notes are in the log, each once.
+// TestBurstAgainstAPIServer checks the recorder's series against a real
+// API server: a burst of 20 Events of one reason on one object leaves one
+// Event with the first note, a series of 2 at once and of 20 once the
+// series ends; the rare Event of another reason keeps its own; every note
+// after the first is in the log, each once.
 func TestBurstAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
-	r, logs := logged(t, env.Config)
+	clk := clocktesting.NewFakeClock(time.Now())
+	r, logs := logged(t, env.Config, clk)
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace(t, env.Client, "burst"), Name: "zone"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
@@ -48,10 +49,22 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	}
 	r.Eventf(cm, nil, corev1.EventTypeWarning, "IdentityUnavailable", "Delete", "the identity is gone")
 
-	checkEvents(t, env.Client, cm.Namespace)
+	defer func() {
+		for _, l := range logs() {
+			if t.Failed() && !strings.Contains(l, "merged into") {
+				t.Log(l)
+			}
+		}
+	}()
+	checkEvents(t, env.Client, cm.Namespace, 2)
+	// 6 minutes without the reason: the series ends with its count.
+	clk.Step(6*time.Minute + time.Second)
+	r.Tick()
+	checkEvents(t, env.Client, cm.Namespace, 20)
+
 	var notes []string
 	for _, l := range logs() {
-		if i := strings.Index(l, `"note"="`); i >= 0 {
+		if i := strings.Index(l, `"note"="`); i >= 0 && strings.Contains(l, "merged into a series") {
 			notes = append(notes, l[i+8:i+8+strings.Index(l[i+8:], `"`)])
 		}
 	}
@@ -65,25 +78,34 @@ func TestBurstAgainstAPIServer(t *testing.T) {
 	}
 }
 
-// checkEvents waits for the burst's series and the rare Event in the API
-// server and checks their notes.
-func checkEvents(t *testing.T, c client.Client, ns string) {
+// checkEvents waits for the burst's series, of count at least n, and the
+// rare Event in the API server and checks their notes.
+func checkEvents(t *testing.T, c client.Client, ns string, n int32) {
 	t.Helper()
 	var got []eventsv1.Event
-	testworld.Eventually(t, testworld.Timeout, "the API server's Events", func(ctx context.Context) (bool, string) {
+	testworld.Eventually(t, testworld.Timeout, fmt.Sprintf("the API server's Events, the series of %d", n), func(ctx context.Context) (bool, string) {
 		list := &eventsv1.EventList{}
 		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		got = list.Items
-		// The series' count is written later (client-go patches it, and
-		// then only every 30 minutes): what matters is one Event each.
-		return len(got) == 2, fmt.Sprintf("%d events", len(got))
+		for _, e := range got {
+			if e.Reason == "DNSRecordDeleted" && (e.Series == nil || e.Series.Count < n) {
+				return false, fmt.Sprintf("series %+v", e.Series)
+			}
+		}
+		var says []string
+		for _, e := range got {
+			says = append(says, fmt.Sprintf("%s %q %+v", e.Reason, e.Note, e.Series))
+		}
+		return len(got) == 2, fmt.Sprintf("%d events: %s", len(got), says)
 	})
 	for _, e := range got {
 		switch {
-		case e.Reason == "DNSRecordDeleted" && !strings.HasPrefix(e.Note, "record r"):
-			t.Errorf("the burst's Event says %q, not one of the burst's notes", e.Note)
+		case e.Reason == "DNSRecordDeleted" && e.Note != "record r00 removed":
+			t.Errorf("the burst's Event says %q, not its first note", e.Note)
+		case e.Reason == "DNSRecordDeleted" && e.Series.Count != n && n > 2:
+			t.Errorf("the series' count is %d, want %d", e.Series.Count, n)
 		case e.Reason == "IdentityUnavailable" && e.Note != "the identity is gone":
 			t.Errorf("the rare Event says %q", e.Note)
 		case e.Reason != "DNSRecordDeleted" && e.Reason != "IdentityUnavailable":
@@ -93,15 +115,14 @@ func checkEvents(t *testing.T, c client.Client, ns string) {
 }
 
 // TestWritesFailedAgainstAPIServer: an Event the API server refuses (its
-// namespace does not exist: 404) is dropped by client-go without a word
-// but counted, as rejected; an Event it takes is not counted.
+// namespace does not exist: 404) is dropped and counted, as rejected; an
+// Event it takes is not counted.
 func TestWritesFailedAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
 	cfg := rest.CopyConfig(env.Config)
 	eventrec.CountWrites(cfg)
-	b := broadcaster(t, cfg)
-	r := b.NewRecorder(clientgoscheme.Scheme, eventrec.Name)
+	r := started(t, cfg, clock.RealClock{}, logr.Discard())
 	rejected := testutil.ToFloat64(eventrec.WritesFailed.WithLabelValues("rejected"))
 
 	ghost := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "no-such-namespace", Name: "zone", UID: "u1"}}
@@ -127,19 +148,25 @@ func TestWritesFailedAgainstAPIServer(t *testing.T) {
 	}
 }
 
-// broadcaster is client-go's events broadcaster writing to the API server
-// of cfg until the test ends.
-func broadcaster(t *testing.T, cfg *rest.Config) events.EventBroadcaster {
+// started is the package's recorder writing to the API server of cfg
+// until the test ends.
+func started(t *testing.T, cfg *rest.Config, clk clock.WithTicker, log logr.Logger) *eventrec.Recorder {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	r := eventrec.New(eventrec.APIWriter{Client: cs.EventsV1()}, clientgoscheme.Scheme, log, clk)
 	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	b.StartRecordingToSink(ctx.Done())
-	return b
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Start(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	return r
 }
 
 // TestLongNoteAgainstAPIServer: a note longer than the API server's 1,024
@@ -150,7 +177,7 @@ func broadcaster(t *testing.T, cfg *rest.Config) events.EventBroadcaster {
 func TestLongNoteAgainstAPIServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	ctx := t.Context()
-	r, logs := logged(t, env.Config)
+	r, logs := logged(t, env.Config, clock.RealClock{})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace(t, env.Client, "long-note"), Name: "wc"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -190,9 +217,9 @@ func namespace(t *testing.T, c client.Client, name string) string {
 	return name
 }
 
-// logged is the package's Recorder over client-go's broadcaster writing
-// to the API server of cfg, and what it has logged so far.
-func logged(t *testing.T, cfg *rest.Config) (*eventrec.Recorder, func() []string) {
+// logged is the package's recorder writing to the API server of cfg,
+// and what it has logged so far.
+func logged(t *testing.T, cfg *rest.Config, clk clock.WithTicker) (*eventrec.Recorder, func() []string) {
 	t.Helper()
 	var mu sync.Mutex
 	var lines []string
@@ -201,7 +228,7 @@ func logged(t *testing.T, cfg *rest.Config) (*eventrec.Recorder, func() []string
 		defer mu.Unlock()
 		lines = append(lines, args)
 	}, funcr.Options{})
-	r := eventrec.New(broadcaster(t, cfg).NewRecorder(clientgoscheme.Scheme, eventrec.Name), log, clock.RealClock{})
+	r := started(t, cfg, clk, log)
 	return r, func() []string {
 		mu.Lock()
 		defer mu.Unlock()

@@ -10,17 +10,14 @@ import (
 )
 
 // WritesFailed counts the Event writes the API server refused or that did
-// not reach it. client-go's events broadcaster (tools/events,
-// event_broadcaster.go recordEvent and attemptRecording) drops an Event
-// the API server refuses (a 4xx: "Server rejected event (will not
-// retry!)") and retries one that did not get there (a 5xx, a network
-// error) up to 12 times before it drops it; neither is counted by
-// client-go (its own TODO) nor by controller-runtime, whose broadcaster
-// builds its sink itself. The count is of attempts: a rejected one is an
-// Event lost, a retried one is lost only if all 12 are.
+// not reach it. Recorder (sink.go settle) drops an Event the API server
+// refuses (a 4xx other than 429) and retries one it did not take (a
+// network error, a 429, a 5xx) up to 12 times, 10 s apart, before it drops
+// it, logging either. The count is of attempts: a rejected one is an Event
+// lost, a retried one is lost only if all 12 are.
 var WritesFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "azure_private_endpoint_operator_event_writes_failed_total",
-	Help: "Event writes to the API server that failed: result=rejected (a 4xx: client-go drops the Event), result=retried (a 5xx or a network error: client-go tries again, up to 12 times).",
+	Help: "Event writes to the API server that failed: result=rejected (a 4xx: the Event is dropped), result=retried (a 429, a 5xx or a network error: the operator tries again, up to 12 times).",
 }, []string{"result"})
 
 func init() { metrics.Registry.MustRegister(WritesFailed) }
@@ -47,8 +44,8 @@ func (w writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// isEventPath: the events of either API (events.k8s.io, which
-// controller-runtime's recorder writes, and core v1).
+// isEventPath: the events of either API (events.k8s.io, which Recorder
+// writes, and core v1, which controller-runtime's leader election writes).
 func isEventPath(p string) bool {
 	segs := strings.Split(strings.Trim(p, "/"), "/")
 	return len(segs) > 1 && segs[0] == "apis" && segs[1] == "events.k8s.io" ||

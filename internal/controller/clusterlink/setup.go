@@ -30,7 +30,10 @@ import (
 // Setup registers the AzureCluster controllers with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients, observer *privateendpoints.Observer) error {
 	opts.SetDefaults()
-	rec := eventrec.For(mgr)
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
 	detector := &Detector{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}
 	installed := detector.Get(ctrl.LoggerInto(context.Background(), mgr.GetLogger()))
 	orphans := &OrphanCleaner{Client: mgr.GetClient(), Clients: clients, Observer: observer, Recorder: rec, Interval: opts.PendingRecheck, Detector: detector}

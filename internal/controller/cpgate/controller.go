@@ -109,7 +109,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 		return fmt.Errorf("the KubeadmControlPlane %s CRD of Cluster API is not installed (install it, or turn the gates off): %w", KubeadmControlPlaneGVK.Version, err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventrec.For(mgr), Opts: opts}
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Opts: opts}
 	conditionsChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			a, _ := e.ObjectOld.(*unstructured.Unstructured)

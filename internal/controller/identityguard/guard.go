@@ -88,7 +88,11 @@ type guard struct {
 
 // Setup registers the indexes and both controllers.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	g := &guard{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: eventrec.For(mgr), opts: opts}
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
+	g := &guard{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: rec, opts: opts}
 	// allowedNamespaces selectors read namespaces' labels from the cache.
 	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {
 		return err

@@ -184,9 +184,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, clients *azure.C
 	if opts.DNSEngine == nil {
 		opts.DNSEngine = &dnsengine.Engine{Reader: mgr.GetAPIReader(), Check: opts.DNSCheck}
 	}
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
-		Recorder: eventrec.For(mgr),
+		Recorder: rec,
 		Azure:    sdkFor(clients, opts.DNSEngine, opts.Observer),
 	}
 	r.heal.Clock, r.heal.Grace = r.clock(), opts.Heal.DisconnectedAfter

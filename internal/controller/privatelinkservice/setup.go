@@ -112,9 +112,13 @@ type networkAPI interface {
 // Setup registers the controller with a manager.
 func Setup(mgr ctrl.Manager, opts Options, clients *azure.Clients) error {
 	opts.setDefaults()
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
-		Recorder: eventrec.For(mgr),
+		Recorder: rec,
 		Azure:    sdkFor(clients),
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("azureprivatelinkservice").

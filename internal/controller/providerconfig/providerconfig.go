@@ -151,7 +151,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Recheck <= 0 {
 		opts.Recheck = 10 * time.Minute
 	}
-	r := &Reconciler{Opts: opts, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: eventrec.For(mgr)}
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Opts: opts, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
 	// An ASO ProviderConfig's identity and its namespace's labels come
 	// from the cache.
 	if err := cacheconfig.Cached(mgr, azure.CachedKinds()...); err != nil {

@@ -44,8 +44,12 @@ func Setup(mgr ctrl.Manager, opts clusterlink.Options, clients *azure.Clients) e
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), clusterlink.NewAzureCluster(), mcZoneIndex, mcZoneIndexer(opts.DNS, opts.Annotation)); err != nil {
 		return err
 	}
+	rec, err := eventrec.For(mgr)
+	if err != nil {
+		return err
+	}
 	dr := &DNSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts,
-		Recorder: eventrec.For(mgr),
+		Recorder: rec,
 		DNS:      AzureDNS{Clients: clients, Engine: opts.DNSEngine},
 		Wiring:   &clusterlink.Wiring{Client: mgr.GetClient(), Opts: opts}}
 	neighbours, released := neighboursOnRelease(mgr.GetClient(), opts.Annotation)
