@@ -164,15 +164,22 @@ func nearestService(use map[string]int, limit int) (string, bool) {
 	return best, found
 }
 
-// servicesSay is the reason a WC's GSPrivateLinksReady waits with ("" when
-// it does not wait): for the MC's services, the WC's own reconcile decides
-// whether a cluster is refused or waits for a further service (it counts
-// every cluster's connections), the MC pass only reads it.
+// servicesSay is what a WC's GSPrivateLinksReady says of the room on the
+// MC's services: ReasonServiceLimit (refused: every service that could
+// take it is full) or ReasonIngressServiceWaiting (waiting for a further
+// ingress service), "" for anything else. The WC's own reconcile decides
+// (it counts every cluster's connections), the MC pass only reads it. A
+// WC waiting for the MC's service to exist in Azure or to show itself to
+// its subscription (servicecheck.go) says nothing of the room: the MC's
+// condition must not call the services full for it.
 func servicesSay(u *unstructured.Unstructured) string {
 	c := ConditionOf(u, ConditionGSPrivateLinksReady)
 	if c == nil || c["status"] != "Unknown" {
 		return ""
 	}
-	reason, _ := c["reason"].(string)
-	return reason
+	switch reason, _ := c["reason"].(string); reason {
+	case ReasonServiceLimit, ReasonIngressServiceWaiting:
+		return reason
+	}
+	return ""
 }

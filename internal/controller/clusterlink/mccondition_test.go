@@ -226,3 +226,33 @@ func TestConditionDue(t *testing.T) {
 		})
 	}
 }
+
+// TestServicesSay: of a WC's GSPrivateLinksReady, the MC pass counts a
+// refusal for room and a wait for a further ingress service, and nothing
+// else: not the waits of the MC-service check (the service not in Azure,
+// not visible to the WC's subscription), whose reasons must stay apart
+// from the room's, nor a True condition.
+func TestServicesSay(t *testing.T) {
+	for _, tc := range []struct {
+		status, reason, want string
+	}{
+		{"Unknown", ReasonServiceLimit, ReasonServiceLimit},
+		{"Unknown", ReasonIngressServiceWaiting, ReasonIngressServiceWaiting},
+		{"Unknown", ReasonMCServiceNotVisible, ""},
+		{"Unknown", ReasonMCServiceNotInAzure, ""},
+		{"Unknown", ReasonEndpointProvisioning, ""},
+		{"Unknown", ReasonEndpointPending, ""},
+		{"True", ReasonServiceLimit, ""},
+		{"", "", ""},
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		if tc.status != "" {
+			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+				"type": ConditionGSPrivateLinksReady, "status": tc.status, "reason": tc.reason,
+			}}}
+		}
+		if got := servicesSay(u); got != tc.want {
+			t.Errorf("%s %s: servicesSay = %q, want %q", tc.status, tc.reason, got, tc.want)
+		}
+	}
+}
