@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -324,16 +325,16 @@ func TestEventMadeMeanwhile(t *testing.T) {
 }
 
 // retry moves the fake clock to the retry of a failed write and waits
-// for the delaying queue's goroutine to queue it.
+// (generously: the delaying queue's goroutine moves it) until the write
+// is queued again.
 func (wd *world) retry(t *testing.T) {
 	t.Helper()
 	wd.clk.Step(retryAfter)
-	deadline := time.Now().Add(30 * time.Second)
-	for wd.r.queue.Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the failed write was not queued again after 10 s")
-		}
-		time.Sleep(time.Millisecond)
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return wd.r.queue.Len() > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the failed write was not queued again after 10 s: %v", err)
 	}
 }
 
