@@ -86,6 +86,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	} else {
 		log.Info("Soft memory limit", "bytes", r.Limit, "containerLimit", r.Container, "why", r.Why)
 	}
+	gc := memlimit.SetGCPercent(opts.gcPercent)
+	log.Info("Garbage collector target", "percent", gc.Percent, "why", gc.Why)
 
 	mgr, err := newManager(ctx, opts)
 	if err != nil {

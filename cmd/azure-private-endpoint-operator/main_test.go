@@ -81,6 +81,7 @@ func TestParseFlags(t *testing.T) {
 			kubeAPIQPS:               100,
 			kubeAPIBurst:             200,
 			memoryLimitFraction:      0.9,
+			gcPercent:                50,
 			plsController:            true,
 			plsDrift:                 10 * time.Minute,
 			plsRecheck:               10 * time.Second,
@@ -394,6 +395,11 @@ func TestParseFlags(t *testing.T) {
 			reason:  "a soft memory limit above the container's is refused",
 			args:    []string{"--memory-limit-fraction=1.5"},
 			wantErr: "--memory-limit-fraction=1.5: must be between 0 (off) and 1",
+		},
+		{
+			reason:  "a garbage collector target of zero is refused",
+			args:    []string{"--gc-percent=0"},
+			wantErr: "--gc-percent=0: must be at least 1",
 		},
 		{
 			reason:  "leader election out of cluster needs a namespace",

@@ -30,6 +30,7 @@ import (
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsengine"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/dnsguard"
 	"github.com/giantswarm/azure-private-endpoint-operator/internal/heal"
+	"github.com/giantswarm/azure-private-endpoint-operator/internal/memlimit"
 )
 
 // inClusterNamespaceFile exists in every pod that mounts a service account
@@ -43,6 +44,7 @@ type options struct {
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
 	memoryLimitFraction     float64
+	gcPercent               int
 	metricsAddr             string
 	metricsSecure           bool
 	metricsCertDir          string
@@ -317,6 +319,8 @@ func (o *options) flagSet() *flag.FlagSet {
 		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps.")
 	fs.Float64Var(&o.memoryLimitFraction, "memory-limit-fraction", 0.9,
 		"Fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes) set as the Go runtime's soft memory limit, so the garbage collector works harder before the kernel would OOM-kill the process. 0 turns it off; GOMEMLIMIT, when set, wins; without a container limit nothing is set.")
+	fs.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent,
+		"The Go garbage collector's target: a cycle starts when the heap has grown by this percentage of what the last cycle left live (the Go runtime's GOGC; Go's own default is 100). Lower keeps less memory for more CPU. GOGC, when set, wins.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
 		"Address (host:port) the Prometheus metrics endpoint (/metrics) binds to; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
@@ -550,6 +554,9 @@ func (o *options) validateManager() []error {
 	})...)
 	if o.memoryLimitFraction < 0 || o.memoryLimitFraction > 1 {
 		errs = append(errs, fmt.Errorf("--memory-limit-fraction=%g: must be between 0 (off) and 1", o.memoryLimitFraction))
+	}
+	if o.gcPercent < 1 {
+		errs = append(errs, fmt.Errorf("--gc-percent=%d: must be at least 1 (GOGC=off in the environment turns the collector off)", o.gcPercent))
 	}
 	if !o.leaderElect {
 		return errs

@@ -1,6 +1,8 @@
-// Package memlimit gives the Go runtime a soft memory limit below the
-// container's, so that the garbage collector works harder as the heap
-// nears what the kernel allows instead of the process being OOM-killed.
+// Package memlimit sets the Go runtime's memory settings: a soft memory
+// limit below the container's, so that the garbage collector works harder
+// as the heap nears what the kernel allows instead of the process being
+// OOM-killed (Set), and the garbage collector's target (SetGCPercent,
+// gcpercent.go).
 //
 // Why: the Go runtime lets the heap grow to twice what is live before it
 // collects (GOGC=100) and returns freed memory to the kernel slowly, and

@@ -77,3 +77,23 @@ func TestSet(t *testing.T) {
 		}
 	}
 }
+
+// TestSetGCPercent: without GOGC the runtime's target becomes the one
+// given; with GOGC set (the runtime applied it at start) it is left as it
+// is, and the result says why.
+func TestSetGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	debug.SetGCPercent(before)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	t.Setenv("GOGC", "")
+	if r := SetGCPercent(60); r.Percent != 60 || r.Why != "--gc-percent" || currentGCPercent() != 60 {
+		t.Fatalf("SetGCPercent(60) = %+v; runtime target %d, want 60", r, currentGCPercent())
+	}
+
+	debug.SetGCPercent(130) // what GOGC=130 set at start
+	t.Setenv("GOGC", "130")
+	if r := SetGCPercent(60); r.Percent != 130 || !strings.Contains(r.Why, "GOGC=130") || currentGCPercent() != 130 {
+		t.Errorf("with GOGC=130: SetGCPercent(60) = %+v; runtime target %d, want 130 left alone", r, currentGCPercent())
+	}
+}
