@@ -334,7 +334,7 @@ func (wd *world) retry(t *testing.T) {
 		return wd.r.queue.Len() > 0, nil
 	})
 	if err != nil {
-		t.Fatalf("the failed write was not queued again after 10 s: %v", err)
+		t.Fatalf("the failed write was not queued again within a minute of its retry time (%v on the fake clock): %v", retryAfter, err)
 	}
 }
 

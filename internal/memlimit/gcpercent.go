@@ -41,7 +41,8 @@ func SetGCPercent(percent int) GCResult {
 	return GCResult{Percent: percent, Why: "--gc-percent"}
 }
 
-// currentGCPercent reads the target without changing it.
+// currentGCPercent reads the target, setting it to 100 for a moment and
+// back: runtime/debug has no getter, and this runs once at start.
 func currentGCPercent() int {
 	p := debug.SetGCPercent(100)
 	debug.SetGCPercent(p)
