@@ -128,6 +128,28 @@ func TestChartPublishSecrets(t *testing.T) {
 	}
 }
 
+// TestChartClientLimit: kubeAPI.qps -1 reaches the operator as
+// --kube-api-qps=-1 (no client-side limit); 0 and other negative values,
+// which the operator refuses, are refused by the values schema before.
+func TestChartClientLimit(t *testing.T) {
+	out := helm(t, "template", release, chartDir, "--namespace", namespace, "-f", filepath.Join(chartDir, "ci", "test-values.yaml"),
+		"--set", "kubeAPI.qps=-1", "--show-only", "templates/deployment.yaml")
+	if !strings.Contains(out, "--kube-api-qps=-1\n") {
+		t.Errorf("kubeAPI.qps=-1 does not reach the operator as --kube-api-qps=-1:\n%s", out)
+	}
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		bin = filepath.Join("..", "bin", "helm")
+	}
+	for _, qps := range []string{"0", "-5"} {
+		out, err := exec.Command(bin, "template", release, chartDir, "--namespace", namespace, "-f", filepath.Join(chartDir, "ci", "test-values.yaml"),
+			"--set", "kubeAPI.qps="+qps).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "qps") {
+			t.Errorf("kubeAPI.qps=%s: want the values schema to refuse it, naming qps; err=%v\n%s", qps, err, out)
+		}
+	}
+}
+
 // TestChartLints runs helm lint --strict with the CI values.
 func TestChartLints(t *testing.T) {
 	out := helm(t, "lint", "--strict", chartDir, "-f", filepath.Join(chartDir, "ci", "test-values.yaml"))

@@ -88,6 +88,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	gc := memlimit.SetGCPercent(opts.gcPercent)
 	log.Info("Garbage collector target", "percent", gc.Percent, "why", gc.Why)
+	if opts.kubeAPIQPS == kubeAPIUnlimited {
+		log.Info("Kubernetes client limit", "qps", "off", "why", "--kube-api-qps=-1: the API server's priority and fairness sets the pace")
+	} else {
+		log.Info("Kubernetes client limit", "qps", opts.kubeAPIQPS, "burst", opts.kubeAPIBurst, "per", "resource type")
+	}
 
 	mgr, err := newManager(ctx, opts)
 	if err != nil {
@@ -110,9 +115,7 @@ func newManager(ctx context.Context, opts *options) (manager.Manager, error) {
 		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
 	}
 	cfg.UserAgent = userAgent
-	// client-go's default (5 per second, 10 burst) takes a minute for the
-	// three writes of 100 workload clusters.
-	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	setClientLimit(cfg, opts.kubeAPIQPS, opts.kubeAPIBurst)
 	// Event writes the API server refuses are counted: client-go drops
 	// them without a metric.
 	eventrec.CountWrites(cfg)
@@ -256,6 +259,21 @@ func cacheSynced(mgr manager.Manager) healthz.Checker {
 
 // restConfig loads the given kubeconfig, or else follows controller-runtime's
 // usual order: KUBECONFIG, in-cluster, ~/.kube/config.
+// setClientLimit sets the operator's own limit on its Kubernetes
+// requests (--kube-api-qps, --kube-api-burst); kubeAPIUnlimited leaves
+// none. The limit is per resource type: controller-runtime makes a REST
+// client per type from cfg, and client-go gives each client without
+// cfg.RateLimiter its own token bucket (rest.RESTClientForConfigAndClient).
+// client-go's default (5 per second, 10 burst) takes a minute for the
+// three writes of 100 workload clusters.
+func setClientLimit(cfg *rest.Config, qps float64, burst int) {
+	if qps == kubeAPIUnlimited {
+		cfg.QPS, cfg.Burst, cfg.RateLimiter = kubeAPIUnlimited, 0, nil
+		return
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+}
+
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)

@@ -23,9 +23,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/giantswarm/azure-private-endpoint-operator/api/v1alpha1"
@@ -382,9 +386,23 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--graceful-shutdown-timeout=0s: must be positive",
 		},
 		{
-			reason:  "a client-side API limit of zero is refused",
+			reason:  "a client-side API limit of zero is refused: client-go would take 5 per second for it",
 			args:    []string{"--kube-api-qps=0"},
-			wantErr: "--kube-api-qps=0 and --kube-api-burst=200: both must be positive",
+			wantErr: "--kube-api-qps=0 and --kube-api-burst=200: both must be positive, or --kube-api-qps=-1 for no client-side limit",
+		},
+		{
+			reason:  "a negative client-side API limit other than -1 is refused",
+			args:    []string{"--kube-api-qps=-5"},
+			wantErr: "--kube-api-qps=-5 and --kube-api-burst=200: both must be positive, or --kube-api-qps=-1 for no client-side limit",
+		},
+		{
+			reason: "-1 turns the client-side API limit off, whatever the burst",
+			args:   []string{"--kube-api-qps=-1", "--kube-api-burst=0"},
+			want: func() options {
+				o := defaults()
+				o.kubeAPIQPS, o.kubeAPIBurst = -1, 0
+				return o
+			},
 		},
 		{
 			reason:  "a negative MC condition interval is refused",
@@ -504,6 +522,9 @@ func TestBinaryLifecycle(t *testing.T) {
 		// installed), and the gateway layout.
 		"--azure-cluster-gates=GSPrivateLinksReady,GSDNSZoneReady",
 		"--wc-to-mc-layout=gateway",
+		// Without a client-side limit the manager, its leader election and
+		// the metrics' authentication still work.
+		"--kube-api-qps=-1",
 	)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
@@ -564,6 +585,9 @@ func TestBinaryLifecycle(t *testing.T) {
 	// container limit, so none is set).
 	if !strings.Contains(stderr.String(), `"Soft memory limit"`) {
 		t.Errorf("operator output does not say its soft memory limit:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `"Kubernetes client limit","qps":"off"`) {
+		t.Errorf("operator output does not say that --kube-api-qps=-1 turned its client-side limit off:\n%s", stderr.String())
 	}
 	if holder := leaseHolder(context.Background(), env.Client, leaseName); holder != "" {
 		t.Errorf("lease still held by %q after a clean stop; it should be released for a fast handover", holder)
@@ -711,6 +735,34 @@ func freeAddr(t *testing.T) string {
 
 // TestFlagReferenceIsCurrent keeps docs/flags.md's table equal to the
 // binary's flags (APEO_UPDATE_DOCS=1, as make generate sets it, rewrites it).
+// TestSetClientLimit: the flags' limit is what client-go's REST clients
+// made from the configuration get, and -1 leaves them none (a limiter
+// set before is dropped too).
+func TestSetClientLimit(t *testing.T) {
+	client := func(t *testing.T, cfg *rest.Config) *rest.RESTClient {
+		t.Helper()
+		cfg.Host = "https://127.0.0.1:1"
+		cfg.GroupVersion = &schema.GroupVersion{Version: "v1"}
+		cfg.APIPath = "/api"
+		cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+		c, err := rest.RESTClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	limited := &rest.Config{}
+	setClientLimit(limited, 100, 200)
+	if l := client(t, limited).GetRateLimiter(); l == nil || l.QPS() != 100 {
+		t.Errorf("--kube-api-qps=100: rate limiter %v, want one of 100 per second", l)
+	}
+	off := &rest.Config{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(5, 10)}
+	setClientLimit(off, kubeAPIUnlimited, 200)
+	if l := client(t, off).GetRateLimiter(); l != nil {
+		t.Errorf("--kube-api-qps=-1: rate limiter of %g per second, want none", l.QPS())
+	}
+}
+
 func TestFlagReferenceIsCurrent(t *testing.T) {
 	o := &options{}
 	docgen.Check(t, "../../docs/flags.md", "flags", docgen.FlagTable(o.flagSet()))

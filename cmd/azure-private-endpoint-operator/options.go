@@ -37,6 +37,13 @@ import (
 // token; leader election defaults to that namespace when running in a cluster.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
+// kubeAPIUnlimited is --kube-api-qps's value for no client-side limit:
+// client-go makes no rate limiter for a negative QPS, and
+// controller-runtime's own configuration uses -1 for the same since
+// v0.21 (kubernetes-sigs/controller-runtime#3119, on SIG API Machinery's
+// advice to rely on API priority and fairness).
+const kubeAPIUnlimited = -1
+
 // options are the operator's command-line settings. docs/flags.md is
 // generated from the flag set (flagSet).
 type options struct {
@@ -314,9 +321,9 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Only needed out of cluster; otherwise KUBECONFIG, the in-cluster config, then ~/.kube/config are used.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100,
-		"Requests per second the operator may send to the Kubernetes API server (client-side limit; the API server's priority and fairness limits it too).")
+		"Requests per second the operator may send to the Kubernetes API server, for each resource type (client-go keeps one limit per type's client; the API server's priority and fairness limits them too). -1 turns the client-side limit off and leaves the pace to the API server's priority and fairness.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200,
-		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps.")
+		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps, for each resource type (unused with --kube-api-qps=-1).")
 	fs.Float64Var(&o.memoryLimitFraction, "memory-limit-fraction", 0.9,
 		"Fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes) set as the Go runtime's soft memory limit, so the garbage collector works harder before the kernel would OOM-kill the process. 0 turns it off; GOMEMLIMIT, when set, wins; without a container limit nothing is set.")
 	fs.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent,
@@ -606,8 +613,11 @@ func (o *options) validateWiring() []error {
 	if o.healRejected && o.healDisconnectedAfter == 0 {
 		errs = append(errs, errors.New("--heal-rejected needs --heal-disconnected-after above 0"))
 	}
-	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", o.kubeAPIQPS, o.kubeAPIBurst))
+	switch {
+	case o.kubeAPIQPS == kubeAPIUnlimited:
+	case o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1:
+		// 0 would be client-go's own default, 5 per second, in silence.
+		errs = append(errs, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive, or --kube-api-qps=-1 for no client-side limit", o.kubeAPIQPS, o.kubeAPIBurst))
 	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.maxConcurrentReconciles))
