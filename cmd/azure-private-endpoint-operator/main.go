@@ -257,8 +257,6 @@ func cacheSynced(mgr manager.Manager) healthz.Checker {
 	}
 }
 
-// restConfig loads the given kubeconfig, or else follows controller-runtime's
-// usual order: KUBECONFIG, in-cluster, ~/.kube/config.
 // setClientLimit sets the operator's own limit on its Kubernetes
 // requests (--kube-api-qps, --kube-api-burst); kubeAPIUnlimited leaves
 // none. The limit is per resource type: controller-runtime makes a REST
@@ -274,6 +272,8 @@ func setClientLimit(cfg *rest.Config, qps float64, burst int) {
 	cfg.QPS, cfg.Burst = float32(qps), burst
 }
 
+// restConfig loads the given kubeconfig, or else follows controller-runtime's
+// usual order: KUBECONFIG, in-cluster, ~/.kube/config.
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)

@@ -733,8 +733,6 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestFlagReferenceIsCurrent keeps docs/flags.md's table equal to the
-// binary's flags (APEO_UPDATE_DOCS=1, as make generate sets it, rewrites it).
 // TestSetClientLimit: the flags' limit is what client-go's REST clients
 // made from the configuration get, and -1 leaves them none (a limiter
 // set before is dropped too).
@@ -763,6 +761,8 @@ func TestSetClientLimit(t *testing.T) {
 	}
 }
 
+// TestFlagReferenceIsCurrent keeps docs/flags.md's table equal to the
+// binary's flags (APEO_UPDATE_DOCS=1, as make generate sets it, rewrites it).
 func TestFlagReferenceIsCurrent(t *testing.T) {
 	o := &options{}
 	docgen.Check(t, "../../docs/flags.md", "flags", docgen.FlagTable(o.flagSet()))
