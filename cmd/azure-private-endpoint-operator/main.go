@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if opts.kubeAPIQPS == kubeAPIUnlimited {
 		log.Info("Kubernetes client limit", "qps", "off", "why", "--kube-api-qps=-1: the API server's priority and fairness sets the pace")
 	} else {
-		log.Info("Kubernetes client limit", "qps", opts.kubeAPIQPS, "burst", opts.kubeAPIBurst, "per", "resource type")
+		log.Info("Kubernetes client limit", "qps", opts.kubeAPIQPS, "burst", opts.kubeAPIBurst, "per", "client (one per resource type, one per controller's Events)")
 	}
 
 	mgr, err := newManager(ctx, opts)
@@ -259,8 +259,9 @@ func cacheSynced(mgr manager.Manager) healthz.Checker {
 
 // setClientLimit sets the operator's own limit on its Kubernetes
 // requests (--kube-api-qps, --kube-api-burst); kubeAPIUnlimited leaves
-// none. The limit is per resource type: controller-runtime makes a REST
-// client per type from cfg, and client-go gives each client without
+// none. The limit is per client: controller-runtime makes a REST client
+// per resource type from cfg, each controller's Event recorder makes its
+// own (eventrec.For), and client-go gives each client without
 // cfg.RateLimiter its own token bucket (rest.RESTClientForConfigAndClient).
 // client-go's default (5 per second, 10 burst) takes a minute for the
 // three writes of 100 workload clusters.

@@ -321,9 +321,9 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig. Only needed out of cluster; otherwise KUBECONFIG, the in-cluster config, then ~/.kube/config are used.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100,
-		"Requests per second the operator may send to the Kubernetes API server, for each resource type (client-go keeps one limit per type's client; the API server's priority and fairness limits them too). -1 turns the client-side limit off and leaves the pace to the API server's priority and fairness.")
+		"Requests per second the operator may send to the Kubernetes API server through each of its clients: one per resource type, and one per controller for its Events (client-go keeps a limit per client; the API server's priority and fairness limits them too). -1 turns the client-side limit off and leaves the pace to the API server's priority and fairness.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200,
-		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps, for each resource type (unused with --kube-api-qps=-1).")
+		"Requests the operator may send to the Kubernetes API server in a burst above --kube-api-qps, through each of its clients (unused with --kube-api-qps=-1).")
 	fs.Float64Var(&o.memoryLimitFraction, "memory-limit-fraction", 0.9,
 		"Fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes) set as the Go runtime's soft memory limit, so the garbage collector works harder before the kernel would OOM-kill the process. 0 turns it off; GOMEMLIMIT, when set, wins; without a container limit nothing is set.")
 	fs.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent,
